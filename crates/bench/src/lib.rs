@@ -1,0 +1,1 @@
+//! storage-bench: the native I/O engine and the PiBenchmarks test set.

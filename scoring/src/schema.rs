@@ -1,0 +1,630 @@
+//! The `storage-score/1` report: the serde types behind the JSON contract of
+//! DESIGN.md §3.
+//!
+//! Every crate that reads or writes a report uses these types: `identify`
+//! fills `target` and `device`, `bench` fills `measurements` and `details`,
+//! this crate adds `score` and `verdict`, and the leaderboard server reads the
+//! lot. Keys that carry no value are omitted (`Option` + `skip_serializing_if`),
+//! and unknown keys are accepted on input so that newer reports still load.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The value of the report's `schema` key.
+pub const SCHEMA: &str = "storage-score/1";
+
+/// A whole report, as `storage-score run --json` prints it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Report {
+    pub schema: String,
+    pub tool: Tool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<Target>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<Device>,
+    /// `compat` (the default, comparable with PiBenchmarks) or `quick`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measurements: Option<Measurements>,
+    /// Per-test detail: latency percentiles, per-interval throughput, engine used.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub details: BTreeMap<String, TestDetail>,
+    /// Tests that did not run, each with the reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<Skipped>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<Score>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
+    /// Run-level notes (interrupted run, quick profile, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+impl Report {
+    /// An empty report carrying this tool's name and version.
+    pub fn new(tool_version: &str) -> Self {
+        Report {
+            schema: SCHEMA.to_owned(),
+            tool: Tool { name: "storage-score".to_owned(), version: tool_version.to_owned() },
+            ..Report::default()
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Tool {
+    pub name: String,
+    pub version: String,
+}
+
+/// What the user named and what it resolved to.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Target {
+    /// The TARGET argument as given.
+    pub input: String,
+    /// The whole disk, e.g. `/dev/mmcblk0`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk: Option<String>,
+    /// The partition, e.g. `/dev/mmcblk0p2`, when the target lies on one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mount_point: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filesystem: Option<String>,
+    /// The mount source as mountinfo names it (may be a dm or loop device).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mount_source: Option<String>,
+    /// Devices stacked between the filesystem and the disk, top first
+    /// (e.g. `["/dev/dm-0", "/dev/sda2"]` for LVM).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stack: Vec<String>,
+    /// For a loop device: the file behind it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backing_file: Option<String>,
+    /// `MAJ:MIN` of the whole disk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dev: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// Kind of device, as in DESIGN §3.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeviceKind {
+    Sd,
+    Emmc,
+    Usb,
+    Nvme,
+    Sata,
+    Virtio,
+    Loop,
+    #[default]
+    Other,
+}
+
+impl DeviceKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeviceKind::Sd => "sd",
+            DeviceKind::Emmc => "emmc",
+            DeviceKind::Usb => "usb",
+            DeviceKind::Nvme => "nvme",
+            DeviceKind::Sata => "sata",
+            DeviceKind::Virtio => "virtio",
+            DeviceKind::Loop => "loop",
+            DeviceKind::Other => "other",
+        }
+    }
+}
+
+/// The device under test.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Device {
+    pub kind: DeviceKind,
+    /// Kernel name of the whole disk, e.g. `mmcblk0`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vendor: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub firmware: Option<String>,
+    /// Disk serial number (sysfs). Dropped before any upload unless asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logical_block_size: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub physical_block_size: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotational: Option<bool>,
+    /// The block layer accepts discard (queue/discard_max_bytes > 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discard: Option<bool>,
+    /// `write back` or `write through`, from queue/write_cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_cache: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub removable: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sd: Option<SdInfo>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emmc: Option<EmmcInfo>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usb: Option<UsbInfo>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvme: Option<NvmeInfo>,
+    #[serde(default, rename = "loop", skip_serializing_if = "Option::is_none")]
+    pub loop_device: Option<LoopInfo>,
+    /// Counterfeit / rebadge hints, each with its reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hints: Vec<Hint>,
+    /// Things that could not be read, and why (never fatal).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// A hint that the card is not what it says it is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hint {
+    /// Stable machine-readable code, e.g. `fake-mid-oid`.
+    pub code: String,
+    /// One sentence a buyer can act on, saying why the hint was raised.
+    pub message: String,
+}
+
+/// A register that could not be decoded. The rest of identification goes on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegisterError {
+    pub register: String,
+    pub message: String,
+}
+
+/// SD card facts from the card's own registers.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SdInfo {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cid: Option<SdCid>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub csd: Option<SdCsd>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scr: Option<SdScr>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ssr: Option<SdSsr>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ocr: Option<Ocr>,
+    /// Built as PiBenchmarks does: `A2 Class 10 V30 U3`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class_label: Option<String>,
+    /// Raw register hex, as read from sysfs.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub registers: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostIos>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<RegisterError>,
+}
+
+/// SD CID register (SD Physical Layer Simplified Spec, 5.2).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SdCid {
+    pub manufacturer_id: u8,
+    /// From the manufacturer table; absent when the MID is unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manufacturer: Option<String>,
+    /// The two OID bytes as ASCII where printable, else as `0xHHHH`.
+    pub oem_id: String,
+    /// The raw 16-bit OID.
+    pub oem_id_raw: u16,
+    pub product_name: String,
+    /// `N.M` from PRV's two nibbles.
+    pub product_revision: String,
+    pub serial: u32,
+    /// `YYYY-MM`.
+    pub manufactured: String,
+}
+
+/// SD CSD register, structures 1.0, 2.0 and 3.0 (spec 5.3).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SdCsd {
+    /// 1, 2 or 3 for CSD structure 1.0, 2.0, 3.0.
+    pub csd_version: u8,
+    pub capacity_bytes: u64,
+    /// TRAN_SPEED decoded, bits per second.
+    pub max_transfer_rate_bps: u64,
+    /// CCC bitmask (12 bits).
+    pub ccc: u16,
+    /// The command classes set in CCC, e.g. `[0, 2, 4, 5, 7, 8, 10]`.
+    #[serde(default)]
+    pub command_classes: Vec<u8>,
+    #[serde(default)]
+    pub read_block_len: u32,
+    #[serde(default)]
+    pub erase_block_enable: bool,
+    #[serde(default)]
+    pub perm_write_protect: bool,
+    #[serde(default)]
+    pub tmp_write_protect: bool,
+}
+
+/// SD SCR register (spec 5.6).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SdScr {
+    /// `1.0x` … `9.xx`.
+    pub spec_version: String,
+    pub bus_widths: Vec<u8>,
+    /// Commands the card flags in CMD_SUPPORT, e.g. `[20, 23]`.
+    #[serde(default)]
+    pub cmd_support: Vec<u8>,
+    #[serde(default)]
+    pub sd_security: u8,
+    #[serde(default)]
+    pub data_stat_after_erase: u8,
+    #[serde(default)]
+    pub ex_security: u8,
+}
+
+/// SD Status register (spec 4.10.2), every field.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SdSsr {
+    /// DAT_BUS_WIDTH when the SSR was read (1 on Linux: read before the switch).
+    pub bus_width: u8,
+    pub secured_mode: bool,
+    pub card_type: u16,
+    pub protected_area_bytes: u64,
+    /// 0, 2, 4, 6 or 10.
+    pub speed_class: u8,
+    /// PERFORMANCE_MOVE in MB/s (0 = sequential write, 0xff = infinity).
+    pub performance_move_mb_s: u8,
+    pub au_size_bytes: u64,
+    /// ERASE_SIZE: number of AUs erased at a time (0 = not supported).
+    pub erase_size_au: u16,
+    /// ERASE_TIMEOUT in seconds.
+    pub erase_timeout_s: u8,
+    /// ERASE_OFFSET in seconds (0..=3).
+    pub erase_offset_s: u8,
+    /// 0, 1 or 3.
+    pub uhs_grade: u8,
+    pub uhs_au_size_bytes: u64,
+    /// 0, 6, 10, 30, 60 or 90.
+    pub video_class: u8,
+    pub vsc_au_size_mib: u16,
+    pub sus_addr: u32,
+    /// 0, 1 or 2 (A1/A2).
+    pub app_class: u8,
+    /// Command-queue depth the card supports (0 = none).
+    pub command_queue_depth: u8,
+    pub cache: bool,
+    pub host_maintenance: bool,
+    pub card_maintenance: bool,
+    pub discard: bool,
+    pub fule: bool,
+}
+
+/// OCR register.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Ocr {
+    pub raw: u32,
+    /// e.g. `2.7-3.6 V`.
+    pub voltage_window: String,
+    /// Card Capacity Status: SDHC/SDXC (block addressed).
+    pub ccs: bool,
+    /// Switching to 1.8 V accepted.
+    pub s18a: bool,
+    #[serde(default)]
+    pub uhs2: bool,
+    /// Power-up routine finished.
+    #[serde(default)]
+    pub powered_up: bool,
+}
+
+/// The host controller's view of the bus, from debugfs `mmc*/ios`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct HostIos {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_hz: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actual_clock_hz: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bus_width_bits: Option<u8>,
+    /// As the kernel prints it, e.g. `sd high-speed`, `sd uhs SDR104`, `mmc HS200`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal_voltage: Option<String>,
+    /// The host runs a command queue for this card (CQE or software queue).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_queue: Option<bool>,
+}
+
+/// eMMC facts.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct EmmcInfo {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cid: Option<MmcCid>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ext_csd: Option<ExtCsd>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub registers: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostIos>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<RegisterError>,
+}
+
+/// MMC/eMMC CID (JEDEC JESD84), which differs from the SD layout.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct MmcCid {
+    pub manufacturer_id: u8,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manufacturer: Option<String>,
+    /// CBX: 0 removable, 1 BGA (eMMC), 2 POP.
+    pub device_type: u8,
+    /// One OID byte, as `0xHH`.
+    pub oem_id: String,
+    pub product_name: String,
+    pub product_revision: String,
+    pub serial: u32,
+    pub manufactured: String,
+}
+
+/// The parts of EXT_CSD a buyer cares about.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ExtCsd {
+    pub ext_csd_rev: u8,
+    /// DEVICE_LIFE_TIME_EST_TYP_A, in 10% steps (1 = 0-10% used … 0x0b = exceeded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub life_time_est_a: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub life_time_est_b: Option<u8>,
+    /// PRE_EOL_INFO: 1 normal, 2 warning, 3 urgent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pre_eol_info: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub firmware_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_size_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_queue_depth: Option<u8>,
+}
+
+/// USB mass-storage facts, including the bridge chip.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct UsbInfo {
+    /// `idVendor:idProduct`, e.g. `152d:0578`.
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bridge: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manufacturer: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub product: Option<String>,
+    /// Link speed in Mb/s: 12, 480, 5000, 10000, 20000.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed_mbps: Option<u32>,
+    /// `uas` or `usb-storage`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scsi_vendor: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scsi_model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scsi_revision: Option<String>,
+}
+
+/// NVMe facts.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct NvmeInfo {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<String>,
+    /// e.g. `8.0 GT/s PCIe`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_link_speed: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_link_width: Option<u8>,
+}
+
+/// Loop device facts.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct LoopInfo {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backing_file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direct_io: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+}
+
+/// The nine figures of DESIGN §4. Each keeps its reference tool's unit.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Measurements {
+    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "ser_number")]
+    pub seq_read_mib_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "ser_number")]
+    pub cached_read_mib_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "ser_number")]
+    pub seq_write_mb_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "ser_number")]
+    pub rand_read_4k_qd64_iops: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "ser_number")]
+    pub rand_write_4k_qd64_iops: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "ser_number")]
+    pub seq_write_4k_qd1_kib_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "ser_number")]
+    pub seq_read_4k_qd1_kib_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "ser_number")]
+    pub rand_read_4k_qd1_kib_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "ser_number")]
+    pub rand_write_4k_qd1_kib_s: Option<f64>,
+}
+
+/// The measurement keys, in the order the tests run and the table prints.
+pub const MEASUREMENT_KEYS: [&str; 9] = [
+    "seq_read_mib_s",
+    "cached_read_mib_s",
+    "seq_write_mb_s",
+    "rand_write_4k_qd64_iops",
+    "rand_read_4k_qd64_iops",
+    "seq_write_4k_qd1_kib_s",
+    "seq_read_4k_qd1_kib_s",
+    "rand_read_4k_qd1_kib_s",
+    "rand_write_4k_qd1_kib_s",
+];
+
+impl Measurements {
+    /// The figure under `key`, or `None` when it is missing or the key is unknown.
+    pub fn get(&self, key: &str) -> Option<f64> {
+        *self.slot(key)?
+    }
+
+    /// Sets the figure under `key`; returns false for an unknown key.
+    pub fn set(&mut self, key: &str, value: f64) -> bool {
+        match self.slot_mut(key) {
+            Some(slot) => {
+                *slot = Some(value);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn slot(&self, key: &str) -> Option<&Option<f64>> {
+        Some(match key {
+            "seq_read_mib_s" => &self.seq_read_mib_s,
+            "cached_read_mib_s" => &self.cached_read_mib_s,
+            "seq_write_mb_s" => &self.seq_write_mb_s,
+            "rand_read_4k_qd64_iops" => &self.rand_read_4k_qd64_iops,
+            "rand_write_4k_qd64_iops" => &self.rand_write_4k_qd64_iops,
+            "seq_write_4k_qd1_kib_s" => &self.seq_write_4k_qd1_kib_s,
+            "seq_read_4k_qd1_kib_s" => &self.seq_read_4k_qd1_kib_s,
+            "rand_read_4k_qd1_kib_s" => &self.rand_read_4k_qd1_kib_s,
+            "rand_write_4k_qd1_kib_s" => &self.rand_write_4k_qd1_kib_s,
+            _ => return None,
+        })
+    }
+
+    fn slot_mut(&mut self, key: &str) -> Option<&mut Option<f64>> {
+        Some(match key {
+            "seq_read_mib_s" => &mut self.seq_read_mib_s,
+            "cached_read_mib_s" => &mut self.cached_read_mib_s,
+            "seq_write_mb_s" => &mut self.seq_write_mb_s,
+            "rand_read_4k_qd64_iops" => &mut self.rand_read_4k_qd64_iops,
+            "rand_write_4k_qd64_iops" => &mut self.rand_write_4k_qd64_iops,
+            "seq_write_4k_qd1_kib_s" => &mut self.seq_write_4k_qd1_kib_s,
+            "seq_read_4k_qd1_kib_s" => &mut self.seq_read_4k_qd1_kib_s,
+            "rand_read_4k_qd1_kib_s" => &mut self.rand_read_4k_qd1_kib_s,
+            "rand_write_4k_qd1_kib_s" => &mut self.rand_write_4k_qd1_kib_s,
+            _ => return None,
+        })
+    }
+}
+
+/// Writes whole numbers as JSON integers (`3000`, not `3000.0`), as the
+/// reference tools print IOPS and KiB/s.
+fn ser_number<S: serde::Serializer>(value: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    match value {
+        Some(v) if v.fract() == 0.0 && v.abs() < 9.0e15 => s.serialize_i64(*v as i64),
+        Some(v) => s.serialize_f64(*v),
+        None => s.serialize_none(),
+    }
+}
+
+/// Detail of one test: how it ran and its latency distribution.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TestDetail {
+    /// `io_uring`, `threads` or `sync`.
+    pub engine: String,
+    pub bytes: u64,
+    pub ios: u64,
+    pub seconds: f64,
+    pub latency: Latency,
+    /// Throughput per interval in MiB/s, for plots.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals_mib_s: Vec<f64>,
+    #[serde(default)]
+    pub interval_ms: u64,
+}
+
+/// Latency percentiles in microseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Latency {
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub p99_9_us: f64,
+    pub max_us: f64,
+    pub mean_us: f64,
+}
+
+/// A test that did not run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skipped {
+    pub key: String,
+    pub reason: String,
+}
+
+/// The score block.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Score {
+    /// Absent when a figure the formula needs is missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pibenchmarks: Option<u64>,
+    /// The measurement keys the formula needed and did not get.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
+    /// False for the `quick` profile: not comparable with PiBenchmarks results.
+    #[serde(default = "yes")]
+    pub comparable: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Does the card meet the class it claims?
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Verdict {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claimed: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<String>,
+    #[serde(default)]
+    pub checks: Vec<Check>,
+    #[serde(default)]
+    pub notes: Vec<String>,
+    /// The verdict in one plain sentence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+}
+
+/// One requirement of one class mark, against the measured figure.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Check {
+    /// The mark, e.g. `A2`, `U3`, `V30`, `Class 10`.
+    pub mark: String,
+    /// What the mark requires, in words: `random write ≥ 2000 IOPS`.
+    pub requirement: String,
+    /// The measurement key compared.
+    pub key: String,
+    pub required: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<f64>,
+    pub unit: String,
+    /// Absent when the figure was not measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass: Option<bool>,
+    /// Whether the card claims this mark.
+    #[serde(default)]
+    pub claimed: bool,
+}
