@@ -1,1 +1,20 @@
 //! storage-bench: the native I/O engine and the PiBenchmarks test set.
+//!
+//! - [`engine`] keeps N requests in flight (io_uring, or threads) or one
+//!   (sync), and records each completion.
+//! - [`suite`] defines the nine figures of DESIGN.md §4 on top of it.
+//! - [`scratch`] makes scratch files that cannot outlive the process.
+//! - [`interrupt`] turns Ctrl-C and SIGTERM into a clean stop.
+//!
+//! `unsafe` lives in [`buffer`] (aligned allocation), [`engine`] (io_uring
+//! submissions, pread/pwrite), [`scratch`] (open/fcntl) and [`interrupt`].
+
+pub mod buffer;
+pub mod engine;
+pub mod interrupt;
+pub mod recorder;
+pub mod scratch;
+pub mod suite;
+
+pub use engine::EngineChoice;
+pub use suite::{Observer, Outcome, Plan, Profile, RunError, Silent, WriteTarget, run};

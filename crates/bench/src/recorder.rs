@@ -1,0 +1,99 @@
+//! Per-test recording: every I/O's latency into an HDR histogram, and bytes
+//! completed per fixed interval for throughput-over-time plots.
+
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use storage_scoring::schema::Latency;
+
+/// Throughput is bucketed in intervals of this length.
+pub const INTERVAL: Duration = Duration::from_millis(500);
+
+/// Records one test.
+#[derive(Debug)]
+pub struct Recorder {
+    histogram: Histogram<u64>,
+    start: Instant,
+    interval_bytes: Vec<u64>,
+    pub ios: u64,
+    pub bytes: u64,
+}
+
+impl Recorder {
+    pub fn new(start: Instant) -> Self {
+        // 1 ns .. 1 h at 3 significant figures: about 40 KiB of counters.
+        let histogram = Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
+            .unwrap_or_else(|_| unreachable!("the bounds above are valid"));
+        Recorder { histogram, start, interval_bytes: Vec::new(), ios: 0, bytes: 0 }
+    }
+
+    /// Records one completed I/O of `bytes` that took `latency`, finishing at `now`.
+    pub fn record(&mut self, now: Instant, latency: Duration, bytes: u64) {
+        let nanos = u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX).max(1);
+        self.histogram.saturating_record(nanos);
+        self.ios += 1;
+        self.bytes += bytes;
+        let slot = (now.saturating_duration_since(self.start).as_nanos() / INTERVAL.as_nanos()) as usize;
+        if slot >= self.interval_bytes.len() {
+            // Bounded by the test's length: one slot per half second.
+            self.interval_bytes.resize(slot + 1, 0);
+        }
+        self.interval_bytes[slot] += bytes;
+    }
+
+    /// Merges another recorder's figures (from a worker thread) into this one.
+    pub fn merge(&mut self, other: &Recorder) {
+        let _ = self.histogram.add(&other.histogram);
+        self.ios += other.ios;
+        self.bytes += other.bytes;
+        if other.interval_bytes.len() > self.interval_bytes.len() {
+            self.interval_bytes.resize(other.interval_bytes.len(), 0);
+        }
+        for (mine, theirs) in self.interval_bytes.iter_mut().zip(&other.interval_bytes) {
+            *mine += theirs;
+        }
+    }
+
+    /// Latency percentiles in microseconds.
+    pub fn latency(&self) -> Latency {
+        let us = |nanos: u64| (nanos as f64 / 1000.0 * 10.0).round() / 10.0;
+        if self.histogram.is_empty() {
+            return Latency::default();
+        }
+        Latency {
+            p50_us: us(self.histogram.value_at_quantile(0.50)),
+            p99_us: us(self.histogram.value_at_quantile(0.99)),
+            p99_9_us: us(self.histogram.value_at_quantile(0.999)),
+            max_us: us(self.histogram.max()),
+            mean_us: (self.histogram.mean() / 1000.0 * 10.0).round() / 10.0,
+        }
+    }
+
+    /// Throughput per interval in MiB/s.
+    pub fn intervals_mib_s(&self) -> Vec<f64> {
+        let secs = INTERVAL.as_secs_f64();
+        self.interval_bytes.iter().map(|&b| ((b as f64 / secs / 1_048_576.0) * 100.0).round() / 100.0).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_and_intervals() {
+        let start = Instant::now();
+        let mut r = Recorder::new(start);
+        for i in 1..=1000u64 {
+            r.record(start + Duration::from_millis(i), Duration::from_micros(i), 4096);
+        }
+        let lat = r.latency();
+        assert!((lat.p50_us - 500.0).abs() < 1.0, "{lat:?}");
+        assert!((lat.max_us - 1000.0).abs() < 1.0, "{lat:?}");
+        assert_eq!(r.ios, 1000);
+        let iv = r.intervals_mib_s();
+        assert_eq!(iv.len(), 3);
+        // 499 I/Os of 4 KiB in the first half second.
+        assert!((iv[0] - 499.0 * 4096.0 / 0.5 / 1_048_576.0).abs() < 0.01);
+    }
+}
