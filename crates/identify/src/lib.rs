@@ -3,3 +3,32 @@
 //! Target resolution (path → filesystem → partition → disk), device
 //! identification from sysfs/debugfs, and pure decoders for the SD and eMMC
 //! registers.
+
+pub mod device;
+pub mod sysfs;
+pub mod target;
+pub mod hex;
+pub mod host;
+pub mod manufacturers;
+pub mod mmc;
+pub mod sd;
+pub mod usb;
+
+pub use sysfs::Roots;
+pub use target::{Resolved, TargetError, resolve};
+
+use storage_scoring::schema::{Device, Target};
+
+/// Resolves TARGET and identifies the disk under it: the `target` and
+/// `device` blocks of a report. `device` is `None` when nothing block-backed
+/// lies under the target (tmpfs, overlayfs); the target's notes say so.
+pub fn identify(input: &str, roots: &Roots) -> Result<(Resolved, Option<Device>), TargetError> {
+    let resolved = resolve(input, roots)?;
+    let device = resolved.disk.as_ref().map(|disk| device::identify(disk, roots));
+    Ok((resolved, device))
+}
+
+/// The report's `target` block for a resolution.
+pub fn target_block(resolved: &Resolved) -> Target {
+    resolved.target.clone()
+}

@@ -1,0 +1,181 @@
+//! From a resolved target to a test plan: which raw device the read tests
+//! read, and where the write tests may write (DESIGN.md §6).
+//!
+//! - A directory or a mounted partition: a scratch file in that filesystem.
+//! - A whole disk: a scratch file in its largest writable mounted filesystem.
+//! - Nothing mounted: read tests only, unless `--destructive --yes`.
+
+use std::fs::OpenOptions;
+use std::io::{BufRead, IsTerminal, Write};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use storage_bench::{EngineChoice, Plan, Profile, WriteTarget};
+use storage_identify::target::{self, Mount};
+use storage_identify::{Resolved, Roots};
+use storage_scoring::schema::MEASUREMENT_KEYS;
+
+use crate::{EngineArg, Failure, ProfileArg, RunArgs};
+
+/// Builds the plan, or refuses.
+pub fn build(args: &RunArgs, resolved: &Resolved, roots: &Roots) -> Result<Plan, Failure> {
+    let keys = selected_keys(&args.only)?;
+    let input = Path::new(&args.target);
+    let input_is_block = std::fs::metadata(input).map(|m| m.file_type().is_block_device()).unwrap_or(false);
+    let Some(disk) = &resolved.disk else {
+        let what = resolved.target.filesystem.clone().unwrap_or_else(|| "this filesystem".to_owned());
+        return Err(Failure::Usage(format!(
+            "{} is on {what}, which has no block device behind it; give a directory on a real disk, or the disk itself",
+            args.target
+        )));
+    };
+
+    // The raw device the read tests read. Under a captured sysfs tree the
+    // kernel names in it need not exist here, so a device node the user gave
+    // is read directly.
+    let disk_node = if input_is_block && resolved.partition.is_none() { input.to_path_buf() } else { disk.node() };
+    let read_device = readable(&disk_node);
+
+    let write_target = if args.destructive {
+        destructive_target(args, resolved, roots, input_is_block)?
+    } else {
+        scratch_target(args, resolved, roots, disk)?
+    };
+
+    Ok(Plan {
+        read_device,
+        write_target,
+        profile: match args.profile {
+            ProfileArg::Compat => Profile::Compat,
+            ProfileArg::Quick => Profile::Quick,
+        },
+        keys,
+        engine: match args.engine {
+            EngineArg::Auto => EngineChoice::Auto,
+            EngineArg::IoUring => EngineChoice::IoUring,
+            EngineArg::Threads => EngineChoice::Threads,
+        },
+    })
+}
+
+fn selected_keys(only: &[String]) -> Result<Vec<String>, Failure> {
+    if only.is_empty() {
+        return Ok(MEASUREMENT_KEYS.iter().map(|k| k.to_string()).collect());
+    }
+    for key in only {
+        if !MEASUREMENT_KEYS.contains(&key.as_str()) {
+            return Err(Failure::Usage(format!(
+                "--only: unknown measurement key {key:?}; valid keys are {}",
+                MEASUREMENT_KEYS.join(", ")
+            )));
+        }
+    }
+    Ok(only.to_vec())
+}
+
+/// Can the read tests open the raw device? If not, why, in words.
+fn readable(node: &Path) -> Result<PathBuf, String> {
+    match OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(node) {
+        Ok(_) => Ok(node.to_path_buf()),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) => Err(format!(
+            "reading the raw device {} needs root: run with sudo to measure it",
+            node.display()
+        )),
+        Err(e) => Err(format!("cannot open {} for reading: {e}", node.display())),
+    }
+}
+
+fn scratch_target(args: &RunArgs, resolved: &Resolved, roots: &Roots, disk: &target::BlockDev) -> Result<WriteTarget, Failure> {
+    let wants_writes = selected_keys(&args.only)?.iter().any(|k| !k.contains("read"));
+    let input = Path::new(&args.target);
+    // A directory, or a partition/disk that is itself mounted: write there.
+    if let Some(mount) = &resolved.mount {
+        let dir = if input.is_dir() { input.to_path_buf() } else { mount.mount_point.clone() };
+        if mount.read_only && wants_writes {
+            return Err(Failure::Usage(format!(
+                "{} is on a read-only filesystem ({} mounted ro); remount it read-write, or run only the read tests with --only seq_read_mib_s,cached_read_mib_s",
+                args.target,
+                mount.mount_point.display()
+            )));
+        }
+        if !storage_bench::suite::writable_dir(&dir) && wants_writes {
+            return Err(Failure::Usage(format!(
+                "cannot write in {}: permission denied; run with sudo or give a directory you can write to",
+                dir.display()
+            )));
+        }
+        return Ok(WriteTarget::Scratch(dir));
+    }
+    if resolved.partition.is_some() {
+        return Ok(WriteTarget::Unavailable(format!(
+            "{} is not mounted: the write tests need a mounted filesystem on it (or --destructive to write the raw partition)",
+            args.target
+        )));
+    }
+    let candidates = target::mounts_on_disk(disk, roots);
+    Ok(match largest_writable(&candidates) {
+        Some(mount) => WriteTarget::Scratch(mount.mount_point.clone()),
+        None => WriteTarget::Unavailable(format!(
+            "nothing on {} is mounted writable: the write tests need a mounted filesystem on it (or --destructive on the unmounted device)",
+            disk.node().display()
+        )),
+    })
+}
+
+/// The largest read-write mount we can write in.
+fn largest_writable(mounts: &[Mount]) -> Option<&Mount> {
+    mounts
+        .iter()
+        .filter(|m| !m.read_only && storage_bench::suite::writable_dir(&m.mount_point))
+        .max_by_key(|m| filesystem_size(&m.mount_point))
+}
+
+fn filesystem_size(dir: &Path) -> u64 {
+    nix::sys::statvfs::statvfs(dir)
+        .map(|s| (s.blocks() as u64).saturating_mul(s.fragment_size() as u64))
+        .unwrap_or(0)
+}
+
+fn destructive_target(args: &RunArgs, resolved: &Resolved, roots: &Roots, input_is_block: bool) -> Result<WriteTarget, Failure> {
+    if !input_is_block {
+        return Err(Failure::Usage(format!(
+            "--destructive needs a block device (a disk or partition), and {} is not one",
+            args.target
+        )));
+    }
+    let mounted: Vec<String> = match (&resolved.partition, &resolved.disk) {
+        (Some(_), _) => resolved.mount.iter().map(|m| m.mount_point.display().to_string()).collect(),
+        (None, Some(disk)) => target::mounts_on_disk(disk, roots).iter().map(|m| m.mount_point.display().to_string()).collect(),
+        (None, None) => Vec::new(),
+    };
+    if !mounted.is_empty() {
+        return Err(Failure::Refused(format!(
+            "refusing to write the raw device {}: it is mounted at {}; unmount it first (its data would be destroyed)",
+            args.target,
+            mounted.join(", ")
+        )));
+    }
+    if !args.yes {
+        confirm(&args.target)?;
+    }
+    Ok(WriteTarget::Raw(PathBuf::from(&args.target)))
+}
+
+/// Asks on the terminal; refuses when there is none to ask on.
+fn confirm(device: &str) -> Result<(), Failure> {
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        return Err(Failure::Refused(format!(
+            "refusing to write the raw device {device} without confirmation: there is no terminal to ask on; add --yes if every byte on it may be destroyed"
+        )));
+    }
+    eprint!("storage-score: --destructive will overwrite the start of {device}; its data will be lost. Type 'yes' to go on: ");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    let _ = stdin.lock().read_line(&mut answer);
+    if answer.trim() == "yes" {
+        Ok(())
+    } else {
+        Err(Failure::Refused(format!("not confirmed: {device} was left untouched")))
+    }
+}

@@ -1,0 +1,64 @@
+//! Progress bars on stderr, only when stderr is a terminal and no JSON is
+//! asked for (DESIGN.md §2).
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use storage_bench::Observer;
+
+/// One bar per test, replaced as tests go by.
+#[derive(Debug)]
+pub struct Bars {
+    enabled: bool,
+    current: Mutex<Option<ProgressBar>>,
+}
+
+impl Bars {
+    pub fn new(enabled: bool) -> Self {
+        Bars { enabled, current: Mutex::new(None) }
+    }
+
+    pub fn finish(&self) {
+        if let Ok(mut current) = self.current.lock() {
+            if let Some(bar) = current.take() {
+                bar.finish_and_clear();
+            }
+        }
+    }
+}
+
+impl Observer for Bars {
+    fn started(&self, key: &str, total: u64) {
+        if !self.enabled {
+            return;
+        }
+        self.finish();
+        let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+        let style = ProgressStyle::with_template("{prefix:>26} [{bar:30}] {percent:>3}%  ETA {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> ");
+        bar.set_style(style);
+        bar.set_prefix(key.to_owned());
+        bar.enable_steady_tick(Duration::from_millis(200));
+        if let Ok(mut current) = self.current.lock() {
+            *current = Some(bar);
+        }
+    }
+
+    fn progress(&self, done: u64) {
+        if let Ok(current) = self.current.lock() {
+            if let Some(bar) = current.as_ref() {
+                bar.set_position(done);
+            }
+        }
+    }
+
+    fn finished(&self, key: &str, value: f64) {
+        if !self.enabled {
+            return;
+        }
+        self.finish();
+        eprintln!("{key:>26}  {value}");
+    }
+}

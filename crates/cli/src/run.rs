@@ -1,0 +1,83 @@
+//! `run` and `identify`: resolve, identify, plan, measure, score, render.
+
+use std::io::IsTerminal;
+
+use storage_identify::Roots;
+use storage_scoring::schema::{Device, Report, Target};
+
+use crate::progress::Bars;
+use crate::{Failure, IdentifyArgs, RunArgs, plan, render};
+
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// `storage-score identify`.
+pub fn identify(args: &IdentifyArgs, roots: &Roots) -> Result<(), Failure> {
+    let (resolved, device) = storage_identify::identify(&args.target, roots)?;
+    if args.json {
+        let doc = IdentifyDoc { target: &resolved.target, device: device.as_ref() };
+        println!("{}", to_json(&doc)?);
+    } else {
+        print!("{}", render::identification(&resolved.target, device.as_ref()));
+    }
+    Ok(())
+}
+
+/// `identify --json`: exactly the report's `target` and `device` blocks.
+#[derive(serde::Serialize)]
+struct IdentifyDoc<'a> {
+    target: &'a Target,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    device: Option<&'a Device>,
+}
+
+/// `storage-score run` (and the bare command).
+pub fn run(args: &RunArgs, roots: &Roots) -> Result<(), Failure> {
+    let (resolved, device) = storage_identify::identify(&args.target, roots)?;
+    let plan = plan::build(args, &resolved, roots)?;
+    storage_bench::interrupt::install().map_err(|e| Failure::Run(format!("cannot install signal handlers: {e}")))?;
+
+    let show_progress = !args.json && std::io::stderr().is_terminal();
+    let bars = Bars::new(show_progress);
+    let (outcome, error) = storage_bench::run(&plan, &bars);
+    bars.finish();
+
+    let mut report = Report::new(VERSION);
+    report.target = Some(resolved.target.clone());
+    report.device = device;
+    report.profile = Some(plan.profile.as_str().to_owned());
+    report.measurements = Some(outcome.measurements);
+    report.details = outcome.details;
+    report.skipped = outcome.skipped;
+    report.notes = outcome.notes;
+    if let Some(e) = &error {
+        report.notes.push(format!("the run stopped early: {e}"));
+    }
+    let comparable = plan.profile == storage_bench::Profile::Compat;
+    report.score = Some(storage_scoring::score::pibenchmarks(&outcome.measurements, comparable));
+    report.verdict = Some(storage_scoring::verdict::verdict(report.device.as_ref(), &outcome.measurements));
+
+    let json = to_json(&report)?;
+    if let Some(path) = &args.output {
+        std::fs::write(path, format!("{json}\n"))
+            .map_err(|e| Failure::Run(format!("cannot write the report to {}: {e}; give a writable --output path", path.display())))?;
+    }
+    if args.json {
+        println!("{json}");
+    } else {
+        print!("{}", render::report(&report));
+    }
+
+    match error {
+        None => Ok(()),
+        Some(e) if e.is_interrupt() => Err(Failure::Run(format!("{e}; the figures measured so far are shown above, nothing was left behind"))),
+        Some(e) if e.is_refusal() => Err(Failure::Refused(e.to_string())),
+        Some(e @ storage_bench::RunError::Scratch(storage_bench::scratch::ScratchError::ReadOnly { .. })) => {
+            Err(Failure::Usage(e.to_string()))
+        }
+        Some(e) => Err(Failure::Run(format!("the run failed: {e}; nothing was left behind"))),
+    }
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> Result<String, Failure> {
+    serde_json::to_string_pretty(value).map_err(|e| Failure::Run(format!("cannot encode the report as JSON: {e}")))
+}

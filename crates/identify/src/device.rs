@@ -1,0 +1,294 @@
+//! Device identification: reads sysfs (and debugfs, where the kernel and our
+//! privileges allow) for a whole disk and fills the report's `device` block.
+//!
+//! Everything read here is optional. A missing or garbled attribute becomes
+//! an absent field or a note, never an error: a user with a half-readable
+//! device still gets everything else.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use storage_scoring::schema::{
+    Device, DeviceKind, EmmcInfo, HostIos, LoopInfo, NvmeInfo, RegisterError, SdInfo, UsbInfo,
+};
+
+use crate::sysfs::{self, Roots, read_attr, read_bool, read_u64};
+use crate::target::BlockDev;
+use crate::{host, mmc, sd, usb};
+
+/// Identifies the whole disk `disk`.
+pub fn identify(disk: &BlockDev, roots: &Roots) -> Device {
+    let dir = &disk.sys_dir;
+    let queue = dir.join("queue");
+    let mut device = Device {
+        name: Some(disk.name.clone()),
+        // `size` counts 512-byte sectors whatever the logical block size.
+        capacity_bytes: read_u64(&dir.join("size")).map(|sectors| sectors.saturating_mul(512)),
+        logical_block_size: read_u64(&queue.join("logical_block_size")).and_then(|v| u32::try_from(v).ok()),
+        physical_block_size: read_u64(&queue.join("physical_block_size")).and_then(|v| u32::try_from(v).ok()),
+        rotational: read_bool(&queue.join("rotational")),
+        discard: read_u64(&queue.join("discard_max_bytes")).map(|v| v > 0),
+        write_cache: read_attr(&queue.join("write_cache")).filter(|s| !s.is_empty()),
+        read_only: read_bool(&dir.join("ro")),
+        removable: read_bool(&dir.join("removable")),
+        ..Device::default()
+    };
+
+    let dev_dir = dir.join("device");
+    let mmc_type = read_attr(&dev_dir.join("type"));
+    let resolved_dev_dir = sysfs::resolve_dir(&dev_dir);
+    device.kind = classify(&disk.name, mmc_type.as_deref(), &resolved_dev_dir);
+
+    match device.kind {
+        DeviceKind::Sd => identify_sd(&dev_dir, &resolved_dev_dir, roots, &mut device),
+        DeviceKind::Emmc => identify_emmc(&dev_dir, &resolved_dev_dir, roots, &mut device),
+        DeviceKind::Usb => identify_usb(&dev_dir, &resolved_dev_dir, &mut device),
+        DeviceKind::Nvme => identify_nvme(&dev_dir, &mut device),
+        DeviceKind::Sata | DeviceKind::Other => identify_scsi(&dev_dir, &mut device),
+        DeviceKind::Virtio => {
+            device.vendor = read_attr(&dev_dir.join("vendor")).map(|v| virtio_vendor(&v));
+            device.serial = read_attr(&dir.join("serial")).filter(|s| !s.is_empty());
+        }
+        DeviceKind::Loop => {
+            device.loop_device = Some(LoopInfo {
+                backing_file: read_attr(&dir.join("loop/backing_file")),
+                direct_io: read_bool(&dir.join("loop/dio")),
+                offset: read_u64(&dir.join("loop/offset")),
+            });
+        }
+    }
+    device
+}
+
+/// Works out the bus from the kernel name, the MMC card type and the
+/// device's place in the sysfs tree.
+fn classify(name: &str, mmc_type: Option<&str>, dev_dir: &Path) -> DeviceKind {
+    let path = dev_dir.to_string_lossy();
+    if name.starts_with("mmcblk") {
+        return match mmc_type {
+            Some("MMC") => DeviceKind::Emmc,
+            _ => DeviceKind::Sd,
+        };
+    }
+    if name.starts_with("loop") {
+        DeviceKind::Loop
+    } else if name.starts_with("nvme") {
+        DeviceKind::Nvme
+    } else if name.starts_with("vd") || path.contains("/virtio") {
+        DeviceKind::Virtio
+    } else if path.contains("/usb") {
+        DeviceKind::Usb
+    } else if path.contains("/ata") {
+        DeviceKind::Sata
+    } else {
+        DeviceKind::Other
+    }
+}
+
+/// Reads one register file; records a note when absent, an error when garbled.
+fn register<T>(
+    dev_dir: &Path,
+    name: &str,
+    registers: &mut std::collections::BTreeMap<String, String>,
+    errors: &mut Vec<RegisterError>,
+    decode: impl Fn(&str) -> Result<T, crate::hex::DecodeError>,
+) -> Option<T> {
+    let raw = read_attr(&dev_dir.join(name))?;
+    registers.insert(name.to_owned(), raw.clone());
+    match decode(&raw) {
+        Ok(value) => Some(value),
+        Err(e) => {
+            errors.push(RegisterError { register: name.to_owned(), message: e.to_string() });
+            None
+        }
+    }
+}
+
+fn identify_sd(dev_dir: &Path, resolved: &Path, roots: &Roots, device: &mut Device) {
+    let mut info = SdInfo::default();
+    let (regs, errs) = (&mut info.registers, &mut info.errors);
+    info.cid = register(dev_dir, "cid", regs, errs, sd::decode_cid);
+    info.csd = register(dev_dir, "csd", regs, errs, sd::decode_csd);
+    info.scr = register(dev_dir, "scr", regs, errs, sd::decode_scr);
+    info.ssr = register(dev_dir, "ssr", regs, errs, sd::decode_ssr);
+    info.ocr = register(dev_dir, "ocr", regs, errs, sd::decode_ocr);
+    for name in ["cid", "csd", "scr"] {
+        if !info.registers.contains_key(name) {
+            device.notes.push(format!("the card's {} register is not in sysfs", name.to_uppercase()));
+        }
+    }
+    if !info.registers.contains_key("ssr") {
+        device.notes.push(
+            "the card's SD Status (ssr) is not in sysfs (kernels before 4.10 do not show it): its claimed class is unknown"
+                .to_owned(),
+        );
+    }
+    info.class_label = info.ssr.as_ref().map(sd::class_label);
+    if let Some(cid) = &info.cid {
+        device.model = Some(cid.product_name.clone());
+        device.vendor = cid.manufacturer.clone().or_else(|| Some(format!("MID 0x{:02x}", cid.manufacturer_id)));
+        device.firmware = Some(cid.product_revision.clone());
+    }
+    if let Some(csd) = &info.csd {
+        device.capacity_bytes.get_or_insert(csd.capacity_bytes);
+    }
+    device.hints = sd::counterfeit_hints(info.cid.as_ref(), info.csd.as_ref(), current_year());
+    info.host = host_ios(resolved, roots, &mut device.notes);
+    device.sd = Some(info);
+}
+
+fn identify_emmc(dev_dir: &Path, resolved: &Path, roots: &Roots, device: &mut Device) {
+    let mut info = EmmcInfo::default();
+    // EXT_CSD comes first: the CID's date encoding depends on its revision.
+    let ext_csd_path = mmc_debugfs_dir(resolved, roots).map(|d| d.join("ext_csd"));
+    info.ext_csd = ext_csd_path.and_then(|path| {
+        let raw = read_attr(&path)?;
+        match mmc::decode_ext_csd(&raw) {
+            Ok(ext) => Some(ext),
+            Err(e) => {
+                info.errors.push(RegisterError { register: "ext_csd".to_owned(), message: e.to_string() });
+                None
+            }
+        }
+    });
+    if info.ext_csd.is_none() {
+        device.notes.push("EXT_CSD is not readable (debugfs needs root); life-time estimates are unknown".to_owned());
+    }
+    let rev = info.ext_csd.as_ref().map(|e| e.ext_csd_rev);
+    let (regs, errs) = (&mut info.registers, &mut info.errors);
+    info.cid = register(dev_dir, "cid", regs, errs, |hex| mmc::decode_cid(hex, rev));
+    if let Some(cid) = &info.cid {
+        device.model = Some(cid.product_name.clone());
+        device.vendor = cid.manufacturer.clone().or_else(|| Some(format!("MID 0x{:02x}", cid.manufacturer_id)));
+        device.firmware = Some(cid.product_revision.clone());
+    }
+    if let Some(fw) = info.ext_csd.as_ref().and_then(|e| e.firmware_version.clone()) {
+        device.firmware = Some(fw);
+    }
+    info.host = host_ios(resolved, roots, &mut device.notes);
+    device.emmc = Some(info);
+}
+
+/// The MMC host (`mmc0`) a card hangs off, from its device name `mmc0:aaaa`.
+fn mmc_host_name(resolved_dev_dir: &Path) -> Option<String> {
+    let card = resolved_dev_dir.file_name()?.to_string_lossy().into_owned();
+    let (host, _) = card.split_once(':')?;
+    host.starts_with("mmc").then(|| host.to_owned())
+}
+
+fn mmc_debugfs_dir(resolved_dev_dir: &Path, roots: &Roots) -> Option<PathBuf> {
+    let host = mmc_host_name(resolved_dev_dir)?;
+    let card = resolved_dev_dir.file_name()?;
+    Some(roots.debugfs.join(host).join(card))
+}
+
+/// The host's bus settings, from debugfs `mmcN/ios`.
+fn host_ios(resolved_dev_dir: &Path, roots: &Roots, notes: &mut Vec<String>) -> Option<HostIos> {
+    let Some(host) = mmc_host_name(resolved_dev_dir) else {
+        notes.push("the MMC host of this card is unknown, so its bus clock and timing are not shown".to_owned());
+        return None;
+    };
+    let path = roots.debugfs.join(&host).join("ios");
+    match fs::read_to_string(&path) {
+        Ok(text) => Some(host::parse_ios(&text)),
+        Err(e) => {
+            notes.push(format!(
+                "the host's bus clock and timing are unknown: {} is not readable ({}); run as root with debugfs mounted",
+                path.display(),
+                e.kind()
+            ));
+            None
+        }
+    }
+}
+
+fn identify_usb(dev_dir: &Path, resolved: &Path, device: &mut Device) {
+    identify_scsi(dev_dir, device);
+    // Walk up from the SCSI device to the USB device that carries idVendor.
+    let usb_dev = resolved.ancestors().find(|p| p.join("idVendor").exists());
+    let Some(usb_dev) = usb_dev else {
+        device.notes.push("the USB device above this disk was not found in sysfs".to_owned());
+        return;
+    };
+    let vid = read_attr(&usb_dev.join("idVendor")).unwrap_or_default();
+    let pid = read_attr(&usb_dev.join("idProduct")).unwrap_or_default();
+    let bridge = match (u16::from_str_radix(&vid, 16), u16::from_str_radix(&pid, 16)) {
+        (Ok(v), Ok(p)) => usb::bridge_name(v, p).map(str::to_owned),
+        _ => None,
+    };
+    // The interface between the USB device and the SCSI host carries the driver.
+    let driver = resolved
+        .ancestors()
+        .take_while(|p| *p != usb_dev)
+        .find_map(|p| fs::read_link(p.join("driver")).ok())
+        .and_then(|link| link.file_name().map(|n| n.to_string_lossy().into_owned()));
+    device.usb = Some(UsbInfo {
+        id: format!("{vid}:{pid}"),
+        bridge,
+        manufacturer: read_attr(&usb_dev.join("manufacturer")),
+        product: read_attr(&usb_dev.join("product")),
+        speed_mbps: read_attr(&usb_dev.join("speed")).and_then(|s| usb::parse_speed_mbps(&s)),
+        driver,
+        scsi_vendor: device.vendor.clone(),
+        scsi_model: device.model.clone(),
+        scsi_revision: device.firmware.clone(),
+    });
+}
+
+fn identify_scsi(dev_dir: &Path, device: &mut Device) {
+    device.vendor = read_attr(&dev_dir.join("vendor")).filter(|s| !s.is_empty());
+    device.model = read_attr(&dev_dir.join("model")).filter(|s| !s.is_empty());
+    device.firmware = read_attr(&dev_dir.join("rev")).filter(|s| !s.is_empty());
+}
+
+fn identify_nvme(dev_dir: &Path, device: &mut Device) {
+    device.model = read_attr(&dev_dir.join("model"));
+    device.firmware = read_attr(&dev_dir.join("firmware_rev"));
+    device.serial = read_attr(&dev_dir.join("serial"));
+    let pci = dev_dir.join("device");
+    device.nvme = Some(NvmeInfo {
+        transport: read_attr(&dev_dir.join("transport")),
+        pcie_link_speed: read_attr(&pci.join("current_link_speed")),
+        pcie_link_width: read_u64(&pci.join("current_link_width")).and_then(|w| u8::try_from(w).ok()),
+    });
+}
+
+/// virtio exposes the PCI vendor number; 0x1af4 is Red Hat's (virtio's own).
+fn virtio_vendor(raw: &str) -> String {
+    match sysfs::parse_u64(raw) {
+        Some(0x1af4) => "virtio (Red Hat 0x1af4)".to_owned(),
+        _ => raw.to_owned(),
+    }
+}
+
+fn current_year() -> u16 {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    // 365.2425 days per Gregorian year: exact enough to bound a year.
+    (1970 + secs / 31_556_952) as u16
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_by_name_and_path() {
+        let p = Path::new;
+        assert_eq!(classify("mmcblk0", Some("SD"), p("/x")), DeviceKind::Sd);
+        assert_eq!(classify("mmcblk1", Some("MMC"), p("/x")), DeviceKind::Emmc);
+        assert_eq!(classify("loop3", None, p("/x")), DeviceKind::Loop);
+        assert_eq!(classify("vda", None, p("/sys/devices/pci0000:00/0000:00:04.0/virtio1")), DeviceKind::Virtio);
+        assert_eq!(classify("sda", None, p("/sys/devices/pci0000:00/0000:00:14.0/usb2/2-1/2-1:1.0/host0/target0:0:0/0:0:0:0")), DeviceKind::Usb);
+        assert_eq!(classify("sda", None, p("/sys/devices/pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/0:0:0:0")), DeviceKind::Sata);
+        assert_eq!(classify("nvme0n1", None, p("/x")), DeviceKind::Nvme);
+    }
+
+    #[test]
+    fn host_name_from_card_dir() {
+        assert_eq!(mmc_host_name(Path::new("/sys/devices/x/mmc_host/mmc0/mmc0:aaaa")), Some("mmc0".to_owned()));
+        assert_eq!(mmc_host_name(Path::new("/fixture/block/mmcblk0/device")), None);
+    }
+}

@@ -1,0 +1,143 @@
+//! Root paths for every kernel-interface read (sysfs, procfs, debugfs).
+//!
+//! Nothing in this crate opens `/sys` directly: it asks a [`Roots`] value, so
+//! a captured fixture tree runs exactly the code a live system does.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Where the kernel interfaces are mounted (or where a capture of them lies).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Roots {
+    /// `/sys`, or a fixture tree given with `--sysfs-root`.
+    pub sys: PathBuf,
+    /// `/proc`.
+    pub proc: PathBuf,
+    /// `/sys/kernel/debug`.
+    pub debugfs: PathBuf,
+    /// True when `sys` is a captured tree rather than the live `/sys`.
+    pub captured: bool,
+}
+
+impl Default for Roots {
+    fn default() -> Self {
+        Roots::live()
+    }
+}
+
+impl Roots {
+    /// The live system.
+    pub fn live() -> Self {
+        Roots {
+            sys: PathBuf::from("/sys"),
+            proc: PathBuf::from("/proc"),
+            debugfs: PathBuf::from("/sys/kernel/debug"),
+            captured: false,
+        }
+    }
+
+    /// A captured sysfs tree; debugfs is looked for at `DIR/kernel/debug`.
+    /// Mount information still comes from the live `/proc`, since a target
+    /// path given by the user lives on this machine.
+    pub fn captured(sys: impl Into<PathBuf>) -> Self {
+        let sys = sys.into();
+        Roots { debugfs: sys.join("kernel/debug"), sys, proc: PathBuf::from("/proc"), captured: true }
+    }
+}
+
+/// Reads a small attribute file and trims the trailing newline and blanks.
+/// `None` when the file is missing or unreadable: callers decide whether that
+/// deserves a note.
+pub fn read_attr(path: &Path) -> Option<String> {
+    let bytes = fs::read(path).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    Some(text.trim().to_owned())
+}
+
+/// Reads an attribute and parses it as a decimal or `0x` hex integer.
+pub fn read_u64(path: &Path) -> Option<u64> {
+    parse_u64(&read_attr(path)?)
+}
+
+/// Parses a decimal or `0x`-prefixed hex integer, as sysfs prints them.
+pub fn parse_u64(text: &str) -> Option<u64> {
+    let text = text.trim();
+    match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => text.parse().ok(),
+    }
+}
+
+/// Reads an attribute holding `0`/`1`.
+pub fn read_bool(path: &Path) -> Option<bool> {
+    match read_u64(path)? {
+        0 => Some(false),
+        1 => Some(true),
+        _ => None,
+    }
+}
+
+/// Resolves a sysfs link to a directory under the same root.
+///
+/// The kernel makes `dev/block/MAJ:MIN`, `block/NAME/device` and friends
+/// symlinks. Captured trees that could not keep symlinks store the link text
+/// in a plain file instead; both forms are followed here.
+pub fn follow_link(path: &Path) -> io::Result<PathBuf> {
+    let meta = fs::symlink_metadata(path)?;
+    let target = if meta.file_type().is_symlink() {
+        fs::read_link(path)?
+    } else if meta.is_file() {
+        let text = fs::read_to_string(path)?;
+        PathBuf::from(text.trim())
+    } else {
+        return Ok(path.to_path_buf());
+    };
+    let joined = if target.is_absolute() {
+        target
+    } else {
+        path.parent().unwrap_or(Path::new("/")).join(target)
+    };
+    Ok(normalize(&joined))
+}
+
+/// Resolves `.` and `..` lexically, without touching the filesystem, so that
+/// links stored as files (which `canonicalize` cannot follow) work too.
+pub fn normalize(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// Canonical path of a sysfs directory where the link can be resolved on
+/// disk; the lexical form otherwise.
+pub fn resolve_dir(path: &Path) -> PathBuf {
+    fs::canonicalize(path).unwrap_or_else(|_| follow_link(path).unwrap_or_else(|_| path.to_path_buf()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_sysfs_integers() {
+        assert_eq!(parse_u64("0x0000ad"), Some(0xad));
+        assert_eq!(parse_u64("512\n"), Some(512));
+        assert_eq!(parse_u64("garbage"), None);
+        assert_eq!(parse_u64(""), None);
+    }
+
+    #[test]
+    fn normalizes_relative_links() {
+        assert_eq!(normalize(Path::new("/x/dev/block/../../block/mmcblk0")), PathBuf::from("/x/block/mmcblk0"));
+    }
+}
