@@ -1,0 +1,731 @@
+//! SD card registers: CID, CSD, SCR, SD Status (SSR) and OCR, decoded from
+//! the text Linux shows in `/sys/block/mmcblkN/device/`.
+//!
+//! Field positions follow the SD Physical Layer Simplified Specification
+//! (CID 5.2, CSD 5.3, SCR 5.6, SD Status 4.10.2, OCR 5.1) and agree with
+//! Linux `drivers/mmc/core/sd.c` (`mmc_decode_cid`, `mmc_decode_csd`,
+//! `mmc_decode_scr`, `mmc_read_ssr`). Every decoder is pure and total: any
+//! input gives a value or a [`DecodeError`], never a panic.
+
+use storage_scoring::schema::{Hint, Ocr, SdCid, SdCsd, SdScr, SdSsr};
+
+pub use crate::hex::DecodeError;
+use crate::hex::{ascii_field, bit, bits, parse_register};
+use crate::manufacturers::sd_manufacturer;
+
+/// Decodes the 128-bit CID as sysfs prints it (32 hex digits).
+pub fn decode_cid(hex: &str) -> Result<SdCid, DecodeError> {
+    let r = parse_register(hex, 16)?;
+    let mid = bits(&r, 127, 120) as u8;
+    let oid = bits(&r, 119, 104) as u16;
+    let [oid_hi, oid_lo] = oid.to_be_bytes();
+    let oem_id = if oid_hi.is_ascii_graphic() && oid_lo.is_ascii_graphic() {
+        format!("{}{}", char::from(oid_hi), char::from(oid_lo))
+    } else {
+        format!("0x{oid:04x}")
+    };
+    let pnm: Vec<u8> = (0..5)
+        .map(|i| bits(&r, 103 - 8 * i, 96 - 8 * i) as u8)
+        .collect();
+    let year = 2000 + bits(&r, 19, 12);
+    let month = bits(&r, 11, 8);
+    Ok(SdCid {
+        manufacturer_id: mid,
+        manufacturer: sd_manufacturer(mid).map(str::to_owned),
+        oem_id,
+        oem_id_raw: oid,
+        product_name: ascii_field(&pnm),
+        product_revision: format!("{}.{}", bits(&r, 63, 60), bits(&r, 59, 56)),
+        serial: bits(&r, 55, 24) as u32,
+        manufactured: format!("{year:04}-{month:02}"),
+    })
+}
+
+/// TRAN_SPEED time values, in tenths (0 is reserved).
+const TRAN_TIME_TENTHS: [u64; 16] = [
+    0, 10, 12, 13, 15, 20, 25, 30, 35, 40, 45, 50, 55, 60, 70, 80,
+];
+
+/// TRAN_SPEED (CSD bits 103:96) in bits per second; 0 when the field holds a
+/// reserved rate unit (4..=7) or time value (0).
+pub fn tran_speed_bps(tran_speed: u8) -> u64 {
+    let unit = u32::from(tran_speed & 0x7);
+    if unit > 3 {
+        return 0;
+    }
+    let base = 100_000 * 10u64.pow(unit);
+    let tenths = TRAN_TIME_TENTHS[usize::from((tran_speed >> 3) & 0xf)];
+    base * tenths / 10
+}
+
+/// Decodes the 128-bit CSD, structures 1.0 (SDSC), 2.0 (SDHC/SDXC) and 3.0
+/// (SDUC). CSD_STRUCTURE 3 is reserved and rejected.
+///
+/// `max_transfer_rate_bps` is 0 when TRAN_SPEED holds a reserved value.
+pub fn decode_csd(hex: &str) -> Result<SdCsd, DecodeError> {
+    let r = parse_register(hex, 16)?;
+    let structure = bits(&r, 127, 126);
+    let read_bl_len = bits(&r, 83, 80);
+    let capacity_bytes = match structure {
+        0 => {
+            let c_size = bits(&r, 73, 62);
+            let c_size_mult = bits(&r, 49, 47);
+            // (C_SIZE+1) * 2^(C_SIZE_MULT+2) blocks of 2^READ_BL_LEN bytes;
+            // at most 2^12 * 2^9 * 2^15 = 2^36, so no overflow.
+            (c_size + 1) << (c_size_mult + 2 + read_bl_len)
+        }
+        1 => (bits(&r, 69, 48) + 1) * 512 * 1024,
+        2 => (bits(&r, 75, 48) + 1) * 512 * 1024,
+        other => {
+            return Err(DecodeError::Reserved {
+                register: "CSD",
+                field: "CSD_STRUCTURE",
+                value: other,
+            });
+        }
+    };
+    let ccc = bits(&r, 95, 84) as u16;
+    Ok(SdCsd {
+        csd_version: structure as u8 + 1,
+        capacity_bytes,
+        max_transfer_rate_bps: tran_speed_bps(bits(&r, 103, 96) as u8),
+        ccc,
+        command_classes: (0..12u8).filter(|class| ccc >> class & 1 == 1).collect(),
+        read_block_len: 1u32 << read_bl_len,
+        erase_block_enable: bit(&r, 46),
+        perm_write_protect: bit(&r, 13),
+        tmp_write_protect: bit(&r, 12),
+    })
+}
+
+/// The physical layer version from SD_SPEC, SD_SPEC3, SD_SPEC4 and
+/// SD_SPECX, as in the spec's table "Physical Layer Specification Version".
+///
+/// Versions 1.0x and 1.10 predate SD_SPEC3 and later fields; like Linux,
+/// those bits are ignored there. From 5.xx on SD_SPECX decides and SD_SPEC4
+/// does not matter.
+fn spec_version(spec: u64, spec3: bool, spec4: bool, specx: u64) -> Option<&'static str> {
+    Some(match (spec, spec3, spec4, specx) {
+        (0, ..) => "1.0x",
+        (1, ..) => "1.10",
+        (2, false, false, 0) => "2.00",
+        (2, true, false, 0) => "3.0x",
+        (2, true, true, 0) => "4.xx",
+        (2, true, _, 1) => "5.xx",
+        (2, true, _, 2) => "6.xx",
+        (2, true, _, 3) => "7.xx",
+        (2, true, _, 4) => "8.xx",
+        (2, true, _, 5) => "9.xx",
+        _ => return None,
+    })
+}
+
+/// Decodes the 64-bit SCR (16 hex digits).
+pub fn decode_scr(hex: &str) -> Result<SdScr, DecodeError> {
+    let r = parse_register(hex, 8)?;
+    let structure = bits(&r, 63, 60);
+    if structure != 0 {
+        return Err(DecodeError::Reserved {
+            register: "SCR",
+            field: "SCR_STRUCTURE",
+            value: structure,
+        });
+    }
+    let spec = bits(&r, 59, 56);
+    let (spec3, spec4, specx) = (bit(&r, 47), bit(&r, 42), bits(&r, 41, 38));
+    let spec_version = spec_version(spec, spec3, spec4, specx).ok_or(DecodeError::Reserved {
+        register: "SCR",
+        field: "SD_SPEC/SD_SPEC3/SD_SPEC4/SD_SPECX",
+        value: spec << 8 | u64::from(spec3) << 5 | u64::from(spec4) << 4 | specx,
+    })?;
+    let widths = bits(&r, 51, 48);
+    let bus_widths = [(0, 1u8), (2, 4u8)]
+        .into_iter()
+        .filter(|&(b, _)| widths >> b & 1 == 1)
+        .map(|(_, w)| w)
+        .collect();
+    // CMD_SUPPORT, bits 35:32: CMD58/59, CMD48/49, CMD23, CMD20.
+    let cmd_support = [(32, 20u8), (33, 23), (34, 48), (35, 58)]
+        .into_iter()
+        .filter(|&(b, _)| bit(&r, b))
+        .map(|(_, cmd)| cmd)
+        .collect();
+    Ok(SdScr {
+        spec_version: spec_version.to_owned(),
+        bus_widths,
+        cmd_support,
+        sd_security: bits(&r, 54, 52) as u8,
+        data_stat_after_erase: bits(&r, 55, 55) as u8,
+        ex_security: bits(&r, 46, 43) as u8,
+    })
+}
+
+/// AU_SIZE and UHS_AU_SIZE codes in bytes (0 = not defined).
+const AU_BYTES: [u64; 16] = {
+    const K: u64 = 1024;
+    const M: u64 = 1024 * 1024;
+    [
+        0,
+        16 * K,
+        32 * K,
+        64 * K,
+        128 * K,
+        256 * K,
+        512 * K,
+        M,
+        2 * M,
+        4 * M,
+        8 * M,
+        12 * M,
+        16 * M,
+        24 * M,
+        32 * M,
+        64 * M,
+    ]
+};
+
+/// Decodes the 512-bit SD Status (128 hex digits).
+///
+/// Linux reads the 64 bytes of ACMD13 as sixteen big-endian words
+/// (`mmc_read_ssr`: `raw_ssr[i] = be32_to_cpu(...)`, so `raw_ssr[0]` holds
+/// bits 511:480) and the `ssr` attribute prints them in order with `%08x`.
+/// The sysfs text is therefore the register most significant bit first,
+/// the same layout as `cid` and `csd`. Bit positions below are those of the
+/// SD spec's SD Status table; Linux uses the same ones (AU_SIZE at 428,
+/// ERASE_SIZE at 408, ERASE_TIMEOUT at 402, ERASE_OFFSET at 400, DISCARD
+/// support at 313).
+///
+/// Values the spec reserves are kept as 0: a reserved DAT_BUS_WIDTH gives
+/// `bus_width` 0 and a reserved SPEED_CLASS gives `speed_class` 0.
+/// SIZE_OF_PROTECTED_AREA is stored as read: it is a byte count on SDHC and
+/// SDXC cards, while on SDSC cards it counts units of
+/// MULT * BLOCK_LEN from the CSD.
+pub fn decode_ssr(hex: &str) -> Result<SdSsr, DecodeError> {
+    let r = parse_register(hex, 64)?;
+    let bus_width = match bits(&r, 511, 510) {
+        0 => 1,
+        2 => 4,
+        _ => 0,
+    };
+    let speed_class = match bits(&r, 447, 440) {
+        1 => 2,
+        2 => 4,
+        3 => 6,
+        4 => 10,
+        _ => 0,
+    };
+    let au = |hi| AU_BYTES[bits(&r, hi, hi - 3) as usize & 0xf];
+    // PERFORMANCE_ENHANCE: bit 0 card-initiated maintenance, bit 1
+    // host-initiated maintenance, bit 2 cache, bits 7:3 command queue
+    // (0 = none, n = depth n + 1).
+    let perf = bits(&r, 335, 328) as u8;
+    let queue = perf >> 3;
+    Ok(SdSsr {
+        bus_width,
+        secured_mode: bit(&r, 509),
+        card_type: bits(&r, 495, 480) as u16,
+        protected_area_bytes: bits(&r, 479, 448),
+        speed_class,
+        performance_move_mb_s: bits(&r, 439, 432) as u8,
+        au_size_bytes: au(431),
+        erase_size_au: bits(&r, 423, 408) as u16,
+        erase_timeout_s: bits(&r, 407, 402) as u8,
+        erase_offset_s: bits(&r, 401, 400) as u8,
+        uhs_grade: bits(&r, 399, 396) as u8,
+        uhs_au_size_bytes: au(395),
+        video_class: bits(&r, 391, 384) as u8,
+        vsc_au_size_mib: bits(&r, 377, 368) as u16,
+        sus_addr: bits(&r, 367, 346) as u32,
+        app_class: bits(&r, 339, 336) as u8,
+        command_queue_depth: if queue == 0 { 0 } else { queue + 1 },
+        cache: perf & 0b100 != 0,
+        host_maintenance: perf & 0b010 != 0,
+        card_maintenance: perf & 0b001 != 0,
+        discard: bit(&r, 313),
+        fule: bit(&r, 312),
+    })
+}
+
+/// Decodes the OCR as sysfs prints it (`0x%08x`).
+///
+/// On Linux this is the OCR the host negotiated, so the voltage window is
+/// the part of the card's range the host selected (often `3.2-3.4 V`), not
+/// the card's full range.
+pub fn decode_ocr(text: &str) -> Result<Ocr, DecodeError> {
+    let r = parse_register(text, 4)?;
+    let raw = r.iter().fold(0u32, |acc, &b| (acc << 8) | u32::from(b));
+    Ok(Ocr {
+        raw,
+        voltage_window: voltage_window(raw),
+        ccs: raw >> 30 & 1 == 1,
+        s18a: raw >> 24 & 1 == 1,
+        uhs2: raw >> 29 & 1 == 1,
+        powered_up: raw >> 31 & 1 == 1,
+    })
+}
+
+/// The VDD window of OCR bits 15..=23 (2.7-2.8 V … 3.5-3.6 V), from the
+/// lowest to the highest bit set, plus bit 7 (1.70-1.95 V) when set.
+fn voltage_window(raw: u32) -> String {
+    let mut parts = Vec::new();
+    if raw >> 7 & 1 == 1 {
+        parts.push("1.70-1.95 V".to_owned());
+    }
+    let set: Vec<u32> = (15..=23).filter(|b| raw >> b & 1 == 1).collect();
+    if let (Some(first), Some(last)) = (set.first(), set.last()) {
+        // In tenths of a volt: bit 15 is 2.7-2.8 V.
+        let (lo, hi) = (27 + first - 15, 28 + last - 15);
+        parts.push(format!("{}.{}-{}.{} V", lo / 10, lo % 10, hi / 10, hi % 10));
+    }
+    if parts.is_empty() {
+        "none".to_owned()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// The class label as PiBenchmarks builds it: `A<n> ` when the application
+/// class is above 0, then `Class <c>`, then ` V<n>` and ` U<n>` when the
+/// video class and UHS grade are above 0. E.g. `A2 Class 10 V30 U3`.
+pub fn class_label(ssr: &SdSsr) -> String {
+    let mut label = String::new();
+    if ssr.app_class > 0 {
+        label.push_str(&format!("A{} ", ssr.app_class));
+    }
+    label.push_str(&format!("Class {}", ssr.speed_class));
+    if ssr.video_class > 0 {
+        label.push_str(&format!(" V{}", ssr.video_class));
+    }
+    if ssr.uhs_grade > 0 {
+        label.push_str(&format!(" U{}", ssr.uhs_grade));
+    }
+    label
+}
+
+/// OEM IDs that name one brand's own cards, with that brand's MID. A CID
+/// that carries the OID under another MID imitates the brand: SanDisk ships
+/// "SD" under 0x03, Samsung "SM" under 0x1b, Kingston "42" under 0x41.
+const BRAND_OIDS: [(&str, u8, &str); 3] = [
+    ("SD", 0x03, "SanDisk"),
+    ("SM", 0x1b, "Samsung"),
+    ("42", 0x41, "Kingston"),
+];
+
+/// CSD 2.0 C_SIZE bounds of the spec: SDHC starts at 0x001010 (just over
+/// 2 GB), SDXC ends at 0x3FFEFF (just under 2 TB).
+const CSD2_MIN_C_SIZE: u64 = 0x00_1010;
+const CSD2_MAX_C_SIZE: u64 = 0x3F_FEFF;
+/// SDXC starts at C_SIZE 0x00FFFF (32 GB).
+const SDXC_MIN_C_SIZE: u64 = 0x00_FFFF;
+
+/// Signs in the registers that a card is not what its label says: a
+/// counterfeit, a relabelled generic card, or a forged CSD. Each hint says
+/// why it was raised. `today_year` bounds the manufacturing date.
+///
+/// Rules, and why each is sound:
+/// - MID 0x00: the SD Association never assigns it, so no licensed maker
+///   programmed the CID.
+/// - A brand's own OEM ID under another MID (see `BRAND_OIDS`): the CID
+///   copies a brand it does not come from.
+/// - Product name `00000` or empty: placeholder of unbranded firmware
+///   (fixtures 02, 03, 10 and 27 are all no-name or relabelled cards).
+/// - Month 0 or above 12, or a year after `today_year`: the date cannot be
+///   real.
+/// - A date before the card's format existed: SDHC (CSD 2.0) came with SD
+///   2.00 in 2006, SDXC (CSD 2.0 at 32 GB and up) with SD 3.00 in 2009, SDUC
+///   (CSD 3.0) with SD 7.0 in 2018.
+/// - A CSD that no genuine card can hold: CSD 1.0 with a block length other
+///   than 512, 1024 or 2048 bytes (it then claims more than 4 GB), or CSD
+///   2.0 with C_SIZE outside 0x001010..=0x3FFEFF.
+///
+/// MID 0x12 with OID "4V" is deliberately not flagged: Linux lists 0x12 as
+/// Gigastone (`CID_MANFID_GIGASTONE`) from a genuine card.
+pub fn counterfeit_hints(cid: Option<&SdCid>, csd: Option<&SdCsd>, today_year: u16) -> Vec<Hint> {
+    let mut hints = Vec::new();
+    let mut hint = |code: &str, message: String| {
+        hints.push(Hint {
+            code: code.to_owned(),
+            message,
+        })
+    };
+    let date = cid.and_then(|c| parse_date(&c.manufactured));
+
+    if let Some(cid) = cid {
+        if cid.manufacturer_id == 0 {
+            hint(
+                "unassigned-mid",
+                "The card's manufacturer ID is 0x00, which the SD Association never assigns: no licensed maker \
+                 programmed this card, as is usual for no-name and counterfeit cards."
+                    .to_owned(),
+            );
+        }
+        for (oid, mid, brand) in BRAND_OIDS {
+            if cid.oem_id == oid && cid.manufacturer_id != mid {
+                hint(
+                    "oid-mid-mismatch",
+                    format!(
+                        "The OEM ID \"{oid}\" is {brand}'s (manufacturer ID 0x{mid:02x}), but this card's manufacturer \
+                         ID is 0x{:02x}: its identity imitates a {brand} card.",
+                        cid.manufacturer_id
+                    ),
+                );
+            }
+        }
+        let name = cid.product_name.trim();
+        if name.is_empty() || name == "00000" {
+            hint(
+                "generic-product-name",
+                format!(
+                    "The product name is \"{name}\", a placeholder of unbranded card firmware: this is a generic card, \
+                     whatever brand its label shows."
+                ),
+            );
+        }
+        match date {
+            Some((_, month)) if month == 0 || month > 12 => hint(
+                "invalid-date",
+                format!(
+                    "The manufacturing date {} has no valid month, so it was not set by a real production line.",
+                    cid.manufactured
+                ),
+            ),
+            Some((year, _)) if today_year > 0 && year > u64::from(today_year) => hint(
+                "future-date",
+                format!(
+                    "The manufacturing date {} lies in the future, so the card's identity is forged.",
+                    cid.manufactured
+                ),
+            ),
+            _ => {}
+        }
+    }
+
+    if let Some(csd) = csd {
+        let c_size = (csd.capacity_bytes / (512 * 1024)).saturating_sub(1);
+        let format_since = match csd.csd_version {
+            2 if c_size >= SDXC_MIN_C_SIZE => Some(("SDXC", 2009)),
+            2 => Some(("SDHC", 2006)),
+            3 => Some(("SDUC", 2018)),
+            _ => None,
+        };
+        let too_early = match (format_since, date, cid) {
+            (Some((format, since)), Some((year, _)), Some(cid)) if year < since => {
+                Some((format, since, cid))
+            }
+            _ => None,
+        };
+        if let Some((format, since, cid)) = too_early {
+            hint(
+                "date-before-format",
+                format!(
+                    "The card says it was made in {}, but {format} cards only exist since {since}: its \
+                     identity or its capacity is forged.",
+                    cid.manufactured
+                ),
+            );
+        }
+        match csd.csd_version {
+            1 if !matches!(csd.read_block_len, 512 | 1024 | 2048) => hint(
+                "csd-invalid",
+                format!(
+                    "The CSD 1.0 block length of {} bytes is not one an SD card may use, so its capacity of {} bytes is \
+                     forged.",
+                    csd.read_block_len, csd.capacity_bytes
+                ),
+            ),
+            2 if !(CSD2_MIN_C_SIZE..=CSD2_MAX_C_SIZE).contains(&c_size) => hint(
+                "csd-invalid",
+                format!(
+                    "The CSD 2.0 capacity of {} bytes lies outside the SDHC/SDXC range (2 GB to 2 TB), so the CSD is \
+                     forged or corrupt.",
+                    csd.capacity_bytes
+                ),
+            ),
+            _ => {}
+        }
+    }
+    hints
+}
+
+/// `YYYY-MM` as (year, month).
+fn parse_date(text: &str) -> Option<(u64, u64)> {
+    let (year, month) = text.split_once('-')?;
+    Some((year.parse().ok()?, month.parse().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Fixture 23, Kingston Canvas Go! Plus 64 GB.
+    const KINGSTON_SSR: &str = concat!(
+        "000000000800000004009000010f391e000800000002ff000300000000000000",
+        "0000000000000000000000000000000000000000000000000000000000000000",
+    );
+
+    #[test]
+    fn decodes_kingston_cid() {
+        let cid = decode_cid("9f54495344363447614890060a017500\n").unwrap();
+        assert_eq!(cid.manufacturer_id, 0x9f);
+        assert_eq!(cid.manufacturer.as_deref(), Some("Kingston"));
+        assert_eq!(cid.oem_id, "TI");
+        assert_eq!(cid.oem_id_raw, 0x5449);
+        assert_eq!(cid.product_name, "SD64G");
+        assert_eq!(cid.product_revision, "6.1");
+        assert_eq!(cid.serial, 1217398282);
+        assert_eq!(cid.manufactured, "2023-05");
+    }
+
+    #[test]
+    fn cid_with_reserved_bits_set() {
+        // Bits 23:20 are reserved; some cards set them (fixture 01: 0xa).
+        let cid = decode_cid("ad4c5355534430302035841e2ea19727").unwrap();
+        assert_eq!(cid.manufactured, "2025-07");
+        assert_eq!(cid.oem_id, "LS");
+    }
+
+    #[test]
+    fn cid_unprintable_fields() {
+        let cid = decode_cid("00010241420053000000000000000000").unwrap();
+        assert_eq!(cid.oem_id, "0x0102");
+        assert_eq!(cid.product_name, "AB?S");
+        assert_eq!(cid.manufactured, "2000-00");
+    }
+
+    /// QEMU's emulated card (hw/sd/sd.c, `sd_set_cid`): MID 0xaa, OID "XY",
+    /// PNM "QEMU!", PRV 0x01, PSN 0xdeadbeef, MDT 2006-02. Behind sdhci the
+    /// CRC byte reads as 00.
+    #[test]
+    fn decodes_qemu_card() {
+        let cid = decode_cid("aa585951454d552101deadbeef006200").unwrap();
+        assert_eq!(cid.manufacturer_id, 0xaa);
+        assert_eq!(cid.manufacturer, None);
+        assert_eq!(cid.oem_id, "XY");
+        assert_eq!(cid.product_name, "QEMU!");
+        assert_eq!(cid.product_revision, "0.1");
+        assert_eq!(cid.serial, 0xdeadbeef);
+        assert_eq!(cid.manufactured, "2006-02");
+        // `sd_set_csd` for a 64 MiB image: CSD 1.0, C_SIZE 255, C_SIZE_MULT 7,
+        // READ_BL_LEN 9, TRAN_SPEED 0x5a.
+        let csd = decode_csd("0026005a5f59e03fffffdfff92600000").unwrap();
+        assert_eq!(csd.csd_version, 1);
+        assert_eq!(csd.capacity_bytes, 64 << 20);
+        assert_eq!(csd.max_transfer_rate_bps, 50_000_000);
+        assert_eq!(csd.read_block_len, 512);
+        assert!(counterfeit_hints(Some(&cid), Some(&csd), 2026).is_empty());
+    }
+
+    #[test]
+    fn decodes_csd_v2() {
+        let csd = decode_csd("400e00325b590001cf9f7f800a400000").unwrap();
+        assert_eq!(csd.csd_version, 2);
+        assert_eq!(csd.capacity_bytes, 62226694144);
+        assert_eq!(csd.max_transfer_rate_bps, 25_000_000);
+        assert_eq!(csd.ccc, 0x5b5);
+        assert_eq!(csd.command_classes, [0, 2, 4, 5, 7, 8, 10]);
+        assert_eq!(csd.read_block_len, 512);
+        assert!(csd.erase_block_enable);
+        assert!(!csd.perm_write_protect && !csd.tmp_write_protect);
+    }
+
+    #[test]
+    fn decodes_csd_v1() {
+        let csd = decode_csd("002600325f5983ae7efbcfff924040d6").unwrap();
+        assert_eq!(csd.csd_version, 1);
+        assert_eq!(csd.capacity_bytes, 988282880);
+        let csd = decode_csd("002600325f5a83aefefbcfff928040de").unwrap();
+        assert_eq!(csd.capacity_bytes, 1977614336);
+        assert_eq!(csd.read_block_len, 1024);
+    }
+
+    #[test]
+    fn decodes_csd_v3_and_rejects_reserved() {
+        // C_SIZE 0x0400000 (28 bits at 75:48) = 2 TiB + 512 KiB.
+        let csd = decode_csd("800e00325b59004000007f800a400000").unwrap();
+        assert_eq!(csd.csd_version, 3);
+        assert_eq!(csd.capacity_bytes, (0x40_0000 + 1) * 512 * 1024);
+        let e = decode_csd("c00e00325b590001cf9f7f800a400000").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "CSD CSD_STRUCTURE = 3 is reserved or invalid"
+        );
+    }
+
+    #[test]
+    fn tran_speed_table() {
+        assert_eq!(tran_speed_bps(0x32), 25_000_000);
+        assert_eq!(tran_speed_bps(0x5a), 50_000_000);
+        assert_eq!(tran_speed_bps(0x0b), 100_000_000);
+        assert_eq!(tran_speed_bps(0x2b), 200_000_000);
+        assert_eq!(tran_speed_bps(0x48), 400_000);
+        assert_eq!(tran_speed_bps(0x02), 0);
+        assert_eq!(tran_speed_bps(0x36), 0);
+    }
+
+    #[test]
+    fn decodes_scr_versions() {
+        let scr = decode_scr("0205848701006432").unwrap();
+        assert_eq!(scr.spec_version, "6.xx");
+        assert_eq!(scr.bus_widths, [1, 4]);
+        assert_eq!(scr.cmd_support, [20, 23, 48]);
+        assert_eq!(scr.sd_security, 0);
+        let cases = [
+            ("0225000000000000", "2.00"),
+            ("0235800000000000", "3.0x"),
+            ("02b5804300000000", "5.xx"),
+            ("0245848700000000", "6.xx"),
+            ("0235840000000000", "4.xx"),
+            ("023580c000000000", "7.xx"),
+            ("0235810000000000", "8.xx"),
+            ("0235814000000000", "9.xx"),
+            ("0115000000000000", "1.10"),
+            ("0005000000000000", "1.0x"),
+        ];
+        for (hex, version) in cases {
+            assert_eq!(decode_scr(hex).unwrap().spec_version, version, "{hex}");
+        }
+        let scr = decode_scr("02b5800f00000000").unwrap();
+        assert_eq!(scr.cmd_support, [20, 23, 48, 58]);
+        assert_eq!(scr.sd_security, 3);
+        assert_eq!(scr.data_stat_after_erase, 1);
+    }
+
+    #[test]
+    fn rejects_reserved_scr() {
+        assert!(decode_scr("1235800000000000").is_err());
+        assert!(decode_scr("0335800000000000").is_err());
+        // SD_SPECX 6 has no version yet.
+        assert!(decode_scr("0235818000000000").is_err());
+    }
+
+    #[test]
+    fn decodes_kingston_ssr() {
+        let ssr = decode_ssr(KINGSTON_SSR).unwrap();
+        assert_eq!(ssr.bus_width, 1);
+        assert!(!ssr.secured_mode);
+        assert_eq!(ssr.card_type, 0);
+        assert_eq!(ssr.protected_area_bytes, 0x0800_0000);
+        assert_eq!(ssr.speed_class, 10);
+        assert_eq!(ssr.performance_move_mb_s, 0);
+        assert_eq!(ssr.au_size_bytes, 4 << 20);
+        assert_eq!(ssr.erase_size_au, 1);
+        assert_eq!(ssr.erase_timeout_s, 3);
+        assert_eq!(ssr.erase_offset_s, 3);
+        assert_eq!(ssr.uhs_grade, 3);
+        assert_eq!(ssr.uhs_au_size_bytes, 4 << 20);
+        assert_eq!(ssr.video_class, 30);
+        assert_eq!(ssr.vsc_au_size_mib, 8);
+        assert_eq!(ssr.sus_addr, 0);
+        assert_eq!(ssr.app_class, 2);
+        assert_eq!(ssr.command_queue_depth, 32);
+        assert!(ssr.cache && ssr.host_maintenance && ssr.card_maintenance);
+        assert!(ssr.discard && ssr.fule);
+        assert_eq!(class_label(&ssr), "A2 Class 10 V30 U3");
+    }
+
+    #[test]
+    fn ssr_edge_values() {
+        let mut hex = String::from("8000");
+        hex.push_str(&"0".repeat(124));
+        let ssr = decode_ssr(&hex).unwrap();
+        assert_eq!(ssr.bus_width, 4);
+        assert_eq!(ssr.command_queue_depth, 0);
+        assert_eq!(class_label(&ssr), "Class 0");
+        let ssr = decode_ssr(&format!("4000{}", "0".repeat(124))).unwrap();
+        assert_eq!(ssr.bus_width, 0);
+    }
+
+    #[test]
+    fn class_labels() {
+        let ssr = SdSsr {
+            speed_class: 10,
+            uhs_grade: 1,
+            ..SdSsr::default()
+        };
+        assert_eq!(class_label(&ssr), "Class 10 U1");
+        let ssr = SdSsr {
+            speed_class: 10,
+            app_class: 1,
+            video_class: 10,
+            ..SdSsr::default()
+        };
+        assert_eq!(class_label(&ssr), "A1 Class 10 V10");
+    }
+
+    #[test]
+    fn decodes_ocr() {
+        let ocr = decode_ocr("0x40300000\n").unwrap();
+        assert_eq!(ocr.raw, 0x4030_0000);
+        assert_eq!(ocr.voltage_window, "3.2-3.4 V");
+        assert!(ocr.ccs && !ocr.s18a && !ocr.uhs2 && !ocr.powered_up);
+        let ocr = decode_ocr("0xc1ff8000").unwrap();
+        assert_eq!(ocr.voltage_window, "2.7-3.6 V");
+        assert!(ocr.ccs && ocr.s18a && ocr.powered_up);
+        assert_eq!(
+            decode_ocr("0x00000080").unwrap().voltage_window,
+            "1.70-1.95 V"
+        );
+        assert_eq!(decode_ocr("0x00000000").unwrap().voltage_window, "none");
+        assert!(decode_ocr("0x4030000").is_err());
+    }
+
+    fn codes(hints: &[Hint]) -> Vec<&str> {
+        hints.iter().map(|h| h.code.as_str()).collect()
+    }
+
+    #[test]
+    fn hints_on_generic_cards() {
+        // Fixture 05: MID 0x00 with Kingston's OID "42".
+        let cid = decode_cid("003432534431364720000003fb0192d5").unwrap();
+        let csd = decode_csd("400e00325b590000770b7f800a40004f").unwrap();
+        assert_eq!(
+            codes(&counterfeit_hints(Some(&cid), Some(&csd), 2026)),
+            ["unassigned-mid", "oid-mid-mismatch"]
+        );
+        // Fixture 10: Samsung's MID and OID with a placeholder name.
+        let cid = decode_cid("1b534d303030303010d9fb539c00e8b1").unwrap();
+        assert_eq!(
+            codes(&counterfeit_hints(Some(&cid), None, 2026)),
+            ["generic-product-name"]
+        );
+    }
+
+    #[test]
+    fn no_hints_on_genuine_cards() {
+        let cid = decode_cid("035344414747434580dd1c1144011355").unwrap();
+        let csd = decode_csd("400e00325b590001dbd37f800a4040df").unwrap();
+        assert!(counterfeit_hints(Some(&cid), Some(&csd), 2026).is_empty());
+        let cid = decode_cid("41343253443847423043f65dc900f4a1").unwrap();
+        assert!(counterfeit_hints(Some(&cid), None, 2026).is_empty());
+        assert!(counterfeit_hints(None, None, 2026).is_empty());
+    }
+
+    #[test]
+    fn hints_on_impossible_dates_and_sizes() {
+        // The Kingston CID made in 2023-05, checked in 2022.
+        let cid = decode_cid("9f54495344363447614890060a017500").unwrap();
+        assert_eq!(
+            codes(&counterfeit_hints(Some(&cid), None, 2022)),
+            ["future-date"]
+        );
+        // Month 0, and an SDXC capacity (64 GB) dated 2005.
+        let cid = decode_cid("9f54495344363447614890060a005000").unwrap();
+        let csd = decode_csd("400e00325b590001cf9f7f800a400000").unwrap();
+        assert_eq!(
+            codes(&counterfeit_hints(Some(&cid), Some(&csd), 2026)),
+            ["invalid-date", "date-before-format"]
+        );
+        // CSD 2.0 describing 1 GB.
+        let csd = decode_csd("400e00325b59000007ff7f800a400000").unwrap();
+        assert_eq!(
+            codes(&counterfeit_hints(None, Some(&csd), 2026)),
+            ["csd-invalid"]
+        );
+        // CSD 1.0 with a 32 KiB block length: 64 GB claimed.
+        let csd = decode_csd("002600325f5f83aefefbcfff928040de").unwrap();
+        assert_eq!(
+            codes(&counterfeit_hints(None, Some(&csd), 2026)),
+            ["csd-invalid"]
+        );
+    }
+}
