@@ -5,3 +5,6 @@
 //! the leaderboard server and any other consumer of reports can use it alone.
 
 pub mod schema;
+pub mod input;
+pub mod score;
+pub mod verdict;
