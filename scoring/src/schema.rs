@@ -217,6 +217,7 @@ pub struct SdInfo {
 
 /// SD CID register (SD Physical Layer Simplified Spec, 5.2).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SdCid {
     pub manufacturer_id: u8,
     /// From the manufacturer table; absent when the MID is unknown.
@@ -236,6 +237,7 @@ pub struct SdCid {
 
 /// SD CSD register, structures 1.0, 2.0 and 3.0 (spec 5.3).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SdCsd {
     /// 1, 2 or 3 for CSD structure 1.0, 2.0, 3.0.
     pub csd_version: u8,
@@ -259,6 +261,7 @@ pub struct SdCsd {
 
 /// SD SCR register (spec 5.6).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SdScr {
     /// `1.0x` … `9.xx`.
     pub spec_version: String,
@@ -276,6 +279,7 @@ pub struct SdScr {
 
 /// SD Status register (spec 4.10.2), every field.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SdSsr {
     /// DAT_BUS_WIDTH when the SSR was read (1 on Linux: read before the switch).
     pub bus_width: u8,
@@ -313,6 +317,7 @@ pub struct SdSsr {
 
 /// OCR register.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Ocr {
     pub raw: u32,
     /// e.g. `2.7-3.6 V`.
@@ -364,6 +369,7 @@ pub struct EmmcInfo {
 
 /// MMC/eMMC CID (JEDEC JESD84), which differs from the SD layout.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct MmcCid {
     pub manufacturer_id: u8,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -380,6 +386,7 @@ pub struct MmcCid {
 
 /// The parts of EXT_CSD a buyer cares about.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ExtCsd {
     pub ext_csd_rev: u8,
     /// DEVICE_LIFE_TIME_EST_TYP_A, in 10% steps (1 = 0-10% used … 0x0b = exceeded).
@@ -541,6 +548,10 @@ fn ser_number<S: serde::Serializer>(value: &Option<f64>, s: S) -> Result<S::Ok, 
     }
 }
 
+fn ser_required<S: serde::Serializer>(value: &f64, s: S) -> Result<S::Ok, S::Error> {
+    ser_number(&Some(*value), s)
+}
+
 /// Detail of one test: how it ran and its latency distribution.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct TestDetail {
@@ -617,8 +628,9 @@ pub struct Check {
     pub requirement: String,
     /// The measurement key compared.
     pub key: String,
+    #[serde(serialize_with = "ser_required")]
     pub required: f64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "ser_number")]
     pub measured: Option<f64>,
     pub unit: String,
     /// Absent when the figure was not measured.

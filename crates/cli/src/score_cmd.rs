@@ -18,8 +18,7 @@ struct ScoreDoc {
 pub fn score(args: &ScoreArgs) -> Result<(), Failure> {
     let text = read_input(&args.file)?;
     let input = storage_scoring::input::parse_score_input(&text).map_err(|e| Failure::Usage(format!("{}: {e}", args.file)))?;
-    let comparable = input.profile.as_deref().is_none_or(|p| p == "compat");
-    let score = storage_scoring::score::pibenchmarks(&input.measurements, comparable);
+    let score = storage_scoring::score::pibenchmarks(&input.measurements, input.comparable());
     let verdict = input.device.as_ref().map(|d| storage_scoring::verdict::verdict(Some(d), &input.measurements));
     if args.json {
         let doc = ScoreDoc { score, verdict };
