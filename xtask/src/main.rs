@@ -1,1 +1,47 @@
-fn main() {}
+//! `cargo xtask …`: developer chores for storage-score that need more than
+//! `cargo test` (DESIGN.md §1, in the manner of rust-analyzer's xtask).
+//!
+//! Tasks:
+//! - `vm-identify`: boots a Debian kernel under QEMU with an emulated SD card
+//!   (`sdhci-pci` + `sd-card`), runs `storage-score identify /dev/mmcblk0 --json`
+//!   inside the guest and checks the report against what QEMU's card really
+//!   holds. See [`vm`] and `tests/vm/README.md`.
+//!
+//! The exit code is 0 when every check passed (or the run was skipped because
+//! the machine cannot run QEMU at all), 1 otherwise, and 2 for bad usage.
+
+use std::process::ExitCode;
+
+mod vm;
+
+const USAGE: &str = "\
+usage: cargo xtask <task> [options]
+
+tasks:
+  vm-identify [--release] [--timeout SECS] [--binary PATH]
+      Boot a Debian kernel in QEMU (TCG) with an emulated SD card, run
+      `storage-score identify /dev/mmcblk0 --json` in the guest and check the
+      decoded registers. --binary puts a prebuilt storage-score in the guest
+      instead of building one. Everything it makes lives under target/vm/.
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("vm-identify") => match vm::Options::parse(&args[1..]) {
+            Ok(opts) => vm::main(&opts),
+            Err(e) => usage_error(&e.to_string()),
+        },
+        Some("-h" | "--help" | "help") => {
+            print!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        Some(other) => usage_error(&format!("unknown task `{other}`")),
+        None => usage_error("no task given"),
+    }
+}
+
+fn usage_error(msg: &str) -> ExitCode {
+    eprintln!("xtask: {msg}\n\n{USAGE}");
+    ExitCode::from(2)
+}

@@ -1,0 +1,166 @@
+//! The host side: tools the VM run needs, installed with apt-get when they
+//! are missing, and the workspace paths.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+use super::{Paths, skip};
+
+/// The Debian packages that provide [`Tools`].
+const PACKAGES: &[&str] = &["qemu-system-x86", "busybox-static", "cpio"];
+
+/// Host programs the run uses.
+#[derive(Debug, Clone)]
+pub struct Tools {
+    pub qemu: PathBuf,
+    /// A statically linked busybox (Debian's busybox-static puts it here).
+    pub busybox: PathBuf,
+    pub cpio: PathBuf,
+}
+
+/// Finds QEMU, a static busybox and cpio, installing the packages once with
+/// apt-get if any is missing. Returns a [`Skip`](super::Skip) when they are
+/// missing and cannot be installed here.
+pub fn ensure_prerequisites() -> Result<Tools> {
+    if let Some(tools) = find_tools() {
+        return Ok(tools);
+    }
+    if which("apt-get").is_none() {
+        return Err(skip(
+            "qemu-system-x86_64, /bin/busybox or cpio is missing and there is no apt-get to install them",
+        ));
+    }
+    if !is_root() {
+        return Err(skip(format!(
+            "qemu-system-x86_64, /bin/busybox or cpio is missing; run as root or `apt-get install {}`",
+            PACKAGES.join(" ")
+        )));
+    }
+    super::step(&format!("installing {} with apt-get", PACKAGES.join(" ")));
+    apt_get(&["update"])?;
+    let mut install = vec!["install", "-y", "--no-install-recommends"];
+    install.extend_from_slice(PACKAGES);
+    apt_get(&install)?;
+    find_tools().ok_or_else(|| skip("apt-get install succeeded but qemu-system-x86_64, /bin/busybox or cpio is still missing"))
+}
+
+fn find_tools() -> Option<Tools> {
+    let busybox = PathBuf::from("/bin/busybox");
+    if !busybox.is_file() {
+        return None;
+    }
+    Some(Tools {
+        qemu: which("qemu-system-x86_64")?,
+        busybox,
+        cpio: which("cpio")?,
+    })
+}
+
+/// Runs `apt-get ARGS`; a failure is environmental (no network, no mirror,
+/// a broken apt), so it is a skip.
+pub fn apt_get(args: &[&str]) -> Result<()> {
+    let out = Command::new("apt-get")
+        .args(["-q", "-o", "Dpkg::Use-Pty=0"])
+        .args(args)
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .output()
+        .map_err(|e| skip(format!("cannot run apt-get: {e}")))?;
+    if !out.status.success() {
+        return Err(skip(format!(
+            "`apt-get {}` failed ({}): {}",
+            args.join(" "),
+            out.status,
+            apt_errors(&String::from_utf8_lossy(&out.stderr))
+        )));
+    }
+    Ok(())
+}
+
+/// apt's `E:` lines (its `W:` warnings are noise here), or its last lines.
+pub fn apt_errors(stderr: &str) -> String {
+    let errors: Vec<&str> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("E:"))
+        .collect();
+    if errors.is_empty() {
+        last_lines(stderr, 3)
+    } else {
+        errors.join(" / ")
+    }
+}
+
+/// The workspace root and `target/vm/…`, asking cargo where `target/` is (it
+/// may be moved by `CARGO_TARGET_DIR` or a config file).
+pub fn paths() -> Result<Paths> {
+    let out = Command::new(cargo())
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .output()
+        .context("cannot run `cargo metadata`")?;
+    if !out.status.success() {
+        bail!(
+            "`cargo metadata` failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let meta: serde_json::Value =
+        serde_json::from_slice(&out.stdout).context("`cargo metadata` printed bad JSON")?;
+    let field = |key: &str| -> Result<PathBuf> {
+        meta[key]
+            .as_str()
+            .map(PathBuf::from)
+            .with_context(|| format!("`cargo metadata` has no {key}"))
+    };
+    let vm = field("target_directory")?.join("vm");
+    Ok(Paths {
+        workspace: field("workspace_root")?,
+        kernel: vm.join("kernel"),
+        run: vm.join("run"),
+    })
+}
+
+/// The cargo that runs us (`CARGO` is set by `cargo run`).
+pub fn cargo() -> PathBuf {
+    std::env::var_os("CARGO")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("cargo"))
+}
+
+/// Looks a program up in `PATH`, and in the sbin directories that a non-root
+/// `PATH` may lack.
+pub fn which(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/sbin"].map(PathBuf::from))
+        .map(|dir| dir.join(program))
+        .find(|candidate| is_executable(candidate))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Effective uid 0, read from `/proc/self/status` (no libc call needed).
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let line = status.lines().find(|l| l.starts_with("Uid:"))?;
+            line.split_whitespace().nth(2).map(|euid| euid == "0")
+        })
+        .unwrap_or(false)
+}
+
+/// The last `n` non-empty lines of a command's output, joined with ` / `.
+pub fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    lines[lines.len().saturating_sub(n)..].join(" / ")
+}

@@ -1,0 +1,146 @@
+//! The emulated SD card and the QEMU run.
+//!
+//! QEMU (hw/sd/sd.c) makes a small image a standard-capacity card with a
+//! version 1.0 CSD, and refuses images whose size is not a power of two. The guest
+//! runs under TCG (no KVM here) with its serial console on QEMU's stdout,
+//! which goes to a log file; QEMU is killed if the guest outlives the timeout.
+
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use super::skip;
+
+/// Creates a sparse, zero-filled raw image of `bytes` bytes.
+pub fn create_sd_image(dir: &Path, bytes: u64) -> Result<PathBuf> {
+    if !bytes.is_power_of_two() {
+        bail!("QEMU's sd-card needs a power-of-two size, not {bytes} bytes");
+    }
+    let path = dir.join("sd.img");
+    let file = File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
+    file.set_len(bytes)?;
+    Ok(path)
+}
+
+/// What to boot.
+#[derive(Debug)]
+pub struct Boot<'a> {
+    pub kernel: &'a Path,
+    pub initrd: &'a Path,
+    pub sd_image: &'a Path,
+    pub timeout: Duration,
+}
+
+impl Boot<'_> {
+    /// QEMU's arguments, as in DESIGN.md §7.
+    pub fn args(&self) -> Vec<String> {
+        let path = |p: &Path| p.display().to_string();
+        vec![
+            "-accel".into(),
+            "tcg".into(),
+            "-m".into(),
+            "512".into(),
+            "-nographic".into(),
+            "-no-reboot".into(),
+            "-kernel".into(),
+            path(self.kernel),
+            "-initrd".into(),
+            path(self.initrd),
+            "-append".into(),
+            "console=ttyS0 panic=-1".into(),
+            "-device".into(),
+            "sdhci-pci".into(),
+            "-drive".into(),
+            format!("id=sd,if=none,format=raw,file={}", path(self.sd_image)),
+            "-device".into(),
+            "sd-card,drive=sd".into(),
+        ]
+    }
+
+    /// The command line, quoted for a shell, for the log and the README.
+    pub fn command_line(&self, qemu: &Path) -> String {
+        let quote = |a: &str| {
+            if a.contains(' ') {
+                format!("\"{a}\"")
+            } else {
+                a.to_owned()
+            }
+        };
+        std::iter::once(qemu.display().to_string())
+            .chain(self.args())
+            .map(|a| quote(&a))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// How the run ended.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The serial console, with carriage returns dropped.
+    pub log: String,
+    pub log_path: PathBuf,
+    pub timed_out: bool,
+    pub elapsed: Duration,
+}
+
+/// Boots the guest and waits for it to power off, killing QEMU at the
+/// timeout. A QEMU that cannot start, or exits at once without booting
+/// anything, means this machine cannot run the VM: a skip.
+pub fn run(qemu: &Path, boot: &Boot<'_>, log_path: &Path) -> Result<Outcome> {
+    let log =
+        File::create(log_path).with_context(|| format!("cannot create {}", log_path.display()))?;
+    let started = Instant::now();
+    let mut child = Command::new(qemu)
+        .args(boot.args())
+        .stdin(Stdio::null()) // -nographic would otherwise put the terminal in raw mode
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .spawn()
+        .map_err(|e| skip(format!("cannot start {}: {e}", qemu.display())))?;
+    let (status, timed_out) = wait_with_timeout(&mut child, boot.timeout)?;
+    let elapsed = started.elapsed();
+    let raw = fs::read(log_path)?;
+    let log = String::from_utf8_lossy(&raw).replace('\r', "");
+    if !timed_out
+        && !status.is_some_and(|s| s.success())
+        && !log.contains("Linux version")
+        && !log.contains("===SS-")
+    {
+        return Err(skip(format!(
+            "QEMU could not boot a guest ({}): {}",
+            status.map_or("killed".to_owned(), |s| s.to_string()),
+            super::host::last_lines(&log, 3)
+        )));
+    }
+    Ok(Outcome {
+        log,
+        log_path: log_path.to_path_buf(),
+        timed_out,
+        elapsed,
+    })
+}
+
+/// Polls the child until it exits or `timeout` passes; on timeout it is
+/// killed and reaped.
+fn wait_with_timeout(
+    child: &mut std::process::Child,
+    timeout: Duration,
+) -> Result<(Option<ExitStatus>, bool)> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok((Some(status), false));
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok((None, true));
+        }
+        sleep(Duration::from_millis(200));
+    }
+}
