@@ -1,0 +1,257 @@
+//! `storage-score run` on real loop devices: accuracy against blkio
+//! throttling as ground truth, and every safety promise of DESIGN §6 with a
+//! real signal or a real failure.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::*;
+
+const MB: u64 = 1_000_000;
+const MIB: u64 = 1 << 20;
+
+fn figure(doc: &Value, key: &str) -> f64 {
+    doc["measurements"][key].as_f64().unwrap_or_else(|| panic!("{key} missing: {}", doc["skipped"]))
+}
+
+fn assert_within(doc: &Value, key: &str, truth: f64, tolerance: f64) {
+    let got = figure(doc, key);
+    let ratio = got / truth;
+    assert!((1.0 - tolerance..=1.0 + tolerance).contains(&ratio), "{key}: measured {got}, truth {truth} (ratio {ratio:.3})");
+}
+
+#[test]
+#[ignore = "needs root: loop device, ext4 mount, blkio cgroup"]
+fn compat_run_matches_the_throttle_within_5_percent() {
+    let _lock = device_lock();
+    let fs = Ext4::new(1024, "rw");
+    let limits = Throttle {
+        read_iops: Some(2000),
+        write_iops: Some(1000),
+        read_bps: Some(50 * MIB),
+        write_bps: Some(40 * MB),
+    };
+    let cg = Cgroup::new(&fs.dev, limits);
+    let out = cg.command(&["run", "--json", fs.dev.path()]).stdin(Stdio::null()).output().expect("run");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc = stdout_json(&out);
+    eprintln!("{}", serde_json::to_string(&doc["measurements"]).unwrap_or_default());
+
+    assert_within(&doc, "rand_read_4k_qd64_iops", 2000.0, 0.05);
+    assert_within(&doc, "rand_write_4k_qd64_iops", 1000.0, 0.05);
+    assert_within(&doc, "seq_write_mb_s", 40.0, 0.05);
+    assert_within(&doc, "seq_read_mib_s", 50.0, 0.05);
+    assert_within(&doc, "seq_read_4k_qd1_kib_s", 2000.0 * 4.0, 0.05);
+    assert_within(&doc, "rand_read_4k_qd1_kib_s", 2000.0 * 4.0, 0.05);
+    assert_within(&doc, "seq_write_4k_qd1_kib_s", 1000.0 * 4.0, 0.05);
+    assert_within(&doc, "rand_write_4k_qd1_kib_s", 1000.0 * 4.0, 0.05);
+
+    // The report's shape: schema, latency for every test, a score.
+    assert_eq!(doc["schema"], "storage-score/1");
+    assert_eq!(doc["profile"], "compat");
+    for key in doc["measurements"].as_object().expect("measurements").keys() {
+        let lat = &doc["details"][key]["latency"];
+        assert!(lat["p50_us"].as_f64().unwrap_or(0.0) > 0.0, "{key}: {lat}");
+        assert!(lat["max_us"].as_f64() >= lat["p99_9_us"].as_f64(), "{key}: {lat}");
+    }
+    assert!(doc["score"]["pibenchmarks"].as_u64().unwrap_or(0) > 0);
+    assert!(doc.get("skipped").is_none(), "{}", doc["skipped"]);
+    // Nothing was left in the filesystem.
+    assert!(fs.entries().is_empty(), "{:?}", fs.entries());
+}
+
+#[test]
+#[ignore = "needs root: loop device, ext4 mount, blkio cgroup"]
+fn the_thread_fallback_measures_the_same_iops() {
+    let _lock = device_lock();
+    let fs = Ext4::new(256, "rw");
+    let cg = Cgroup::new(&fs.dev, Throttle { read_iops: Some(1500), ..Throttle::default() });
+    let only = "--only=rand_read_4k_qd64_iops";
+    let mut engines = BTreeMap::new();
+    for engine in ["io_uring", "threads"] {
+        let out = cg.command(&["run", "--json", only, "--engine", engine, fs.dev.path()]).output().expect("run");
+        assert!(out.status.success(), "{engine}: {}", String::from_utf8_lossy(&out.stderr));
+        let doc = stdout_json(&out);
+        assert_eq!(doc["details"]["rand_read_4k_qd64_iops"]["engine"], engine);
+        assert_within(&doc, "rand_read_4k_qd64_iops", 1500.0, 0.05);
+        engines.insert(engine, figure(&doc, "rand_read_4k_qd64_iops"));
+    }
+}
+
+fn checksums(dir: &std::path::Path) -> BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .expect("list")
+        .flatten()
+        .filter(|e| e.file_type().map(|t| t.is_file()).unwrap_or(false))
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).expect("read")))
+        .collect()
+}
+
+#[test]
+#[ignore = "needs root: loop device, ext4 mount"]
+fn existing_files_are_never_touched_and_nothing_is_left() {
+    let _lock = device_lock();
+    let fs = Ext4::new(1024, "rw");
+    for i in 0..8u8 {
+        std::fs::write(fs.dir.path().join(format!("photo-{i}.jpg")), vec![i; 3 * MIB as usize + i as usize]).expect("seed");
+    }
+    let before = checksums(fs.dir.path());
+    let free_before = fs.free_bytes();
+    let out = run(&["run", "--json", "--profile", "quick", fs.mount_point()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc = stdout_json(&out);
+    assert_eq!(doc["score"]["comparable"], false);
+    assert_eq!(checksums(fs.dir.path()), before);
+    assert_eq!(fs.entries().len(), 8);
+    // ext4 may keep a few blocks of metadata; the test data is gone.
+    assert!(fs.free_bytes() + 4 * MIB >= free_before, "df did not come back: {} < {free_before}", fs.free_bytes());
+}
+
+#[test]
+#[ignore = "needs root: loop device, ext4 mount"]
+fn a_filesystem_too_small_is_refused_with_exit_3() {
+    let _lock = device_lock();
+    let fs = Ext4::new(96, "rw");
+    let out = run(&["run", fs.mount_point()]);
+    let line = assert_one_line_error(&out, 3);
+    assert!(line.contains("not enough free space") && line.contains("MiB"), "{line}");
+    assert!(fs.entries().is_empty());
+    // Just the fio/iozone file (80 MiB) still does not fit with the margin.
+    let out = run(&["run", "--only", "rand_read_4k_qd64_iops", fs.mount_point()]);
+    assert_one_line_error(&out, 3);
+}
+
+#[test]
+#[ignore = "needs root: loop device, ext4 mount"]
+fn a_read_only_mount_is_one_line_and_exit_2_but_reads_still_run() {
+    let _lock = device_lock();
+    let fs = Ext4::new(256, "ro");
+    let line = assert_one_line_error(&run(&["run", fs.mount_point()]), 2);
+    assert!(line.contains("read-only"), "{line}");
+    let out = run(&["run", "--json", "--profile", "quick", "--only", "seq_read_mib_s,cached_read_mib_s", fs.mount_point()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc = stdout_json(&out);
+    assert!(figure(&doc, "seq_read_mib_s") > 0.0);
+    assert_eq!(doc["score"]["missing"].as_array().map(Vec::len), Some(7));
+}
+
+#[test]
+#[ignore = "needs root: loop device"]
+fn an_unmounted_disk_runs_read_tests_and_names_what_is_missing() {
+    let _lock = device_lock();
+    let dev = LoopDev::new(128);
+    let out = run(&["run", "--json", "--profile", "quick", dev.path()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc = stdout_json(&out);
+    assert!(figure(&doc, "seq_read_mib_s") > 0.0);
+    let skipped = doc["skipped"].as_array().expect("skipped");
+    assert_eq!(skipped.len(), 7, "{skipped:?}");
+    assert!(skipped.iter().all(|s| s["reason"].as_str().unwrap_or("").contains("mounted")));
+    assert!(doc["score"].get("pibenchmarks").is_none());
+}
+
+#[test]
+#[ignore = "needs root: loop device, ext4 mount"]
+fn destructive_is_refused_on_a_mounted_device_and_without_confirmation() {
+    let _lock = device_lock();
+    let fs = Ext4::new(128, "rw");
+    let line = assert_one_line_error(&run(&["run", "--destructive", "--yes", fs.dev.path()]), 3);
+    assert!(line.contains("mounted"), "{line}");
+    let bare = LoopDev::new(128);
+    let line = assert_one_line_error(&run(&["run", "--destructive", bare.path()]), 3);
+    assert!(line.contains("--yes"), "{line}");
+    // --yes on an unmounted device: the raw device is written, and measured.
+    let out = run(&["run", "--json", "--profile", "quick", "--destructive", "--yes", bare.path()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(figure(&stdout_json(&out), "rand_write_4k_qd64_iops") > 0.0);
+}
+
+/// Waits until the run has reached a write test, then signals it.
+fn start_and_signal(fs: &Ext4, cg: &Cgroup, signal: &str) -> (std::process::Output, Duration) {
+    let mut child = cg
+        .command(&["run", "--json", "--only", "seq_read_mib_s,rand_write_4k_qd64_iops,rand_read_4k_qd64_iops", fs.mount_point()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // seq_read takes 3 s; the layout and random writes follow.
+    std::thread::sleep(Duration::from_secs(6));
+    assert!(child.try_wait().expect("wait").is_none(), "the run ended before the signal");
+    let sent = Instant::now();
+    let kill = Command::new("kill").arg(format!("-{signal}")).arg(child.id().to_string()).status().expect("kill");
+    assert!(kill.success());
+    let status = child.wait().expect("wait");
+    let took = sent.elapsed();
+    let mut stdout = Vec::new();
+    let mut stderr = Vec::new();
+    child.stdout.take().map(|mut s| s.read_to_end(&mut stdout));
+    child.stderr.take().map(|mut s| s.read_to_end(&mut stderr));
+    (std::process::Output { status, stdout, stderr }, took)
+}
+
+#[test]
+#[ignore = "needs root: loop device, ext4 mount, blkio cgroup"]
+fn sigint_and_sigterm_stop_within_a_second_and_keep_what_was_measured() {
+    let _lock = device_lock();
+    let fs = Ext4::new(512, "rw");
+    let cg = Cgroup::new(&fs.dev, Throttle { write_iops: Some(500), read_bps: Some(100 * MIB), ..Throttle::default() });
+    let free_before = fs.free_bytes();
+    for signal in ["INT", "TERM"] {
+        let (out, took) = start_and_signal(&fs, &cg, signal);
+        assert!(took < Duration::from_secs(1), "SIG{signal}: took {took:?} to stop");
+        assert_eq!(out.status.code(), Some(1), "SIG{signal}: {}", String::from_utf8_lossy(&out.stderr));
+        let doc = stdout_json(&out);
+        assert!(figure(&doc, "seq_read_mib_s") > 0.0, "the finished test is kept");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("interrupted by SIG"), "{stderr}");
+        assert!(fs.entries().is_empty(), "{:?}", fs.entries());
+        assert!(fs.free_bytes() + 4 * MIB >= free_before);
+    }
+}
+
+#[test]
+#[ignore = "needs root: loop device, ext4 mount, blkio cgroup"]
+fn kill_9_leaves_nothing_behind() {
+    let _lock = device_lock();
+    let fs = Ext4::new(512, "rw");
+    let cg = Cgroup::new(&fs.dev, Throttle { write_iops: Some(500), read_bps: Some(100 * MIB), ..Throttle::default() });
+    let free_before = fs.free_bytes();
+    let (out, _) = start_and_signal(&fs, &cg, "KILL");
+    assert_eq!(out.status.code(), None, "killed by a signal");
+    assert!(fs.entries().is_empty(), "{:?}", fs.entries());
+    // The unlinked scratch file's blocks are freed when its last fd closes.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while fs.free_bytes() + 4 * MIB < free_before && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(fs.free_bytes() + 4 * MIB >= free_before, "df: {} < {free_before}", fs.free_bytes());
+}
+
+#[test]
+#[ignore = "needs root: loop device, ext4 mount"]
+fn a_full_disk_mid_run_is_one_line_and_leaves_nothing() {
+    let _lock = device_lock();
+    let fs = Ext4::new(1024, "rw");
+    // Fill the filesystem behind the free-space check's back: the check
+    // passes, then a hog takes the room while dd-like writes are running.
+    let out = Command::new(BIN)
+        .args(["run", "--only", "seq_write_mb_s", fs.mount_point()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(300));
+    let hog = fs.dir.path().join("hog");
+    let _ = Command::new("fallocate").args(["-l", &format!("{}", fs.free_bytes().saturating_sub(16 * MIB))]).arg(&hog).status();
+    let out = out.wait_with_output().expect("wait");
+    let _ = std::fs::remove_file(&hog);
+    let line = assert_one_line_error(&out, 1);
+    assert!(line.contains("No space left"), "{line}");
+    assert!(fs.entries().is_empty(), "{:?}", fs.entries());
+}

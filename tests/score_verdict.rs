@@ -1,0 +1,161 @@
+//! `storage-score score` on good and bad input, and the class verdict end to
+//! end: a throttled loop device that claims an A2 card's registers.
+
+mod support;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+use support::*;
+
+fn score_stdin(input: &str, json: bool) -> std::process::Output {
+    let mut args = vec!["score", "-"];
+    if json {
+        args.push("--json");
+    }
+    let mut child = Command::new(BIN)
+        .args(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write");
+    child.wait_with_output().expect("wait")
+}
+
+/// A hand-worked example:
+/// 20.0*1024 + 4*3000 + 10*800 + 10000 + 4000 + 4*8000 + 10*3000
+/// = 20480 + 12000 + 8000 + 10000 + 4000 + 32000 + 30000 = 116480 → 1164.
+const DESIGN_EXAMPLE: &str = r#"{
+    "seq_read_mib_s": 43.1, "cached_read_mib_s": 44.0, "seq_write_mb_s": 20.0,
+    "rand_read_4k_qd64_iops": 3000, "rand_write_4k_qd64_iops": 800,
+    "seq_write_4k_qd1_kib_s": 4000, "seq_read_4k_qd1_kib_s": 10000,
+    "rand_read_4k_qd1_kib_s": 8000, "rand_write_4k_qd1_kib_s": 3000
+}"#;
+
+#[test]
+fn scores_a_bare_measurements_object_exactly() {
+    let out = score_stdin(DESIGN_EXAMPLE, true);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc = stdout_json(&out);
+    assert_eq!(doc["score"]["pibenchmarks"], 1164);
+    assert!(doc.get("verdict").is_none(), "no identification, no verdict");
+    let text = score_stdin(DESIGN_EXAMPLE, false);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("PiBenchmarks score: 1164"));
+}
+
+#[test]
+fn scores_a_saved_report_file_with_its_verdict() {
+    let fixture = fixture_dir("23-kingston-canvas-go-plus-64gb-05-2023");
+    let ident = run(&["identify", "--json", "--sysfs-root", fixture.to_str().expect("utf8"), "mmcblk0"]);
+    let mut report = stdout_json(&ident);
+    report["schema"] = json!("storage-score/1");
+    report["tool"] = json!({"name": "storage-score", "version": "0.1.0"});
+    report["measurements"] = serde_json::from_str(DESIGN_EXAMPLE).expect("example");
+    let file = tempfile::NamedTempFile::new().expect("file");
+    std::fs::write(file.path(), report.to_string()).expect("write");
+    let out = run(&["score", "--json", file.path().to_str().expect("utf8")]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc = stdout_json(&out);
+    assert_eq!(doc["score"]["pibenchmarks"], 1164);
+    assert_eq!(doc["verdict"]["claimed"], "A2 Class 10 V30 U3");
+    // 3000/800 IOPS earn A1; 20 MB/s earns Class 10, V10, U1.
+    assert_eq!(doc["verdict"]["measured"], "A1 Class 10 V10 U1");
+}
+
+#[test]
+fn missing_figures_leave_the_score_absent_and_named() {
+    let out = score_stdin(r#"{"seq_write_mb_s": 20.0, "rand_read_4k_qd64_iops": 3000}"#, true);
+    assert!(out.status.success());
+    let doc = stdout_json(&out);
+    assert!(doc["score"].get("pibenchmarks").is_none());
+    let missing = doc["score"]["missing"].as_array().expect("missing");
+    assert_eq!(missing.len(), 5);
+    assert!(missing.contains(&json!("rand_write_4k_qd64_iops")));
+}
+
+#[test]
+fn bad_score_inputs_are_one_line_and_exit_2() {
+    let cases: [(&str, &str); 9] = [
+        ("", "empty"),
+        ("[1, 2]", "object"),
+        ("\"seq\"", "object"),
+        ("{\"seq_write_mb_s\": \"fast\"}", "seq_write_mb_s"),
+        ("{\"seq_write_mb_s\": -3}", "seq_write_mb_s"),
+        ("{\"seq_write_mb_s\": NaN}", "NaN"),
+        ("{\"seq_write_mb_s\": Infinity}", "Infinity"),
+        ("{\"seq_write_mb_s\": 1e400}", "seq_write_mb_s"),
+        ("{\"seq_writ_mb_s\": 3}", "seq_writ_mb_s"),
+    ];
+    for (input, names) in cases {
+        let line = assert_one_line_error(&score_stdin(input, true), 2);
+        assert!(line.contains(names), "input {input:?}: {line}");
+    }
+    let line = assert_one_line_error(&run(&["score", "/no/such/report.json"]), 2);
+    assert!(line.contains("/no/such/report.json"), "{line}");
+}
+
+fn verdict_run(limits: Throttle, only: Option<&str>) -> Value {
+    let fs = Ext4::new(1024, "rw");
+    let root = sysfs_claiming("23-kingston-canvas-go-plus-64gb-05-2023", &fs.dev);
+    let cg = Cgroup::new(&fs.dev, limits);
+    let root_arg = root.path().to_str().expect("utf8").to_owned();
+    let mut args = vec!["run", "--json", "--sysfs-root", &root_arg];
+    if let Some(keys) = only {
+        args.extend(["--only", keys]);
+    }
+    args.push(fs.dev.path());
+    let out = cg.command(&args).stdin(Stdio::null()).output().expect("run");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    stdout_json(&out)
+}
+
+fn failing_checks(doc: &Value, mark: &str) -> Vec<(String, f64)> {
+    doc["verdict"]["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .filter(|c| c["mark"] == mark && c["pass"] == false)
+        .map(|c| (c["key"].as_str().unwrap_or("").to_owned(), c["measured"].as_f64().unwrap_or(f64::NAN)))
+        .collect()
+}
+
+#[test]
+#[ignore = "needs root: loop device, ext4 mount, blkio cgroup"]
+fn an_a1_level_card_claiming_a2_is_measured_a1() {
+    let _lock = device_lock();
+    let limits = Throttle { read_iops: Some(2000), write_iops: Some(800), write_bps: Some(20 * 1_000_000), ..Throttle::default() };
+    let doc = verdict_run(limits, None);
+    assert_eq!(doc["device"]["sd"]["class_label"], "A2 Class 10 V30 U3");
+    assert_eq!(doc["verdict"]["claimed"], "A2 Class 10 V30 U3");
+    let measured = doc["verdict"]["measured"].as_str().expect("measured");
+    assert!(measured.starts_with("A1 "), "{measured}");
+    let a2 = failing_checks(&doc, "A2");
+    let keys: Vec<&str> = a2.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(keys, ["rand_read_4k_qd64_iops", "rand_write_4k_qd64_iops"], "{a2:?}");
+    for (key, value) in &a2 {
+        let figure = doc["measurements"][key].as_f64().expect("figure");
+        assert_eq!(*value, figure, "{key}: the check carries the measured value");
+    }
+    assert!(failing_checks(&doc, "A1").is_empty());
+    assert!(doc["score"]["pibenchmarks"].as_u64().unwrap_or(0) > 0);
+    let summary = doc["verdict"]["summary"].as_str().expect("summary");
+    assert!(summary.contains("claims A2") && summary.contains("< 2000 required for A2"), "{summary}");
+}
+
+#[test]
+#[ignore = "needs root: loop device, ext4 mount, blkio cgroup"]
+fn a_card_below_a1_measures_no_a_class() {
+    let _lock = device_lock();
+    let limits = Throttle { read_iops: Some(1000), write_iops: Some(300), write_bps: Some(20 * 1_000_000), ..Throttle::default() };
+    let doc = verdict_run(limits, Some("seq_write_mb_s,rand_write_4k_qd64_iops,rand_read_4k_qd64_iops"));
+    let measured = doc["verdict"]["measured"].as_str().expect("measured");
+    assert!(!measured.starts_with('A'), "{measured}");
+    let a1 = failing_checks(&doc, "A1");
+    assert!(a1.iter().any(|(k, v)| k == "rand_read_4k_qd64_iops" && *v < 1500.0), "{a1:?}");
+    assert!(a1.iter().any(|(k, v)| k == "rand_write_4k_qd64_iops" && *v < 500.0), "{a1:?}");
+    // The score needs the QD1 figures, which --only left out.
+    assert!(doc["score"].get("pibenchmarks").is_none());
+}

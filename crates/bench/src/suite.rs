@@ -431,8 +431,8 @@ fn read_exact_at(file: &File, buf: &mut AlignedBuf, offset: u64) -> Result<(), E
 }
 
 /// `dd if=/dev/zero of=FILE bs=4k count=130k conv=fsync`: buffered 4 KiB
-/// writes of zeros, then fsync, all timed. MB/s (10^6 B) to three
-/// significant digits, as coreutils dd prints its rate.
+/// writes of zeros, then fsync, all timed. MB/s (10^6 B), rounded as
+/// coreutils dd prints its rate (see [`like_dd`]).
 fn dd_like(file: &File, bytes: u64, observer: &dyn Observer) -> Result<(f64, TestDetail), EngineError> {
     let count = bytes / BLOCK as u64;
     observer.started("seq_write_mb_s", count);
@@ -444,7 +444,7 @@ fn dd_like(file: &File, bytes: u64, observer: &dyn Observer) -> Result<(f64, Tes
     let t = Instant::now();
     fsync(file)?;
     let elapsed = done.elapsed + t.elapsed();
-    let mb_s = significant(done.recorder.bytes as f64 / 1e6 / elapsed.as_secs_f64(), 3);
+    let mb_s = like_dd(done.recorder.bytes as f64 / 1e6 / elapsed.as_secs_f64());
     Ok((mb_s, detail(&done, elapsed)))
 }
 
@@ -501,13 +501,22 @@ fn round_to(value: f64, decimals: i32) -> f64 {
     (value * scale).round() / scale
 }
 
-/// Rounds to `digits` significant digits (`45.26` → `45.3`, `123.4` → `123`).
-fn significant(value: f64, digits: i32) -> f64 {
-    if value <= 0.0 || !value.is_finite() {
-        return value;
+/// Rounds a MB/s rate the way coreutils dd prints it, since PiBenchmarks
+/// scored dd's printed figure. dd's human-readable SI output keeps one
+/// decimal below 100 (`5.8 MB/s`, `33.4 MB/s`), none from 100 to 999
+/// (`370 MB/s`), and switches to GB/s from 1000 (`1.2 GB/s` = 1200 MB/s);
+/// these outputs were read off Debian's dd on this machine.
+pub fn like_dd(mb_s: f64) -> f64 {
+    if !mb_s.is_finite() || mb_s <= 0.0 {
+        return mb_s;
     }
-    let magnitude = value.log10().floor() as i32 + 1;
-    round_to(value, (digits - magnitude).max(0))
+    if mb_s < 100.0 {
+        round_to(mb_s, 1)
+    } else if mb_s < 1000.0 {
+        mb_s.round()
+    } else {
+        like_dd(mb_s / 1000.0) * 1000.0
+    }
 }
 
 /// Is `path` a directory we could write a scratch file in?
@@ -520,11 +529,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn significant_digits_like_dd() {
-        assert_eq!(significant(45.26, 3), 45.3);
-        assert_eq!(significant(123.4, 3), 123.0);
-        assert_eq!(significant(9.876, 3), 9.88);
-        assert_eq!(significant(1234.5, 3), 1235.0);
+    fn rates_round_like_dd() {
+        assert_eq!(like_dd(5.83), 5.8);
+        assert_eq!(like_dd(33.44), 33.4);
+        assert_eq!(like_dd(370.3), 370.0);
+        assert_eq!(like_dd(1234.5), 1200.0);
     }
 
     #[test]

@@ -10,6 +10,11 @@ use storage_scoring::schema::{Device, MEASUREMENT_KEYS, Report, Score, SdInfo, T
 fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic).set_header(header.to_vec());
+    // A serial console (a headless Pi's) reports a width of 0: wrapping to it
+    // would print one character per line, so lay the table out unwrapped.
+    if t.width().is_some_and(|w| w < 40) {
+        t.set_content_arrangement(ContentArrangement::Disabled);
+    }
     t
 }
 
