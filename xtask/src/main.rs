@@ -2,6 +2,7 @@
 //! `cargo test` (DESIGN.md §1, in the manner of rust-analyzer's xtask).
 //!
 //! Tasks:
+//! - `test`: every test of the project (see [`test`]); the README's command.
 //! - `vm-identify`: boots a Debian kernel under QEMU with an emulated SD card
 //!   (`sdhci-pci` + `sd-card`), runs `storage-score identify /dev/mmcblk0 --json`
 //!   inside the guest and checks the report against what QEMU's card really
@@ -12,12 +13,17 @@
 
 use std::process::ExitCode;
 
+mod test;
 mod vm;
 
 const USAGE: &str = "\
 usage: cargo xtask <task> [options]
 
 tasks:
+  test
+      Every test: cargo test --workspace (device tests included where this
+      machine can make loop devices and blkio throttles, skipped otherwise),
+      then vm-identify. Ends with `xtask test: N passed, M failed, K skipped`.
   vm-identify [--release] [--timeout SECS] [--binary PATH]
       Boot a Debian kernel in QEMU (TCG) with an emulated SD card, run
       `storage-score identify /dev/mmcblk0 --json` in the guest and check the
@@ -28,6 +34,7 @@ tasks:
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
+        Some("test") => test::main(&args[1..]),
         Some("vm-identify") => match vm::Options::parse(&args[1..]) {
             Ok(opts) => vm::main(&opts),
             Err(e) => usage_error(&e.to_string()),

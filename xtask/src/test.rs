@@ -1,0 +1,168 @@
+//! `cargo xtask test`: every test of the project, the README's one command.
+//!
+//! 1. Installs what the device tests need when it is missing and we are root
+//!    (a fresh machine has only Rust, gcc, python3 and qemu-utils).
+//! 2. Runs `cargo test --workspace`. Tests that need root, loop devices or
+//!    blkio throttling are `#[ignore]`d in the source; they are included
+//!    (`--include-ignored`) only where this machine can run them, and counted
+//!    as skipped where it cannot — never as passed.
+//! 3. Runs the QEMU SD end-to-end check (`vm-identify`), which skips itself
+//!    on machines that cannot run QEMU.
+//! 4. Ends with one line: `xtask test: N passed, M failed, K skipped`.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, ExitCode, Stdio};
+
+use anyhow::{Context, Result, bail};
+
+/// Debian packages the device tests use, by the command each provides.
+const NEEDS: [(&str, &str); 4] = [("mkfs.ext4", "e2fsprogs"), ("losetup", "mount"), ("fallocate", "util-linux"), ("mount", "mount")];
+
+#[derive(Debug, Default)]
+struct Tally {
+    passed: u64,
+    failed: u64,
+    skipped: u64,
+}
+
+pub fn main(args: &[String]) -> ExitCode {
+    if let Some(arg) = args.first() {
+        eprintln!("xtask test: unknown argument {arg}; it takes none");
+        return ExitCode::from(2);
+    }
+    match run() {
+        Ok(tally) => {
+            println!("xtask test: {} passed, {} failed, {} skipped", tally.passed, tally.failed, tally.skipped);
+            if tally.failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+        }
+        Err(e) => {
+            eprintln!("xtask test: {e:#}");
+            println!("xtask test: 0 passed, 1 failed, 0 skipped");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<Tally> {
+    let mut tally = Tally::default();
+    let devices = match device_tests_possible() {
+        Ok(()) => true,
+        Err(why) => {
+            println!("xtask test: device tests will be skipped: {why}");
+            false
+        }
+    };
+
+    let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cargo.args(["test", "--workspace", "--all-targets", "--", "--color", "never"]);
+    if devices {
+        cargo.arg("--include-ignored");
+    }
+    let ok = run_counting(&mut cargo, &mut tally)?;
+    if !ok && tally.failed == 0 {
+        // A build failure has no test lines: count it so the total is honest.
+        tally.failed += 1;
+    }
+
+    let mut vm = Command::new(std::env::current_exe().context("xtask path")?);
+    vm.arg("vm-identify");
+    run_counting(&mut vm, &mut tally)?;
+    Ok(tally)
+}
+
+/// Can this machine run the tests that make loop devices and throttle them?
+/// Installs missing tools when it can.
+fn device_tests_possible() -> Result<(), String> {
+    if !nix_is_root() {
+        return Err("not root (run `sudo cargo xtask test`)".into());
+    }
+    if !Path::new("/dev/loop-control").exists() {
+        return Err("no /dev/loop-control: this kernel or container has no loop devices".into());
+    }
+    if !Path::new("/sys/fs/cgroup/blkio/blkio.throttle.read_iops_device").exists() {
+        return Err("no cgroup v1 blkio throttling at /sys/fs/cgroup/blkio".into());
+    }
+    let missing: Vec<&str> = NEEDS.iter().filter(|(cmd, _)| !on_path(cmd)).map(|(_, pkg)| *pkg).collect();
+    if !missing.is_empty() {
+        install(&missing).map_err(|e| format!("cannot install {}: {e:#}", missing.join(" ")))?;
+    }
+    Ok(())
+}
+
+fn install(packages: &[&str]) -> Result<()> {
+    println!("xtask test: installing {}", packages.join(" "));
+    let update = Command::new("apt-get").arg("update").stdout(Stdio::null()).status().context("apt-get update")?;
+    if !update.success() {
+        bail!("apt-get update failed");
+    }
+    let status = Command::new("apt-get")
+        .args(["install", "-y", "--no-install-recommends"])
+        .args(packages)
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .status()
+        .context("apt-get install")?;
+    if !status.success() {
+        bail!("apt-get install failed");
+    }
+    Ok(())
+}
+
+fn on_path(cmd: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|paths| std::env::split_paths(&paths).any(|dir| dir.join(cmd).is_file()))
+        .unwrap_or(false)
+        || ["/sbin", "/usr/sbin"].iter().any(|dir| Path::new(dir).join(cmd).is_file())
+}
+
+fn nix_is_root() -> bool {
+    // The effective uid, from /proc so xtask needs no libc binding.
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(2) == Some("0")))
+        .unwrap_or(false)
+}
+
+/// Runs a command, echoing its stdout, and adds up libtest's `test result:`
+/// lines and the `N passed, M failed[, K skipped]` lines of our own tasks.
+fn run_counting(cmd: &mut Command, tally: &mut Tally) -> Result<bool> {
+    let mut child = cmd.stdout(Stdio::piped()).spawn().with_context(|| format!("cannot start {cmd:?}"))?;
+    let stdout = child.stdout.take().context("stdout")?;
+    for line in BufReader::new(stdout).lines() {
+        let line = line.context("reading output")?;
+        println!("{line}");
+        count_line(&line, tally);
+    }
+    Ok(child.wait().context("wait")?.success())
+}
+
+fn count_line(line: &str, tally: &mut Tally) {
+    let number_before = |word: &str| -> u64 {
+        let words: Vec<&str> = line.split(|c: char| c == ' ' || c == ';' || c == ',').filter(|w| !w.is_empty()).collect();
+        words.windows(2).find(|w| w[1].trim_end_matches('.') == word).and_then(|w| w[0].parse().ok()).unwrap_or(0)
+    };
+    if line.starts_with("test result:") {
+        tally.passed += number_before("passed");
+        tally.failed += number_before("failed");
+        tally.skipped += number_before("ignored");
+    } else if line.starts_with("vm-identify:") && line.contains(" passed") {
+        tally.passed += number_before("passed");
+        tally.failed += number_before("failed");
+        tally.skipped += number_before("skipped");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_libtest_and_task_lines() {
+        let mut t = Tally::default();
+        count_line("test result: ok. 11 passed; 0 failed; 3 ignored; 0 measured; 0 filtered out; finished in 0.18s", &mut t);
+        count_line("test result: FAILED. 9 passed; 1 failed; 0 ignored; 0 measured", &mut t);
+        count_line("vm-identify: 0 passed, 0 failed, 1 skipped", &mut t);
+        count_line("vm-identify: 32 passed, 0 failed", &mut t);
+        assert_eq!((t.passed, t.failed, t.skipped), (52, 1, 4));
+    }
+}
