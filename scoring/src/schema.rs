@@ -347,7 +347,8 @@ pub struct HostIos {
     pub timing: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signal_voltage: Option<String>,
-    /// The host runs a command queue for this card (CQE or software queue).
+    /// The host controller has a command-queue engine (debugfs `caps2`,
+    /// `MMC_CAP2_CQE`); `false` means the card's command queue goes unused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command_queue: Option<bool>,
 }

@@ -20,17 +20,22 @@ use crate::{host, mmc, sd, usb};
 pub fn identify(disk: &BlockDev, roots: &Roots) -> Device {
     let dir = &disk.sys_dir;
     let queue = dir.join("queue");
+    let mut notes = Vec::new();
     let mut device = Device {
         name: Some(disk.name.clone()),
         // `size` counts 512-byte sectors whatever the logical block size.
-        capacity_bytes: read_u64(&dir.join("size")).map(|sectors| sectors.saturating_mul(512)),
-        logical_block_size: read_u64(&queue.join("logical_block_size")).and_then(|v| u32::try_from(v).ok()),
-        physical_block_size: read_u64(&queue.join("physical_block_size")).and_then(|v| u32::try_from(v).ok()),
+        capacity_bytes: read_number(&dir.join("size"), "the capacity", &mut notes)
+            .map(|sectors| sectors.saturating_mul(512)),
+        logical_block_size: read_number(&queue.join("logical_block_size"), "the logical block size", &mut notes)
+            .and_then(|v| u32::try_from(v).ok()),
+        physical_block_size: read_number(&queue.join("physical_block_size"), "the physical block size", &mut notes)
+            .and_then(|v| u32::try_from(v).ok()),
         rotational: read_bool(&queue.join("rotational")),
         discard: read_u64(&queue.join("discard_max_bytes")).map(|v| v > 0),
         write_cache: read_attr(&queue.join("write_cache")).filter(|s| !s.is_empty()),
         read_only: read_bool(&dir.join("ro")),
         removable: read_bool(&dir.join("removable")),
+        notes,
         ..Device::default()
     };
 
@@ -104,6 +109,17 @@ fn register<T>(
     }
 }
 
+/// Reads a numeric attribute. A file that is there but does not hold a
+/// number leaves the field out with a note saying so.
+fn read_number(path: &Path, what: &str, notes: &mut Vec<String>) -> Option<u64> {
+    let raw = read_attr(path)?;
+    let value = sysfs::parse_u64(&raw);
+    if value.is_none() {
+        notes.push(format!("{what} is unknown: {} holds {raw:?}, not a number", path.display()));
+    }
+    value
+}
+
 fn identify_sd(dev_dir: &Path, resolved: &Path, roots: &Roots, device: &mut Device) {
     let mut info = SdInfo::default();
     let (regs, errs) = (&mut info.registers, &mut info.errors);
@@ -141,17 +157,16 @@ fn identify_emmc(dev_dir: &Path, resolved: &Path, roots: &Roots, device: &mut De
     let mut info = EmmcInfo::default();
     // EXT_CSD comes first: the CID's date encoding depends on its revision.
     let ext_csd_path = mmc_debugfs_dir(resolved, roots).map(|d| d.join("ext_csd"));
-    info.ext_csd = ext_csd_path.and_then(|path| {
-        let raw = read_attr(&path)?;
-        match mmc::decode_ext_csd(&raw) {
-            Ok(ext) => Some(ext),
-            Err(e) => {
-                info.errors.push(RegisterError { register: "ext_csd".to_owned(), message: e.to_string() });
-                None
-            }
+    let raw_ext_csd = ext_csd_path.as_deref().and_then(read_attr);
+    info.ext_csd = raw_ext_csd.as_deref().and_then(|raw| match mmc::decode_ext_csd(raw) {
+        Ok(ext) => Some(ext),
+        Err(e) => {
+            info.errors.push(RegisterError { register: "ext_csd".to_owned(), message: e.to_string() });
+            None
         }
     });
-    if info.ext_csd.is_none() {
+    // A garbled EXT_CSD is reported in `errors`; the note is for one not read.
+    if raw_ext_csd.is_none() {
         device.notes.push("EXT_CSD is not readable (debugfs needs root); life-time estimates are unknown".to_owned());
     }
     let rev = info.ext_csd.as_ref().map(|e| e.ext_csd_rev);
@@ -182,7 +197,12 @@ fn mmc_debugfs_dir(resolved_dev_dir: &Path, roots: &Roots) -> Option<PathBuf> {
     Some(roots.debugfs.join(host).join(card))
 }
 
-/// The host's bus settings, from debugfs `mmcN/ios`.
+/// `MMC_CAP2_CQE` in the host's `caps2` (include/linux/mmc/host.h): the
+/// controller has a command-queue engine. Without one the card's command
+/// queue (needed for A2's IOPS) goes unused.
+const MMC_CAP2_CQE: u64 = 1 << 23;
+
+/// The host's bus settings, from debugfs `mmcN/ios` and `mmcN/caps2`.
 fn host_ios(resolved_dev_dir: &Path, roots: &Roots, notes: &mut Vec<String>) -> Option<HostIos> {
     let Some(host) = mmc_host_name(resolved_dev_dir) else {
         notes.push("the MMC host of this card is unknown, so its bus clock and timing are not shown".to_owned());
@@ -190,7 +210,13 @@ fn host_ios(resolved_dev_dir: &Path, roots: &Roots, notes: &mut Vec<String>) -> 
     };
     let path = roots.debugfs.join(&host).join("ios");
     match fs::read_to_string(&path) {
-        Ok(text) => Some(host::parse_ios(&text)),
+        Ok(text) => {
+            let mut ios = host::parse_ios(&text);
+            ios.command_queue = read_attr(&roots.debugfs.join(&host).join("caps2"))
+                .and_then(|caps2| sysfs::parse_u64(&caps2))
+                .map(|caps2| caps2 & MMC_CAP2_CQE != 0);
+            Some(ios)
+        }
         Err(e) => {
             notes.push(format!(
                 "the host's bus clock and timing are unknown: {} is not readable ({}); run as root with debugfs mounted",
@@ -216,18 +242,28 @@ fn identify_usb(dev_dir: &Path, resolved: &Path, device: &mut Device) {
         (Ok(v), Ok(p)) => usb::bridge_name(v, p).map(str::to_owned),
         _ => None,
     };
-    // The interface between the USB device and the SCSI host carries the driver.
+    // The interface between the USB device and the SCSI host (`2-1:1.0`, the
+    // USB device's child on the way down) carries the driver. The SCSI device
+    // itself has a `driver` link too, to `sd`, so it must not be the one read.
     let driver = resolved
         .ancestors()
-        .take_while(|p| *p != usb_dev)
-        .find_map(|p| fs::read_link(p.join("driver")).ok())
+        .find(|p| p.parent() == Some(usb_dev))
+        .and_then(|interface| fs::read_link(interface.join("driver")).ok())
         .and_then(|link| link.file_name().map(|n| n.to_string_lossy().into_owned()));
+    let speed_path = usb_dev.join("speed");
+    let speed_mbps = read_attr(&speed_path).and_then(|s| {
+        let mbps = usb::parse_speed_mbps(&s);
+        if mbps.is_none() {
+            device.notes.push(format!("the USB link speed is unknown: {} holds {s:?}", speed_path.display()));
+        }
+        mbps
+    });
     device.usb = Some(UsbInfo {
         id: format!("{vid}:{pid}"),
         bridge,
         manufacturer: read_attr(&usb_dev.join("manufacturer")),
         product: read_attr(&usb_dev.join("product")),
-        speed_mbps: read_attr(&usb_dev.join("speed")).and_then(|s| usb::parse_speed_mbps(&s)),
+        speed_mbps,
         driver,
         scsi_vendor: device.vendor.clone(),
         scsi_model: device.model.clone(),
@@ -246,10 +282,11 @@ fn identify_nvme(dev_dir: &Path, device: &mut Device) {
     device.firmware = read_attr(&dev_dir.join("firmware_rev"));
     device.serial = read_attr(&dev_dir.join("serial"));
     let pci = dev_dir.join("device");
+    let width = read_number(&pci.join("current_link_width"), "the PCIe link width", &mut device.notes);
     device.nvme = Some(NvmeInfo {
         transport: read_attr(&dev_dir.join("transport")),
         pcie_link_speed: read_attr(&pci.join("current_link_speed")),
-        pcie_link_width: read_u64(&pci.join("current_link_width")).and_then(|w| u8::try_from(w).ok()),
+        pcie_link_width: width.and_then(|w| u8::try_from(w).ok()),
     });
 }
 

@@ -280,10 +280,21 @@ fn host_checks(report: &Value, out: &GuestOutput) -> Vec<Check> {
                 .map(Value::from),
         ),
     ];
-    want.into_iter()
+    let mut checks: Vec<Check> = want
+        .into_iter()
         .filter_map(|(key, want)| Some((key, want?)))
         .map(|(key, want)| field_check(report, &format!("/device/sd/host/{key}"), &want))
-        .collect()
+        .collect();
+    // MMC_CAP2_CQE (bit 23 of debugfs caps2): the host has a command-queue engine.
+    let caps2 = out.debugfs_listing.as_deref().and_then(|listing| {
+        let value = listing.lines().find_map(|l| l.trim().strip_prefix("caps2="))?;
+        u64::from_str_radix(value.trim().trim_start_matches("0x"), 16).ok()
+    });
+    if let Some(caps2) = caps2 {
+        let want = Value::from(caps2 & (1 << 23) != 0);
+        checks.push(field_check(report, "/device/sd/host/command_queue", &want));
+    }
+    checks
 }
 
 /// The value of `name:` in an `ios` file (`clock:\t\t50000000 Hz`).

@@ -81,6 +81,7 @@ if [ -b /dev/mmcblk0 ]; then
   echo ===SS-DEBUGFS-BEGIN===
   for h in /sys/kernel/debug/mmc*; do
     echo "$h:"; ls $h
+    echo "caps2=$(cat $h/caps2)"
     for c in $h/mmc*:*; do
       [ -d "$c" ] && {{ echo "$c:"; ls $c; echo "state=$(cat $c/state)"; echo "status=$(cat $c/status)"; }}
     done
