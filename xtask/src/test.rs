@@ -138,7 +138,7 @@ fn run_counting(cmd: &mut Command, tally: &mut Tally) -> Result<bool> {
 
 fn count_line(line: &str, tally: &mut Tally) {
     let number_before = |word: &str| -> u64 {
-        let words: Vec<&str> = line.split(|c: char| c == ' ' || c == ';' || c == ',').filter(|w| !w.is_empty()).collect();
+        let words: Vec<&str> = line.split([' ', ';', ',']).filter(|w| !w.is_empty()).collect();
         words.windows(2).find(|w| w[1].trim_end_matches('.') == word).and_then(|w| w[0].parse().ok()).unwrap_or(0)
     };
     if line.starts_with("test result:") {

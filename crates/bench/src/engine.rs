@@ -242,11 +242,10 @@ fn run_uring(work: &Workload<'_>, depth: usize, progress: Progress<'_>) -> Resul
     let mut failure: Option<EngineError> = None;
 
     loop {
-        if failure.is_none() {
-            if let Err(e) = check_interrupt() {
+        if failure.is_none()
+            && let Err(e) = check_interrupt() {
                 failure = Some(e);
             }
-        }
         // Refill the ring up to the queue depth.
         let now = Instant::now();
         while failure.is_none() && next < work.offsets.len() {

@@ -132,7 +132,7 @@ fn largest_writable(mounts: &[Mount]) -> Option<&Mount> {
 
 fn filesystem_size(dir: &Path) -> u64 {
     nix::sys::statvfs::statvfs(dir)
-        .map(|s| (s.blocks() as u64).saturating_mul(s.fragment_size() as u64))
+        .map(|s| s.blocks().saturating_mul(s.fragment_size()))
         .unwrap_or(0)
 }
 

@@ -20,11 +20,10 @@ impl Bars {
     }
 
     pub fn finish(&self) {
-        if let Ok(mut current) = self.current.lock() {
-            if let Some(bar) = current.take() {
+        if let Ok(mut current) = self.current.lock()
+            && let Some(bar) = current.take() {
                 bar.finish_and_clear();
             }
-        }
     }
 }
 
@@ -47,11 +46,10 @@ impl Observer for Bars {
     }
 
     fn progress(&self, done: u64) {
-        if let Ok(current) = self.current.lock() {
-            if let Some(bar) = current.as_ref() {
+        if let Ok(current) = self.current.lock()
+            && let Some(bar) = current.as_ref() {
                 bar.set_position(done);
             }
-        }
     }
 
     fn finished(&self, key: &str, value: f64) {

@@ -202,14 +202,13 @@ pub fn resolve(input: &str, roots: &Roots) -> Result<Resolved, TargetError> {
         Some(meta) if meta.is_dir() => {
             let mount = mount_of_dir(path, meta.dev(), roots);
             let dev = mount.as_ref().and_then(|m| block_of_mount(m, roots));
-            if let Some(m) = &mount {
-                if dev.is_none() {
+            if let Some(m) = &mount
+                && dev.is_none() {
                     resolved.target.notes.push(format!(
                         "{} is on {} ({}), which has no block device behind it: there is no disk to identify or read",
                         input, m.fs_type, m.source
                     ));
                 }
-            }
             resolved.mount = mount;
             dev
         }
@@ -280,11 +279,10 @@ fn mount_of_dir(dir: &Path, st_dev: u64, roots: &Roots) -> Option<Mount> {
 /// The block device behind a mount. Filesystems such as btrfs report an
 /// anonymous device number (major 0), so the mount source is followed too.
 fn block_of_mount(mount: &Mount, roots: &Roots) -> Option<BlockDev> {
-    if mount.major != 0 {
-        if let Some(dev) = block_by_devnum(roots, mount.major, mount.minor) {
+    if mount.major != 0
+        && let Some(dev) = block_by_devnum(roots, mount.major, mount.minor) {
             return Some(dev);
         }
-    }
     let meta = fs::metadata(&mount.source).ok()?;
     if !meta.file_type().is_block_device() {
         return None;
