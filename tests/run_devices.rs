@@ -255,3 +255,27 @@ fn a_full_disk_mid_run_is_one_line_and_leaves_nothing() {
     assert!(line.contains("No space left"), "{line}");
     assert!(fs.entries().is_empty(), "{:?}", fs.entries());
 }
+
+#[test]
+#[ignore = "needs root: loop device, ext4 mount, setpriv to drop privileges"]
+fn without_root_raw_reads_are_skipped_and_writes_still_run() {
+    let _lock = device_lock();
+    let fs = Ext4::new(256, "rw");
+    let shared = fs.dir.path().join("shared");
+    std::fs::create_dir(&shared).expect("mkdir");
+    Command::new("chmod").arg("777").arg(&shared).status().expect("chmod");
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN, "run", "--json", "--profile", "quick"])
+        .arg(&shared)
+        .stdin(Stdio::null())
+        .output()
+        .expect("setpriv");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc = stdout_json(&out);
+    let skipped = doc["skipped"].as_array().expect("skipped");
+    let keys: Vec<&str> = skipped.iter().filter_map(|s| s["key"].as_str()).collect();
+    assert_eq!(keys, ["seq_read_mib_s", "cached_read_mib_s"]);
+    assert!(skipped.iter().all(|s| s["reason"].as_str().unwrap_or("").contains("needs root")), "{skipped:?}");
+    assert!(figure(&doc, "rand_write_4k_qd64_iops") > 0.0);
+    assert_eq!(std::fs::read_dir(&shared).expect("list").count(), 0);
+}

@@ -91,6 +91,9 @@ fn scratch_target(args: &RunArgs, resolved: &Resolved, roots: &Roots, disk: &tar
     // A directory, or a partition/disk that is itself mounted: write there.
     if let Some(mount) = &resolved.mount {
         let dir = if input.is_dir() { input.to_path_buf() } else { mount.mount_point.clone() };
+        // Without root, `/` is not writable but the filesystem usually is:
+        // use a writable directory of the same filesystem instead.
+        let dir = if storage_bench::suite::writable_dir(&dir) { dir } else { writable_dir_on_same_fs(&dir).unwrap_or(dir) };
         if mount.read_only && wants_writes {
             return Err(Failure::Usage(format!(
                 "{} is on a read-only filesystem ({} mounted ro); remount it read-write, or run only the read tests with --only seq_read_mib_s,cached_read_mib_s",
@@ -119,6 +122,17 @@ fn scratch_target(args: &RunArgs, resolved: &Resolved, roots: &Roots, disk: &tar
             "nothing on {} is mounted writable: the write tests need a mounted filesystem on it (or --destructive on the unmounted device)",
             disk.node().display()
         )),
+    })
+}
+
+/// A directory we can write in on the same filesystem as `dir`: the home
+/// directory or a temporary directory, when they live there.
+fn writable_dir_on_same_fs(dir: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(dir).ok()?.dev();
+    let candidates = [std::env::var_os("HOME"), std::env::var_os("TMPDIR"), Some("/tmp".into()), Some("/var/tmp".into())];
+    candidates.into_iter().flatten().map(PathBuf::from).find(|c| {
+        std::fs::metadata(c).is_ok_and(|m| m.is_dir() && m.dev() == dev) && storage_bench::suite::writable_dir(c)
     })
 }
 
