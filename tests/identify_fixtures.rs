@@ -171,3 +171,43 @@ fn identifies_a_loop_device_and_its_backing_file() {
     assert_eq!(doc["target"]["filesystem"], "ext4");
     assert_eq!(doc["target"]["mount_point"], fs.mount_point());
 }
+
+#[test]
+#[ignore = "needs root: mounts an overlay"]
+fn an_overlayfs_directory_identifies_what_it_can() {
+    let dir = tempfile::tempdir().expect("tmp");
+    for sub in ["lower", "upper", "work", "merged"] {
+        std::fs::create_dir(dir.path().join(sub)).expect("mkdir");
+    }
+    let p = |s: &str| dir.path().join(s).display().to_string();
+    let opts = format!("lowerdir={},upperdir={},workdir={}", p("lower"), p("upper"), p("work"));
+    let status = std::process::Command::new("mount").args(["-t", "overlay", "overlay", "-o", &opts, &p("merged")]).status();
+    assert!(status.expect("mount").success(), "mount overlay");
+    let out = run(&["identify", "--json", &p("merged")]);
+    let _ = std::process::Command::new("umount").arg(p("merged")).status();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc = stdout_json(&out);
+    assert_eq!(doc["target"]["filesystem"], "overlay");
+    assert!(doc.get("device").is_none());
+    assert!(doc["target"]["notes"][0].as_str().expect("note").contains("no block device"));
+}
+
+#[test]
+#[ignore = "needs root: makes a loop device with btrfs"]
+fn a_btrfs_directory_resolves_through_its_mount_source() {
+    let _lock = device_lock();
+    // btrfs reports an anonymous st_dev (major 0): the mount source leads to the disk.
+    let dev = LoopDev::new(256);
+    let mkfs = std::process::Command::new("mkfs.btrfs").args(["-q", "-f", dev.path()]).status();
+    assert!(mkfs.expect("mkfs.btrfs (btrfs-progs)").success());
+    let mnt = tempfile::tempdir().expect("mount point");
+    let m = mnt.path().display().to_string();
+    assert!(std::process::Command::new("mount").args([dev.path(), &m]).status().expect("mount").success());
+    std::fs::create_dir(mnt.path().join("sub")).expect("mkdir");
+    let out = run(&["identify", "--json", &format!("{m}/sub")]);
+    let _ = std::process::Command::new("umount").arg(&m).status();
+    let doc = stdout_json(&out);
+    assert_eq!(doc["target"]["filesystem"], "btrfs");
+    assert_eq!(doc["target"]["disk"], dev.path());
+    assert_eq!(doc["device"]["kind"], "loop");
+}

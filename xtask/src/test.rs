@@ -17,7 +17,7 @@ use std::process::{Command, ExitCode, Stdio};
 use anyhow::{Context, Result, bail};
 
 /// Debian packages the device tests use, by the command each provides.
-const NEEDS: [(&str, &str); 4] = [("mkfs.ext4", "e2fsprogs"), ("losetup", "mount"), ("fallocate", "util-linux"), ("mount", "mount")];
+const NEEDS: [(&str, &str); 5] = [("mkfs.ext4", "e2fsprogs"), ("losetup", "mount"), ("fallocate", "util-linux"), ("mount", "mount"), ("mkfs.btrfs", "btrfs-progs")];
 
 #[derive(Debug, Default)]
 struct Tally {
