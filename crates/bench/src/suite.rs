@@ -127,15 +127,9 @@ impl Plan {
     }
 }
 
-/// The tests that share the 80 MiB test file, in run order.
-const FILE_TESTS: [&str; 6] = [
-    "rand_write_4k_qd64_iops",
-    "rand_read_4k_qd64_iops",
-    "seq_write_4k_qd1_kib_s",
-    "seq_read_4k_qd1_kib_s",
-    "rand_read_4k_qd1_kib_s",
-    "rand_write_4k_qd1_kib_s",
-];
+/// The tests that share the 80 MiB test file, in run order: every key after
+/// the hdparm-like and dd-like ones.
+const FILE_TESTS: &[&str] = MEASUREMENT_KEYS.split_at(3).1;
 
 /// Hears about progress, for progress bars.
 pub trait Observer: Sync {
@@ -250,7 +244,7 @@ fn run_reads(plan: &Plan, observer: &dyn Observer, out: &mut Outcome) -> Result<
 }
 
 fn run_writes(plan: &Plan, observer: &dyn Observer, out: &mut Outcome) -> Result<(), RunError> {
-    let write_keys: Vec<&str> = std::iter::once("seq_write_mb_s").chain(FILE_TESTS).collect();
+    let write_keys: Vec<&str> = std::iter::once("seq_write_mb_s").chain(FILE_TESTS.iter().copied()).collect();
     if !write_keys.iter().any(|k| plan.wants(k)) {
         return Ok(());
     }
@@ -534,6 +528,12 @@ mod tests {
         assert_eq!(like_dd(33.44), 33.4);
         assert_eq!(like_dd(370.3), 370.0);
         assert_eq!(like_dd(1234.5), 1200.0);
+    }
+
+    #[test]
+    fn file_tests_are_the_six_4k_tests() {
+        assert_eq!(FILE_TESTS.len(), 6);
+        assert!(FILE_TESTS.iter().all(|k| k.contains("_4k_")));
     }
 
     #[test]
