@@ -33,7 +33,8 @@ pub struct LoopDev {
     pub node: PathBuf,
     pub major: u32,
     pub minor: u32,
-    _dir: tempfile::TempDir,
+    /// The backing file's directory, when the loop device made it.
+    _dir: Option<tempfile::TempDir>,
 }
 
 impl LoopDev {
@@ -43,12 +44,20 @@ impl LoopDev {
         let dir = tempfile::Builder::new().prefix("ss-test-").tempdir_in("/var/tmp").expect("tempdir");
         let file = dir.path().join("disk.img");
         std::fs::File::create(&file).and_then(|f| f.set_len(mib << 20)).expect("backing file");
+        let mut dev = LoopDev::attach(&file);
+        dev._dir = Some(dir);
+        dev
+    }
+
+    /// A loop device with direct I/O on over an existing `file`, which the
+    /// caller keeps alive for as long as the device.
+    pub fn attach(file: &Path) -> LoopDev {
         let node = sh("losetup", &["-f", "--show", "--direct-io=on", file.to_str().expect("utf8")]);
         let node = PathBuf::from(node);
         let name = node.file_name().and_then(|n| n.to_str()).expect("name").to_owned();
         let dev = std::fs::read_to_string(format!("/sys/block/{name}/dev")).expect("dev");
         let (major, minor) = dev.trim().split_once(':').expect("MAJ:MIN");
-        LoopDev { node, major: major.parse().expect("major"), minor: minor.parse().expect("minor"), _dir: dir }
+        LoopDev { node, major: major.parse().expect("major"), minor: minor.parse().expect("minor"), _dir: None }
     }
 
     pub fn path(&self) -> &str {
@@ -66,21 +75,49 @@ impl Drop for LoopDev {
     }
 }
 
-/// An ext4 filesystem on a loop device, mounted in a temporary directory.
-pub struct Ext4 {
+/// A block device node that tests can make a filesystem on.
+pub trait BlockDev {
+    fn path(&self) -> &str;
+}
+
+impl BlockDev for LoopDev {
+    fn path(&self) -> &str {
+        LoopDev::path(self)
+    }
+}
+
+/// An ext4 filesystem on a loop device (or another [`BlockDev`]), mounted
+/// in a temporary directory. It is unmounted before the device goes.
+pub struct Ext4<D = LoopDev> {
     pub dir: tempfile::TempDir,
-    pub dev: LoopDev,
+    pub dev: D,
 }
 
 impl Ext4 {
     pub fn new(mib: u64, options: &str) -> Ext4 {
-        let dev = LoopDev::new(mib);
+        Ext4::on(LoopDev::new(mib), options)
+    }
+}
+
+impl<D: BlockDev> Ext4<D> {
+    /// mkfs.ext4 on `dev`, then mounts it with `options`.
+    pub fn on(dev: D, options: &str) -> Ext4<D> {
         sh("mkfs.ext4", &["-q", "-F", dev.path()]);
         let dir = tempfile::Builder::new().prefix("ss-mnt-").tempdir().expect("mount dir");
         sh("mount", &["-o", options, dev.path(), dir.path().to_str().expect("utf8")]);
         Ext4 { dir, dev }
     }
 
+    pub fn unmount(&self) {
+        sh("umount", &[self.mount_point()]);
+    }
+
+    pub fn mount(&self, options: &str) {
+        sh("mount", &["-o", options, self.dev.path(), self.mount_point()]);
+    }
+}
+
+impl<D> Ext4<D> {
     pub fn mount_point(&self) -> &str {
         self.dir.path().to_str().expect("utf8")
     }
@@ -104,7 +141,7 @@ impl Ext4 {
     }
 }
 
-impl Drop for Ext4 {
+impl<D> Drop for Ext4<D> {
     fn drop(&mut self) {
         let _ = Command::new("umount").arg(self.dir.path()).status();
     }
@@ -223,4 +260,150 @@ fn copy_dir(from: &Path, to: &Path) {
 /// True when this process may make loop devices and blkio cgroups.
 pub fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
+}
+
+/// A real block device that misbehaves on purpose (DESIGN §7, "Faults no
+/// healthy device gives"): a loop device, direct I/O on, over the file
+/// `disk.img` that `faulty_fuse.py` serves through FUSE with direct I/O, so
+/// every request reaches the Python process and the page cache hides none
+/// of its faults. See that script for the faults (`eio-after=40M`, …).
+///
+/// On drop, on every path: the loop device is detached, then the FUSE mount
+/// is unmounted (lazily, if it must) and the server is stopped, killed if it
+/// will not stop.
+pub struct FaultyDisk {
+    // Declared first so it is dropped first: the loop device holds the
+    // FUSE file open.
+    pub dev: LoopDev,
+    server: FuseServer,
+}
+
+/// The script behind [`FaultyDisk`].
+pub const FAULTY_FUSE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/support/faulty_fuse.py");
+
+impl FaultyDisk {
+    /// A `mib` MiB disk with `faults` in force from the start.
+    pub fn new(mib: u64, faults: &[&str]) -> FaultyDisk {
+        let server = FuseServer::start(mib << 20, faults);
+        let dev = LoopDev::attach(&server.mount.join("disk.img"));
+        FaultyDisk { dev, server }
+    }
+
+    pub fn path(&self) -> &str {
+        self.dev.path()
+    }
+
+    /// Changes the faults in force (`"clear"` removes them all), for example
+    /// after a filesystem was made while the disk was still healthy.
+    pub fn set_faults(&self, faults: &str) {
+        std::fs::write(self.server.mount.join("ctl"), faults).unwrap_or_else(|e| panic!("faults {faults}: {e}"));
+    }
+
+    /// What the server logged: every fault it served, one line each.
+    pub fn log(&self) -> String {
+        self.server.log()
+    }
+}
+
+impl BlockDev for FaultyDisk {
+    fn path(&self) -> &str {
+        self.dev.path()
+    }
+}
+
+/// The Python that can import fusepy: Debian's python3-fusepy installs into
+/// the system interpreter, which a pyenv `python3` on PATH does not see.
+fn fuse_python() -> &'static str {
+    if Path::new("/usr/bin/python3").exists() { "/usr/bin/python3" } else { "python3" }
+}
+
+/// `faulty_fuse.py`, running in the foreground on a private mount point.
+struct FuseServer {
+    child: std::process::Child,
+    mount: PathBuf,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl FuseServer {
+    fn start(bytes: u64, faults: &[&str]) -> FuseServer {
+        assert!(
+            Path::new("/dev/fuse").exists(),
+            "no /dev/fuse: this kernel or container has no FUSE, which the fault tests need \
+             (modprobe fuse, or give the container --device /dev/fuse)"
+        );
+        let dir = tempfile::Builder::new().prefix("ss-fuse-").tempdir_in("/var/tmp").expect("tempdir");
+        let mount = dir.path().join("mnt");
+        std::fs::create_dir(&mount).expect("mount point");
+        let log = dir.path().join("server.log");
+        let log_file = std::fs::File::create(&log).expect("server log");
+        let child = Command::new(fuse_python())
+            .arg(FAULTY_FUSE)
+            .arg(&mount)
+            .arg(dir.path().join("backing.img"))
+            .arg(bytes.to_string())
+            .args(faults)
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone().expect("log"))
+            .stderr(log_file)
+            .spawn()
+            .unwrap_or_else(|e| panic!("{}: {e}", fuse_python()));
+        // From here on, Drop stops the server whatever happens next.
+        let mut server = FuseServer { child, mount, log, _dir: dir };
+        let disk = server.mount.join("disk.img");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !disk.exists() {
+            if let Some(status) = server.child.try_wait().expect("wait") {
+                panic!("faulty_fuse.py exited ({status}) before serving disk.img:\n{}", server.log());
+            }
+            assert!(std::time::Instant::now() < deadline, "faulty_fuse.py did not serve disk.img in 10 s:\n{}", server.log());
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        server
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// True while some loop device still has a file of this mount open.
+    fn held_by_a_loop_device(&self) -> bool {
+        let mount = self.mount.to_string_lossy();
+        std::fs::read_dir("/sys/block").into_iter().flatten().flatten().any(|e| {
+            std::fs::read_to_string(e.path().join("loop/backing_file")).is_ok_and(|f| f.starts_with(mount.as_ref()))
+        })
+    }
+}
+
+impl Drop for FuseServer {
+    fn drop(&mut self) {
+        use std::time::{Duration, Instant};
+        // `losetup -d` only marks a device that is still open (udev probing
+        // it, say) for release on its last close; give that a moment, so the
+        // unmount below is a clean one.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while self.held_by_a_loop_device() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let quiet = |cmd: &mut Command| cmd.stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
+        if !quiet(Command::new("umount").arg(&self.mount)) {
+            quiet(Command::new("umount").arg("-l").arg(&self.mount));
+        }
+        // Unmounted, the server ends by itself; SIGTERM and then SIGKILL if not.
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let deadline = Instant::now() + Duration::from_secs(3);
+        let mut signalled = false;
+        while matches!(self.child.try_wait(), Ok(None)) {
+            if Instant::now() >= deadline {
+                let _ = self.child.kill();
+                break;
+            }
+            if !signalled && Instant::now() + Duration::from_secs(2) >= deadline {
+                let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+                signalled = true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.wait();
+    }
 }

@@ -19,6 +19,13 @@ use anyhow::{Context, Result, bail};
 /// Debian packages the device tests use, by the command each provides.
 const NEEDS: [(&str, &str); 5] = [("mkfs.ext4", "e2fsprogs"), ("losetup", "mount"), ("fallocate", "util-linux"), ("mount", "mount"), ("mkfs.btrfs", "btrfs-progs")];
 
+/// Debian packages the device tests use that bring no command, by a file
+/// each installs. fusepy serves the fault tests' misbehaving disk
+/// (tests/support/faulty_fuse.py, with its libfuse2); Debian's package goes
+/// into the system python3, which the tests run as /usr/bin/python3 because
+/// a pyenv `python3` on PATH would not see it.
+const NEEDS_FILES: [(&str, &str); 1] = [("/usr/lib/python3/dist-packages/fusepy.py", "python3-fusepy")];
+
 #[derive(Debug, Default)]
 struct Tally {
     passed: u64,
@@ -83,7 +90,10 @@ fn device_tests_possible() -> Result<(), String> {
     if !Path::new("/sys/fs/cgroup/blkio/blkio.throttle.read_iops_device").exists() {
         return Err("no cgroup v1 blkio throttling at /sys/fs/cgroup/blkio".into());
     }
-    let missing: Vec<&str> = NEEDS.iter().filter(|(cmd, _)| !on_path(cmd)).map(|(_, pkg)| *pkg).collect();
+    let mut missing: Vec<&str> = NEEDS.iter().filter(|(cmd, _)| !on_path(cmd)).map(|(_, pkg)| *pkg).collect();
+    missing.extend(NEEDS_FILES.iter().filter(|(file, _)| !Path::new(file).exists()).map(|(_, pkg)| *pkg));
+    missing.sort_unstable();
+    missing.dedup();
     if !missing.is_empty() {
         install(&missing).map_err(|e| format!("cannot install {}: {e:#}", missing.join(" ")))?;
     }

@@ -51,6 +51,9 @@ pub struct Workload<'a> {
 pub enum EngineError {
     #[error("{op} at byte {offset} failed: {source}")]
     Io { op: &'static str, offset: u64, source: io::Error },
+    /// A call that has no file offset (fsync, fcntl, dup).
+    #[error("{op} failed: {source}")]
+    Call { op: &'static str, source: io::Error },
     #[error("{op} at byte {offset} moved {got} of {want} bytes (the device ended early or lied about its size)")]
     Short { op: &'static str, offset: u64, got: usize, want: usize },
     #[error("interrupted by {0}")]
@@ -280,7 +283,7 @@ fn run_uring(work: &Workload<'_>, depth: usize, progress: Progress<'_>) -> Resul
                 // Requests may still be in flight: leak their buffers rather
                 // than let the kernel write into freed memory.
                 std::mem::forget(buf);
-                return Err(failure.unwrap_or(EngineError::Io { op, offset: 0, source: e }));
+                return Err(failure.unwrap_or(EngineError::Call { op: "io_uring_enter", source: e }));
             }
         }
         let now = Instant::now();

@@ -295,7 +295,7 @@ fn file_tests(plan: &Plan, file: &File, bytes: u64, observer: &dyn Observer, out
     let direct = |file: &File| {
         scratch::set_direct(file, true).map_err(|source| RunError::Engine {
             key: "O_DIRECT".to_owned(),
-            source: EngineError::Io { op: "fcntl(O_DIRECT)", offset: 0, source },
+            source: EngineError::Call { op: "fcntl(O_DIRECT)", source },
         })
     };
     direct(file)?;
@@ -444,7 +444,7 @@ fn dd_like(file: &File, bytes: u64, observer: &dyn Observer) -> Result<(f64, Tes
 
 fn zero_writes(work: &Workload<'_>, observer: &dyn Observer) -> Result<Completed, EngineError> {
     use std::os::unix::fs::FileExt;
-    let file = File::from(work.fd.try_clone_to_owned().map_err(|source| EngineError::Io { op: "dup", offset: 0, source })?);
+    let file = File::from(work.fd.try_clone_to_owned().map_err(|source| EngineError::Call { op: "dup", source })?);
     let zeros = [0u8; BLOCK];
     let start = Instant::now();
     let mut recorder = Recorder::new(start);
@@ -466,7 +466,7 @@ fn zero_writes(work: &Workload<'_>, observer: &dyn Observer) -> Result<Completed
 /// Writes the test file once, in 1 MiB O_DIRECT chunks of random data, so
 /// the fio-like and iozone-like tests find its blocks allocated.
 fn lay_out(file: &File, bytes: u64) -> Result<(), EngineError> {
-    scratch::set_direct(file, true).map_err(|source| EngineError::Io { op: "fcntl(O_DIRECT)", offset: 0, source })?;
+    scratch::set_direct(file, true).map_err(|source| EngineError::Call { op: "fcntl(O_DIRECT)", source })?;
     let chunk = MIB as usize;
     let offsets: Vec<u64> = (0..bytes / MIB).map(|i| i * MIB).collect();
     let work = Workload { fd: file.as_fd(), offsets: &offsets, block_size: chunk, write: true, seed: 0x1a70 };
@@ -475,7 +475,7 @@ fn lay_out(file: &File, bytes: u64) -> Result<(), EngineError> {
 }
 
 fn fsync(file: &File) -> Result<(), EngineError> {
-    file.sync_all().map_err(|source| EngineError::Io { op: "fsync", offset: 0, source })
+    file.sync_all().map_err(|source| EngineError::Call { op: "fsync", source })
 }
 
 /// Size of a block device (BLKGETSIZE64) or regular file.

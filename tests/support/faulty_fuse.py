@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""A disk that misbehaves on purpose, for the fault tests (DESIGN.md section 7).
+
+Serves one file, ``disk.img``, over FUSE with direct I/O, so every read and
+write of it reaches this process and the page cache hides nothing. Put it
+behind ``losetup --direct-io=on MOUNT/disk.img`` and the loop device is a
+real block device with the faults chosen here:
+
+    faulty_fuse.py MOUNTPOINT BACKING SIZE [FAULT ...]
+
+BACKING is a sparse file of SIZE bytes made here, which holds the data.
+Each FAULT is ``NAME=VALUE``; sizes are bytes, or with a K, M or G suffix
+(powers of 1024):
+
+    eio-after=BYTES            reads and writes that touch a byte at or past
+                               BYTES fail with EIO
+    eio-after-written=BYTES    once BYTES have been written (counted from when
+                               this fault is set), every write fails with EIO
+    stall-after=BYTES:SECONDS  the first I/O that touches a byte at or past
+                               BYTES hangs the disk for SECONDS: it and every
+                               I/O that comes during the hang wait it out
+                               (as a card busy collecting garbage would); the
+                               disk then works again, until the fault is set
+                               again
+    lie-size=BYTES             disk.img claims BYTES, more than the SIZE bytes
+                               of real data: reads past the data come back
+                               short, writes past it fail with EIO
+
+Faults can also be given in the environment variable FAULTY_FUSE (separated
+by spaces or commas), and changed while the disk runs by writing them to the
+file ``ctl`` beside disk.img (``clear`` removes them all). This is how a test
+makes a filesystem on a healthy disk first and then lets the disk go bad.
+
+Every fault served is logged on stderr, one line each. The process runs in
+the foreground until it is unmounted or sent SIGINT or SIGTERM.
+
+fusepy comes from Debian's python3-fusepy (module ``fusepy``, on the system
+python3) or from pip (module ``fuse``); both are tried.
+"""
+
+import errno
+import os
+import stat
+import sys
+import threading
+import time
+
+try:
+    import fusepy as fuse
+except ImportError:
+    try:
+        import fuse
+    except ImportError:
+        sys.exit("faulty_fuse: fusepy is missing: apt-get install python3-fusepy "
+                 "(and run this with /usr/bin/python3), or pip install fusepy")
+
+DISK = "/disk.img"
+CTL = "/ctl"
+
+
+def parse_size(text):
+    text = text.strip()
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:].upper(), 1)
+    if scale != 1:
+        text = text[:-1]
+    return int(text) * scale
+
+
+class Faults:
+    """The faults in force, changed atomically under a lock."""
+
+    def __init__(self):
+        self.eio_after = None
+        self.eio_after_written = None
+        self.written = 0
+        self.stall_after = None
+        self.stall_seconds = 0.0
+        self.stall_until = None
+        self.lie_size = None
+
+    def apply(self, spec):
+        for item in spec.replace(",", " ").split():
+            name, _, value = item.partition("=")
+            if name == "clear":
+                self.__init__()
+            elif name == "eio-after":
+                self.eio_after = parse_size(value)
+            elif name == "eio-after-written":
+                self.eio_after_written = parse_size(value)
+                self.written = 0
+            elif name == "stall-after":
+                at, _, seconds = value.partition(":")
+                self.stall_after = parse_size(at)
+                self.stall_seconds = float(seconds or "1")
+                self.stall_until = None
+            elif name == "lie-size":
+                self.lie_size = parse_size(value)
+            else:
+                raise ValueError("unknown fault %r" % item)
+
+
+def log(message):
+    sys.stderr.write("faulty_fuse: %s\n" % message)
+    sys.stderr.flush()
+
+
+class FaultyDisk(fuse.Operations):
+    use_ns = True
+
+    def __init__(self, backing, size, faults):
+        self.fd = os.open(backing, os.O_RDWR | os.O_CREAT, 0o600)
+        os.ftruncate(self.fd, size)
+        self.size = size
+        self.faults = faults
+        self.mutex = threading.Lock()
+        self.started = time.time_ns()
+
+    # --- the namespace: / with disk.img and ctl ---
+
+    def getattr(self, path, fh=None):
+        now = self.started
+        if path == "/":
+            mode, size, links = stat.S_IFDIR | 0o755, 0, 2
+        elif path == DISK:
+            with self.mutex:
+                size = self.faults.lie_size or self.size
+            mode, links = stat.S_IFREG | 0o600, 1
+        elif path == CTL:
+            mode, size, links = stat.S_IFREG | 0o600, 0, 1
+        else:
+            raise fuse.FuseOSError(errno.ENOENT)
+        return {"st_mode": mode, "st_size": size, "st_nlink": links, "st_uid": 0, "st_gid": 0,
+                "st_atime": now, "st_mtime": now, "st_ctime": now, "st_blksize": 4096}
+
+    def readdir(self, path, fh):
+        return [".", "..", DISK[1:], CTL[1:]]
+
+    def open(self, path, fi):
+        if path not in (DISK, CTL):
+            raise fuse.FuseOSError(errno.ENOENT)
+        # FOPEN_DIRECT_IO: the kernel sends every read and write here, past
+        # the page cache, so no fault is hidden by a cached copy.
+        fi.direct_io = 1
+        return 0
+
+    def truncate(self, path, length, fh=None):
+        # Opening ctl with O_TRUNC truncates it; the disk keeps its size.
+        if path == CTL:
+            return 0
+        raise fuse.FuseOSError(errno.EPERM)
+
+    def flush(self, path, fh):
+        return 0
+
+    def release(self, path, fh):
+        return 0
+
+    def fsync(self, path, datasync, fh):
+        if path == DISK:
+            os.fsync(self.fd)
+        return 0
+
+    # --- the data path, where the faults live ---
+
+    def read(self, path, size, offset, fh):
+        if path == CTL:
+            return b""
+        self.before_io("read", offset, size)
+        with self.mutex:
+            lie = self.faults.lie_size
+        if lie is not None and offset + size > self.size:
+            # The claimed size is a lie: there is no data past the real end.
+            size = max(0, self.size - offset)
+            log("short read at %d: %d bytes, past the real %d" % (offset, size, self.size))
+        return os.pread(self.fd, size, offset)
+
+    def write(self, path, data, offset, fh):
+        if path == CTL:
+            with self.mutex:
+                try:
+                    self.faults.apply(data.decode())
+                except ValueError as e:
+                    log(str(e))
+                    raise fuse.FuseOSError(errno.EINVAL)
+            log("faults now: %s" % data.decode().strip())
+            return len(data)
+        self.before_io("write", offset, len(data))
+        with self.mutex:
+            f = self.faults
+            if f.eio_after_written is not None:
+                if f.written >= f.eio_after_written:
+                    log("EIO on write at %d: %d bytes written already" % (offset, f.written))
+                    raise fuse.FuseOSError(errno.EIO)
+                f.written += len(data)
+        if offset + len(data) > self.size:
+            log("EIO on write at %d, past the real %d" % (offset, self.size))
+            raise fuse.FuseOSError(errno.EIO)
+        return os.pwrite(self.fd, data, offset)
+
+    def before_io(self, op, offset, size):
+        end = offset + size
+        with self.mutex:
+            f = self.faults
+            if f.stall_after is not None and end > f.stall_after and f.stall_until is None:
+                f.stall_until = time.monotonic() + f.stall_seconds
+                log("stall %.1f s from %s at %d" % (f.stall_seconds, op, offset))
+            wait = f.stall_until - time.monotonic() if f.stall_until is not None else 0
+            eio = f.eio_after
+        if wait > 0:
+            time.sleep(wait)
+        if eio is not None and end > eio:
+            log("EIO on %s at %d" % (op, offset))
+            raise fuse.FuseOSError(errno.EIO)
+
+    def statfs(self, path):
+        return {"f_bsize": 4096, "f_frsize": 4096, "f_blocks": self.size // 4096,
+                "f_bfree": 0, "f_bavail": 0, "f_namemax": 255}
+
+
+def main(argv):
+    if len(argv) < 4:
+        sys.exit(__doc__)
+    mountpoint, backing, size = argv[1], argv[2], parse_size(argv[3])
+    faults = Faults()
+    try:
+        faults.apply(os.environ.get("FAULTY_FUSE", ""))
+        for spec in argv[4:]:
+            faults.apply(spec)
+    except ValueError as e:
+        sys.exit("faulty_fuse: %s" % e)
+    log("serving %s/disk.img: %d bytes, faults %s" % (mountpoint, size, " ".join(argv[4:]) or "none"))
+    fuse.FUSE(FaultyDisk(backing, size, faults), mountpoint, raw_fi=True, foreground=True,
+              big_writes=True, fsname="faulty_fuse", subtype="faulty")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
