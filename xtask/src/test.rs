@@ -87,6 +87,9 @@ fn device_tests_possible() -> Result<(), String> {
     if !Path::new("/dev/loop-control").exists() {
         return Err("no /dev/loop-control: this kernel or container has no loop devices".into());
     }
+    if !Path::new("/dev/fuse").exists() {
+        return Err("no /dev/fuse: the fault-injection tests need FUSE".into());
+    }
     if !Path::new("/sys/fs/cgroup/blkio/blkio.throttle.read_iops_device").exists() {
         return Err("no cgroup v1 blkio throttling at /sys/fs/cgroup/blkio".into());
     }

@@ -350,7 +350,12 @@ fn measure(
     out.measurements.set(key, value);
     out.details.insert(key.to_owned(), detail);
     observer.finished(key, value);
-    Ok(())
+    // A signal during the test's last I/O was not seen by the engine: the
+    // figure is complete, but the user asked to stop.
+    match crate::interrupt::requested() {
+        Some(signal) => Err(RunError::Engine { key: key.to_owned(), source: EngineError::Interrupted(signal) }),
+        None => Ok(()),
+    }
 }
 
 fn detail(done: &Completed, elapsed: Duration) -> TestDetail {
