@@ -2,6 +2,8 @@
 //! `cargo test` (DESIGN.md §1, in the manner of rust-analyzer's xtask).
 //!
 //! Tasks:
+//! - `bench`: storage-score next to hdparm, dd and fio on throttled loop
+//!   devices, and its io_uring engine next to fio's (see [`bench`]).
 //! - `test`: every test of the project (see [`test`]); the README's command.
 //! - `vm-identify`: boots a Debian kernel under QEMU with an emulated SD card
 //!   (`sdhci-pci` + `sd-card`), runs `storage-score identify /dev/mmcblk0 --json`
@@ -13,6 +15,7 @@
 
 use std::process::ExitCode;
 
+mod bench;
 mod test;
 mod vm;
 
@@ -20,6 +23,11 @@ const USAGE: &str = "\
 usage: cargo xtask <task> [options]
 
 tasks:
+  bench [--rounds N]
+      As root: storage-score side by side with hdparm, dd and fio on a
+      throttled loop device (ratios ours/theirs, wall time, peak RSS), and its
+      io_uring engine against fio's on /dev/shm (N runs each, default 3).
+      Writes target/bench/latest.json.
   test
       Every test: cargo test --workspace (device tests included where this
       machine can make loop devices and blkio throttles, skipped otherwise),
@@ -34,6 +42,7 @@ tasks:
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
+        Some("bench") => bench::main(&args[1..]),
         Some("test") => test::main(&args[1..]),
         Some("vm-identify") => match vm::Options::parse(&args[1..]) {
             Ok(opts) => vm::main(&opts),
