@@ -143,7 +143,16 @@ impl<D> Ext4<D> {
 
 impl<D> Drop for Ext4<D> {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg(self.dir.path()).status();
+        // Just after an io_uring process exits, the kernel may still hold its
+        // files for a moment ("target is busy"): retry, then detach lazily.
+        for _ in 0..20 {
+            let quiet = Command::new("umount").arg(self.dir.path()).stderr(Stdio::null()).status();
+            if quiet.is_ok_and(|s| s.success()) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let _ = Command::new("umount").arg("-l").arg(self.dir.path()).status();
     }
 }
 

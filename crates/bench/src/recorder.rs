@@ -70,10 +70,19 @@ impl Recorder {
         }
     }
 
-    /// Throughput per interval in MiB/s.
-    pub fn intervals_mib_s(&self) -> Vec<f64> {
-        let secs = INTERVAL.as_secs_f64();
-        self.interval_bytes.iter().map(|&b| ((b as f64 / secs / 1_048_576.0) * 100.0).round() / 100.0).collect()
+    /// Throughput per interval in MiB/s, for a test that lasted `elapsed`.
+    /// The last interval is usually partial and is divided by its own length.
+    pub fn intervals_mib_s(&self, elapsed: Duration) -> Vec<f64> {
+        let full = INTERVAL.as_secs_f64();
+        let last = self.interval_bytes.len().saturating_sub(1);
+        self.interval_bytes
+            .iter()
+            .enumerate()
+            .map(|(i, &b)| {
+                let secs = if i == last { (elapsed.as_secs_f64() - i as f64 * full).clamp(1e-6, full) } else { full };
+                ((b as f64 / secs / 1_048_576.0) * 100.0).round() / 100.0
+            })
+            .collect()
     }
 }
 
@@ -92,9 +101,12 @@ mod tests {
         assert!((lat.p50_us - 500.0).abs() < 1.0, "{lat:?}");
         assert!((lat.max_us - 1000.0).abs() < 1.0, "{lat:?}");
         assert_eq!(r.ios, 1000);
-        let iv = r.intervals_mib_s();
+        let iv = r.intervals_mib_s(Duration::from_millis(1001));
         assert_eq!(iv.len(), 3);
         // 499 I/Os of 4 KiB in the first half second.
         assert!((iv[0] - 499.0 * 4096.0 / 0.5 / 1_048_576.0).abs() < 0.01);
+        // The last interval (1000..1001 ms) holds one I/O: its rate is over
+        // that 1 ms, not over a whole 500 ms.
+        assert!((iv[2] - 4096.0 / 0.001 / 1_048_576.0).abs() < 0.1, "{iv:?}");
     }
 }

@@ -365,7 +365,7 @@ fn detail(done: &Completed, elapsed: Duration) -> TestDetail {
         ios: done.recorder.ios,
         seconds: round_to(elapsed.as_secs_f64(), 4),
         latency: done.recorder.latency(),
-        intervals_mib_s: done.recorder.intervals_mib_s(),
+        intervals_mib_s: done.recorder.intervals_mib_s(elapsed),
         interval_ms: INTERVAL.as_millis() as u64,
     }
 }
