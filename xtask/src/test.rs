@@ -62,7 +62,7 @@ fn run() -> Result<Tally> {
     };
 
     let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    cargo.args(["test", "--workspace", "--all-targets", "--", "--color", "never"]);
+    cargo.args(["test", "--workspace", "--all-targets", "--no-fail-fast", "--", "--color", "never"]);
     if devices {
         cargo.arg("--include-ignored");
     }
