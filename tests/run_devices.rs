@@ -237,6 +237,10 @@ fn kill_9_leaves_nothing_behind() {
 fn a_full_disk_mid_run_is_one_line_and_leaves_nothing() {
     let _lock = device_lock();
     let fs = Ext4::new(1024, "rw");
+    // Make the write phase last, as on a small-memory Pi: a slow device and
+    // at most 16 MiB of dirty pages for it, so writes wait for writeback.
+    let _slow = Cgroup::new(&fs.dev, Throttle { write_bps: Some(40 * MB), ..Throttle::default() });
+    let _dirty = DirtyLimit::new(&fs.dev, 16 * MIB);
     // Fill the filesystem behind the free-space check's back: the check
     // passes, then a hog takes the room while dd-like writes are running.
     let out = Command::new(BIN)
@@ -246,7 +250,7 @@ fn a_full_disk_mid_run_is_one_line_and_leaves_nothing() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
-    std::thread::sleep(Duration::from_millis(300));
+    std::thread::sleep(Duration::from_secs(2));
     let hog = fs.dir.path().join("hog");
     let _ = Command::new("fallocate").args(["-l", &format!("{}", fs.free_bytes().saturating_sub(16 * MIB))]).arg(&hog).status();
     let out = out.wait_with_output().expect("wait");

@@ -226,6 +226,30 @@ impl Drop for Cgroup {
     }
 }
 
+/// A small dirty-page budget for one device (`/sys/class/bdi/MAJ:MIN`), so
+/// buffered writers wait for its writeback as on a small-memory board.
+/// Loop devices outlive a test, so the defaults are put back on drop.
+pub struct DirtyLimit {
+    bdi: PathBuf,
+}
+
+impl DirtyLimit {
+    pub fn new(dev: &LoopDev, bytes: u64) -> DirtyLimit {
+        let bdi = PathBuf::from("/sys/class/bdi").join(dev.devnum());
+        let limit = DirtyLimit { bdi };
+        std::fs::write(limit.bdi.join("strict_limit"), "1\n").expect("bdi strict_limit");
+        std::fs::write(limit.bdi.join("max_bytes"), format!("{bytes}\n")).expect("bdi max_bytes");
+        limit
+    }
+}
+
+impl Drop for DirtyLimit {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.bdi.join("strict_limit"), "0\n");
+        let _ = std::fs::write(self.bdi.join("max_ratio"), "100\n");
+    }
+}
+
 /// Runs the binary with `args`, stdin closed.
 pub fn run(args: &[&str]) -> Output {
     Command::new(BIN).args(args).stdin(Stdio::null()).output().expect("run storage-score")
