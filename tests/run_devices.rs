@@ -165,6 +165,9 @@ fn destructive_is_refused_on_a_mounted_device_and_without_confirmation() {
     let bare = LoopDev::new(128);
     let line = assert_one_line_error(&run(&["run", "--destructive", bare.path()]), 3);
     assert!(line.contains("--yes"), "{line}");
+    // The compat sizes (520 MiB of dd-like writes) do not fit in 128 MiB.
+    let line = assert_one_line_error(&run(&["run", "--destructive", "--yes", bare.path()]), 2);
+    assert!(line.contains("too small"), "{line}");
     // --yes on an unmounted device: the raw device is written, and measured.
     let out = run(&["run", "--json", "--profile", "quick", "--destructive", "--yes", bare.path()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

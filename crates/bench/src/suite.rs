@@ -178,9 +178,10 @@ impl RunError {
     }
 
     /// True when the run was refused to protect data (busy device, no room).
+    /// A read-only filesystem is a bad target instead (exit 2).
     pub fn is_refusal(&self) -> bool {
         match self {
-            RunError::Scratch(ScratchError::NoSpace { .. } | ScratchError::ReadOnly { .. }) => true,
+            RunError::Scratch(ScratchError::NoSpace { .. }) => true,
             RunError::Open { source, .. } => source.raw_os_error() == Some(libc::EBUSY),
             _ => false,
         }

@@ -2,6 +2,8 @@
 
 use std::io::IsTerminal;
 
+use storage_bench::RunError;
+use storage_bench::scratch::ScratchError;
 use storage_identify::Roots;
 use storage_scoring::schema::{Device, Report, Target};
 
@@ -71,9 +73,7 @@ pub fn run(args: &RunArgs, roots: &Roots) -> Result<(), Failure> {
         None => Ok(()),
         Some(e) if e.is_interrupt() => Err(Failure::Run(format!("{e}; the figures measured so far are shown above, nothing was left behind"))),
         Some(e) if e.is_refusal() => Err(Failure::Refused(e.to_string())),
-        Some(e @ storage_bench::RunError::Scratch(storage_bench::scratch::ScratchError::ReadOnly { .. })) => {
-            Err(Failure::Usage(e.to_string()))
-        }
+        Some(e @ (RunError::Scratch(ScratchError::ReadOnly { .. }) | RunError::TooSmall { .. })) => Err(Failure::Usage(e.to_string())),
         Some(e) => Err(Failure::Run(format!("the run failed: {e}; nothing was left behind"))),
     }
 }

@@ -17,7 +17,7 @@ pub mod usb;
 pub use sysfs::Roots;
 pub use target::{Resolved, TargetError, resolve};
 
-use storage_scoring::schema::{Device, Target};
+use storage_scoring::schema::Device;
 
 /// Resolves TARGET and identifies the disk under it: the `target` and
 /// `device` blocks of a report. `device` is `None` when nothing block-backed
@@ -26,9 +26,4 @@ pub fn identify(input: &str, roots: &Roots) -> Result<(Resolved, Option<Device>)
     let resolved = resolve(input, roots)?;
     let device = resolved.disk.as_ref().map(|disk| device::identify(disk, roots));
     Ok((resolved, device))
-}
-
-/// The report's `target` block for a resolution.
-pub fn target_block(resolved: &Resolved) -> Target {
-    resolved.target.clone()
 }
