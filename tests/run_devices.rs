@@ -36,7 +36,7 @@ fn compat_run_matches_the_throttle_within_5_percent() {
         read_bps: Some(50 * MIB),
         write_bps: Some(40 * MB),
     };
-    let cg = Cgroup::new(&fs.dev, limits);
+    let cg = BlkioThrottle::new(&fs.dev, limits);
     let out = cg.command(&["run", "--json", fs.dev.path()]).stdin(Stdio::null()).output().expect("run");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let doc = stdout_json(&out);
@@ -70,7 +70,7 @@ fn compat_run_matches_the_throttle_within_5_percent() {
 fn the_thread_fallback_measures_the_same_iops() {
     let _lock = device_lock();
     let fs = Ext4::new(256, "rw");
-    let cg = Cgroup::new(&fs.dev, Throttle { read_iops: Some(1500), ..Throttle::default() });
+    let cg = BlkioThrottle::new(&fs.dev, Throttle { read_iops: Some(1500), ..Throttle::default() });
     let only = "--only=rand_read_4k_qd64_iops";
     let mut engines = BTreeMap::new();
     for engine in ["io_uring", "threads"] {
@@ -175,7 +175,7 @@ fn destructive_is_refused_on_a_mounted_device_and_without_confirmation() {
 }
 
 /// Waits until the run has reached a write test, then signals it.
-fn start_and_signal(fs: &Ext4, cg: &Cgroup, signal: &str) -> (std::process::Output, Duration) {
+fn start_and_signal(fs: &Ext4, cg: &BlkioThrottle, signal: &str) -> (std::process::Output, Duration) {
     let mut child = cg
         .command(&["run", "--json", "--only", "seq_read_mib_s,rand_write_4k_qd64_iops,rand_read_4k_qd64_iops", fs.mount_point()])
         .stdout(Stdio::piped())
@@ -202,7 +202,7 @@ fn start_and_signal(fs: &Ext4, cg: &Cgroup, signal: &str) -> (std::process::Outp
 fn sigint_and_sigterm_stop_within_a_second_and_keep_what_was_measured() {
     let _lock = device_lock();
     let fs = Ext4::new(512, "rw");
-    let cg = Cgroup::new(&fs.dev, Throttle { write_iops: Some(500), read_bps: Some(100 * MIB), ..Throttle::default() });
+    let cg = BlkioThrottle::new(&fs.dev, Throttle { write_iops: Some(500), read_bps: Some(100 * MIB), ..Throttle::default() });
     let free_before = fs.free_bytes();
     for signal in ["INT", "TERM"] {
         let (out, took) = start_and_signal(&fs, &cg, signal);
@@ -222,7 +222,7 @@ fn sigint_and_sigterm_stop_within_a_second_and_keep_what_was_measured() {
 fn kill_9_leaves_nothing_behind() {
     let _lock = device_lock();
     let fs = Ext4::new(512, "rw");
-    let cg = Cgroup::new(&fs.dev, Throttle { write_iops: Some(500), read_bps: Some(100 * MIB), ..Throttle::default() });
+    let cg = BlkioThrottle::new(&fs.dev, Throttle { write_iops: Some(500), read_bps: Some(100 * MIB), ..Throttle::default() });
     let free_before = fs.free_bytes();
     let (out, _) = start_and_signal(&fs, &cg, "KILL");
     assert_eq!(out.status.code(), None, "killed by a signal");
@@ -242,7 +242,7 @@ fn a_full_disk_mid_run_is_one_line_and_leaves_nothing() {
     let fs = Ext4::new(1024, "rw");
     // Make the write phase last, as on a small-memory Pi: a slow device and
     // at most 16 MiB of dirty pages for it, so writes wait for writeback.
-    let _slow = Cgroup::new(&fs.dev, Throttle { write_bps: Some(40 * MB), ..Throttle::default() });
+    let _slow = BlkioThrottle::new(&fs.dev, Throttle { write_bps: Some(40 * MB), ..Throttle::default() });
     let _dirty = DirtyLimit::new(&fs.dev, 16 * MIB);
     // Fill the filesystem behind the free-space check's back: the check
     // passes, then a hog takes the room while dd-like writes are running.

@@ -100,7 +100,7 @@ fn bad_score_inputs_are_one_line_and_exit_2() {
 fn verdict_run(limits: Throttle, only: Option<&str>) -> Value {
     let fs = Ext4::new(1024, "rw");
     let root = sysfs_claiming("23-kingston-canvas-go-plus-64gb-05-2023", &fs.dev);
-    let cg = Cgroup::new(&fs.dev, limits);
+    let cg = BlkioThrottle::new(&fs.dev, limits);
     let root_arg = root.path().to_str().expect("utf8").to_owned();
     let mut args = vec!["run", "--json", "--sysfs-root", &root_arg];
     if let Some(keys) = only {

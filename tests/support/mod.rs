@@ -176,7 +176,7 @@ pub struct Throttle {
 /// our own `fsync` starts it, so `dd conv=fsync` ran at 370 MB/s through a
 /// 40 MB/s child-group limit here, and at 39.2 MB/s with the root-group limit.
 /// The rules are reset on drop (and vanish with the loop device anyway).
-pub struct Cgroup {
+pub struct BlkioThrottle {
     dir: PathBuf,
     devnum: String,
     files: Vec<&'static str>,
@@ -184,8 +184,8 @@ pub struct Cgroup {
 
 const BLKIO_ROOT: &str = "/sys/fs/cgroup/blkio";
 
-impl Cgroup {
-    pub fn new(dev: &LoopDev, limits: Throttle) -> Cgroup {
+impl BlkioThrottle {
+    pub fn new(dev: &LoopDev, limits: Throttle) -> BlkioThrottle {
         // Quiet the machine first. The dd-like test times buffered writes
         // plus fsync; with 24 GiB of RAM the writes only fill the page cache
         // and the device works during fsync, so a slow write phase adds to
@@ -195,7 +195,7 @@ impl Cgroup {
         // a quiet machine. Flush and drop the clean page cache beforehand.
         sh("sync", &[]);
         let _ = std::fs::write("/proc/sys/vm/drop_caches", "1\n");
-        let mut cg = Cgroup { dir: PathBuf::from(BLKIO_ROOT), devnum: dev.devnum(), files: Vec::new() };
+        let mut cg = BlkioThrottle { dir: PathBuf::from(BLKIO_ROOT), devnum: dev.devnum(), files: Vec::new() };
         let mut set = |file: &'static str, value: Option<u64>| {
             if let Some(v) = value {
                 std::fs::write(cg.dir.join(file), format!("{} {v}\n", cg.devnum)).expect(file);
@@ -217,7 +217,7 @@ impl Cgroup {
     }
 }
 
-impl Drop for Cgroup {
+impl Drop for BlkioThrottle {
     fn drop(&mut self) {
         for file in &self.files {
             // Writing 0 removes the rule.
