@@ -42,8 +42,28 @@ pub struct Workload<'a> {
     pub offsets: &'a [u64],
     pub block_size: usize,
     pub write: bool,
-    /// Seed of the write buffer's pseudo-random contents.
-    pub seed: u64,
+    /// What write buffers hold (ignored for reads).
+    pub data: Data,
+}
+
+/// Contents of the write buffers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Data {
+    /// Incompressible pseudo-random bytes from this seed, so a device that
+    /// compresses or deduplicates cannot flatter itself.
+    Random(u64),
+    /// Zeros, as dd reads them from /dev/zero.
+    Zeros,
+}
+
+impl Data {
+    /// A buffer of `len` bytes; worker `n` of a thread pool gets its own stream.
+    fn buffer(self, len: usize, n: u64) -> AlignedBuf {
+        match self {
+            Data::Random(seed) => AlignedBuf::random(len, seed.wrapping_add(n)),
+            Data::Zeros => AlignedBuf::zeroed(len),
+        }
+    }
 }
 
 /// What went wrong inside a workload.
@@ -115,7 +135,7 @@ pub fn run_sync(work: &Workload<'_>, progress: Progress<'_>) -> Result<Completed
 
 fn buffer_for(work: &Workload<'_>, slots: usize) -> AlignedBuf {
     let len = work.block_size * slots;
-    if work.write { AlignedBuf::random(len, work.seed) } else { AlignedBuf::zeroed(len) }
+    if work.write { work.data.buffer(len, 0) } else { AlignedBuf::zeroed(len) }
 }
 
 fn check_interrupt() -> Result<(), EngineError> {
@@ -171,7 +191,7 @@ fn run_threads(work: &Workload<'_>, depth: usize, progress: Progress<'_>) -> Res
                 let (next, done, failure) = (&next, &done, &failure);
                 scope.spawn(move || {
                     let mut buf = if work.write {
-                        AlignedBuf::random(work.block_size, work.seed.wrapping_add(worker as u64))
+                        work.data.buffer(work.block_size, worker as u64)
                     } else {
                         AlignedBuf::zeroed(work.block_size)
                     };
@@ -337,7 +357,7 @@ mod tests {
         let f = file_with(256 * 4096);
         let offs = offsets(256);
         for write in [false, true] {
-            let work = Workload { fd: f.as_fd(), offsets: &offs, block_size: 4096, write, seed: 1 };
+            let work = Workload { fd: f.as_fd(), offsets: &offs, block_size: 4096, write, data: Data::Random(1) };
             for done in [
                 run_sync(&work, &|_| {}).expect("sync"),
                 run_queued(&work, 8, EngineChoice::Threads, &|_| {}).expect("threads"),
@@ -353,7 +373,7 @@ mod tests {
     fn reading_past_the_end_is_a_short_io_error() {
         let f = file_with(4096);
         let offs = [0u64, 4096];
-        let work = Workload { fd: f.as_fd(), offsets: &offs, block_size: 4096, write: false, seed: 1 };
+        let work = Workload { fd: f.as_fd(), offsets: &offs, block_size: 4096, write: false, data: Data::Random(1) };
         for choice in [EngineChoice::Auto, EngineChoice::Threads] {
             let err = run_queued(&work, 2, choice, &|_| {}).expect_err("short read");
             assert!(matches!(err, EngineError::Short { offset: 4096, got: 0, .. }), "{err}");

@@ -27,7 +27,7 @@ use rand::seq::SliceRandom;
 use storage_scoring::schema::{MEASUREMENT_KEYS, Measurements, Skipped, TestDetail};
 
 use crate::buffer::AlignedBuf;
-use crate::engine::{self, Completed, EngineChoice, EngineError, Workload};
+use crate::engine::{self, Completed, Data, EngineChoice, EngineError, Workload};
 use crate::recorder::{INTERVAL, Recorder};
 use crate::scratch::{self, ScratchError};
 
@@ -314,7 +314,7 @@ fn file_tests(plan: &Plan, file: &File, bytes: u64, observer: &dyn Observer, out
             "rand_read_4k_qd1_kib_s" => (&shuffled, false, false),
             _ => (&shuffled, true, false),
         };
-        let work = Workload { fd: file.as_fd(), offsets, block_size: BLOCK, write, seed: 0x5eed_0002 };
+        let work = Workload { fd: file.as_fd(), offsets, block_size: BLOCK, write, data: Data::Random(0x5eed_0002) };
         measure(out, observer, key, || {
             observer.started(key, offsets.len() as u64);
             let progress = |done| observer.progress(done);
@@ -426,7 +426,7 @@ fn timed_reads(
 fn read_exact_at(file: &File, buf: &mut AlignedBuf, offset: u64) -> Result<(), EngineError> {
     let offsets = [offset];
     let len = buf.len();
-    let work = Workload { fd: file.as_fd(), offsets: &offsets, block_size: len, write: false, seed: 0 };
+    let work = Workload { fd: file.as_fd(), offsets: &offsets, block_size: len, write: false, data: Data::Zeros };
     engine::run_sync(&work, &|_| {}).map(drop)
 }
 
@@ -437,36 +437,13 @@ fn dd_like(file: &File, bytes: u64, observer: &dyn Observer) -> Result<(f64, Tes
     let count = bytes / BLOCK as u64;
     observer.started("seq_write_mb_s", count);
     let offsets: Vec<u64> = (0..count).map(|i| i * BLOCK as u64).collect();
-    let work = Workload { fd: file.as_fd(), offsets: &offsets, block_size: BLOCK, write: true, seed: 0 };
-    // Zeros, as dd reads them from /dev/zero: run_sync's write buffer for
-    // seed 0 is random, so write through a zero buffer here instead.
-    let done = zero_writes(&work, observer)?;
+    let work = Workload { fd: file.as_fd(), offsets: &offsets, block_size: BLOCK, write: true, data: Data::Zeros };
+    let done = engine::run_sync(&work, &|done| observer.progress(done))?;
     let t = Instant::now();
     fsync(file)?;
     let elapsed = done.elapsed + t.elapsed();
     let mb_s = like_dd(done.recorder.bytes as f64 / 1e6 / elapsed.as_secs_f64());
     Ok((mb_s, detail(&done, elapsed)))
-}
-
-fn zero_writes(work: &Workload<'_>, observer: &dyn Observer) -> Result<Completed, EngineError> {
-    use std::os::unix::fs::FileExt;
-    let file = File::from(work.fd.try_clone_to_owned().map_err(|source| EngineError::Call { op: "dup", source })?);
-    let zeros = [0u8; BLOCK];
-    let start = Instant::now();
-    let mut recorder = Recorder::new(start);
-    for (i, &offset) in work.offsets.iter().enumerate() {
-        if let Some(signal) = crate::interrupt::requested() {
-            return Err(EngineError::Interrupted(signal));
-        }
-        let issued = Instant::now();
-        file.write_all_at(&zeros, offset).map_err(|source| EngineError::Io { op: "write", offset, source })?;
-        let now = Instant::now();
-        recorder.record(now, now - issued, BLOCK as u64);
-        if i % 1024 == 1023 {
-            observer.progress(i as u64 + 1);
-        }
-    }
-    Ok(Completed { recorder, elapsed: start.elapsed(), engine: "sync" })
 }
 
 /// Writes the test file once, in 1 MiB O_DIRECT chunks of random data, so
@@ -475,7 +452,7 @@ fn lay_out(file: &File, bytes: u64) -> Result<(), EngineError> {
     scratch::set_direct(file, true).map_err(|source| EngineError::Call { op: "fcntl(O_DIRECT)", source })?;
     let chunk = MIB as usize;
     let offsets: Vec<u64> = (0..bytes / MIB).map(|i| i * MIB).collect();
-    let work = Workload { fd: file.as_fd(), offsets: &offsets, block_size: chunk, write: true, seed: 0x1a70 };
+    let work = Workload { fd: file.as_fd(), offsets: &offsets, block_size: chunk, write: true, data: Data::Random(0x1a70) };
     engine::run_sync(&work, &|_| {})?;
     fsync(file)
 }

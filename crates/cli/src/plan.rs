@@ -39,7 +39,8 @@ pub fn build(args: &RunArgs, resolved: &Resolved, roots: &Roots) -> Result<Plan,
     let write_target = if args.destructive {
         destructive_target(args, resolved, roots, input_is_block)?
     } else {
-        scratch_target(args, resolved, roots, disk)?
+        let wants_writes = keys.iter().any(|k| !k.contains("read"));
+        scratch_target(args, resolved, roots, disk, wants_writes)?
     };
 
     Ok(Plan {
@@ -85,8 +86,13 @@ fn readable(node: &Path) -> Result<PathBuf, String> {
     }
 }
 
-fn scratch_target(args: &RunArgs, resolved: &Resolved, roots: &Roots, disk: &target::BlockDev) -> Result<WriteTarget, Failure> {
-    let wants_writes = selected_keys(&args.only)?.iter().any(|k| !k.contains("read"));
+fn scratch_target(
+    args: &RunArgs,
+    resolved: &Resolved,
+    roots: &Roots,
+    disk: &target::BlockDev,
+    wants_writes: bool,
+) -> Result<WriteTarget, Failure> {
     let input = Path::new(&args.target);
     // A directory, or a partition/disk that is itself mounted: write there.
     if let Some(mount) = &resolved.mount {
