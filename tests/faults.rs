@@ -155,7 +155,8 @@ fn sigint_during_a_stall_ends_the_run_when_the_stall_does() {
     }
     let stalled = Instant::now();
     std::thread::sleep(Duration::from_secs(1));
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).expect("kill");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT)
+        .expect("kill");
     let status = child.wait().expect("wait");
     let took = stalled.elapsed();
     let mut stdout = Vec::new();
@@ -163,7 +164,11 @@ fn sigint_during_a_stall_ends_the_run_when_the_stall_does() {
     child.stdout.take().map(|mut s| s.read_to_end(&mut stdout));
     child.stderr.take().map(|mut s| s.read_to_end(&mut stderr));
     let out = Output { status, stdout, stderr };
-    eprintln!("took {took:?} from the stall; stderr: {}\nserver log:\n{}", String::from_utf8_lossy(&out.stderr), disk.log());
+    eprintln!(
+        "took {took:?} from the stall; stderr: {}\nserver log:\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        disk.log()
+    );
     let line = assert_one_line_error(&out, 1);
     assert!(line.contains("interrupted by SIGINT"), "{line}");
     assert!(took < Duration::from_secs(3 + 1), "took {took:?} from the stall's start to stop");

@@ -35,7 +35,10 @@ fn copy_of(fixture: &Path) -> tempfile::TempDir {
 }
 
 fn notes(device: &Value) -> Vec<String> {
-    device["notes"].as_array().map(|n| n.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect()).unwrap_or_default()
+    device["notes"]
+        .as_array()
+        .map(|n| n.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
+        .unwrap_or_default()
 }
 
 #[test]
@@ -245,10 +248,9 @@ fn qemu_sd_card_through_its_real_sysfs_tree() {
     assert_eq!(host["bus_width_bits"], 4);
     assert_eq!(host["timing"], "sd high-speed");
     // Everything the capture's expected.json lists agrees with the report.
-    let expected: Value = serde_json::from_str(
-        &std::fs::read_to_string(root.join("../expected.json")).expect("expected.json"),
-    )
-    .expect("json");
+    let expected: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("../expected.json")).expect("expected.json"))
+            .expect("json");
     for (key, want) in expected.as_object().expect("object") {
         let got = match key.as_str() {
             "manufacturer_id" | "oem_id" | "product_name" | "product_revision" | "serial" | "manufactured" => &cid[key],

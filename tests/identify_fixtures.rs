@@ -12,7 +12,9 @@ use support::*;
 fn lookup<'a>(doc: &'a Value, key: &str) -> &'a Value {
     let sd = &doc["device"]["sd"];
     match key {
-        "manufacturer_id" | "oem_id" | "product_name" | "product_revision" | "serial" | "manufactured" => &sd["cid"][key],
+        "manufacturer_id" | "oem_id" | "product_name" | "product_revision" | "serial" | "manufactured" => {
+            &sd["cid"][key]
+        }
         "csd_version" => &sd["csd"][key],
         "capacity_bytes" => &sd["csd"][key],
         "spec_version" => &sd["scr"][key],
@@ -65,7 +67,8 @@ fn counterfeit_hints_name_their_reason() {
     let dir = fixture_dir("05-gigastone-10x-high-endurance-16gb-mlc-microsd-hc");
     let out = run(&["identify", "--json", "--sysfs-root", dir.to_str().expect("utf8"), "mmcblk0"]);
     let doc = stdout_json(&out);
-    let codes: Vec<&str> = doc["device"]["hints"].as_array().expect("hints").iter().filter_map(|h| h["code"].as_str()).collect();
+    let codes: Vec<&str> =
+        doc["device"]["hints"].as_array().expect("hints").iter().filter_map(|h| h["code"].as_str()).collect();
     assert!(codes.contains(&"unassigned-mid"), "{codes:?}");
     assert!(codes.contains(&"oid-mid-mismatch"), "{codes:?}");
     let table = run(&["identify", "--sysfs-root", dir.to_str().expect("utf8"), "mmcblk0"]);
@@ -76,7 +79,8 @@ fn counterfeit_hints_name_their_reason() {
 fn a_garbled_register_is_reported_and_the_rest_still_prints() {
     let root = tempfile::tempdir().expect("tmp");
     let src = fixture_dir("23-kingston-canvas-go-plus-64gb-05-2023");
-    let status = std::process::Command::new("cp").arg("-r").arg(format!("{}/.", src.display())).arg(root.path()).status();
+    let status =
+        std::process::Command::new("cp").arg("-r").arg(format!("{}/.", src.display())).arg(root.path()).status();
     assert!(status.expect("cp").success());
     let dev = root.path().join("block/mmcblk0/device");
     std::fs::write(dev.join("csd"), "zz0e00325b5a83a9e6f7ff800a4000\n").expect("garble csd");
@@ -85,8 +89,12 @@ fn a_garbled_register_is_reported_and_the_rest_still_prints() {
     let out = run(&["identify", "--json", "--sysfs-root", root.path().to_str().expect("utf8"), "mmcblk0"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let doc = stdout_json(&out);
-    let errors: Vec<&str> =
-        doc["device"]["sd"]["errors"].as_array().expect("errors").iter().filter_map(|e| e["register"].as_str()).collect();
+    let errors: Vec<&str> = doc["device"]["sd"]["errors"]
+        .as_array()
+        .expect("errors")
+        .iter()
+        .filter_map(|e| e["register"].as_str())
+        .collect();
     assert_eq!(errors, ["csd", "ssr"]);
     assert_eq!(doc["device"]["sd"]["cid"]["product_name"], "SD64G");
     assert!(doc["device"].get("capacity_bytes").is_none());
@@ -181,7 +189,8 @@ fn an_overlayfs_directory_identifies_what_it_can() {
     }
     let p = |s: &str| dir.path().join(s).display().to_string();
     let opts = format!("lowerdir={},upperdir={},workdir={}", p("lower"), p("upper"), p("work"));
-    let status = std::process::Command::new("mount").args(["-t", "overlay", "overlay", "-o", &opts, &p("merged")]).status();
+    let status =
+        std::process::Command::new("mount").args(["-t", "overlay", "overlay", "-o", &opts, &p("merged")]).status();
     assert!(status.expect("mount").success(), "mount overlay");
     let out = run(&["identify", "--json", &p("merged")]);
     let _ = std::process::Command::new("umount").arg(p("merged")).status();

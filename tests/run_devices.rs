@@ -22,7 +22,10 @@ fn figure(doc: &Value, key: &str) -> f64 {
 fn assert_within(doc: &Value, key: &str, truth: f64, tolerance: f64) {
     let got = figure(doc, key);
     let ratio = got / truth;
-    assert!((1.0 - tolerance..=1.0 + tolerance).contains(&ratio), "{key}: measured {got}, truth {truth} (ratio {ratio:.3})");
+    assert!(
+        (1.0 - tolerance..=1.0 + tolerance).contains(&ratio),
+        "{key}: measured {got}, truth {truth} (ratio {ratio:.3})"
+    );
 }
 
 #[test]
@@ -30,12 +33,8 @@ fn assert_within(doc: &Value, key: &str, truth: f64, tolerance: f64) {
 fn compat_run_matches_the_throttle_within_5_percent() {
     let _lock = device_lock();
     let fs = Ext4::new(1024, "rw");
-    let limits = Throttle {
-        read_iops: Some(2000),
-        write_iops: Some(1000),
-        read_bps: Some(50 * MIB),
-        write_bps: Some(40 * MB),
-    };
+    let limits =
+        Throttle { read_iops: Some(2000), write_iops: Some(1000), read_bps: Some(50 * MIB), write_bps: Some(40 * MB) };
     let cg = BlkioThrottle::new(&fs.dev, limits);
     let out = cg.command(&["run", "--json", fs.dev.path()]).stdin(Stdio::null()).output().expect("run");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -98,7 +97,8 @@ fn existing_files_are_never_touched_and_nothing_is_left() {
     let _lock = device_lock();
     let fs = Ext4::new(1024, "rw");
     for i in 0..8u8 {
-        std::fs::write(fs.dir.path().join(format!("photo-{i}.jpg")), vec![i; 3 * MIB as usize + i as usize]).expect("seed");
+        std::fs::write(fs.dir.path().join(format!("photo-{i}.jpg")), vec![i; 3 * MIB as usize + i as usize])
+            .expect("seed");
     }
     let before = checksums(fs.dir.path());
     let free_before = fs.free_bytes();
@@ -133,7 +133,8 @@ fn a_read_only_mount_is_one_line_and_exit_2_but_reads_still_run() {
     let fs = Ext4::new(256, "ro");
     let line = assert_one_line_error(&run(&["run", fs.mount_point()]), 2);
     assert!(line.contains("read-only"), "{line}");
-    let out = run(&["run", "--json", "--profile", "quick", "--only", "seq_read_mib_s,cached_read_mib_s", fs.mount_point()]);
+    let out =
+        run(&["run", "--json", "--profile", "quick", "--only", "seq_read_mib_s,cached_read_mib_s", fs.mount_point()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let doc = stdout_json(&out);
     assert!(figure(&doc, "seq_read_mib_s") > 0.0);
@@ -177,7 +178,13 @@ fn destructive_is_refused_on_a_mounted_device_and_without_confirmation() {
 /// Waits until the run has reached a write test, then signals it.
 fn start_and_signal(fs: &Ext4, cg: &BlkioThrottle, signal: &str) -> (std::process::Output, Duration) {
     let mut child = cg
-        .command(&["run", "--json", "--only", "seq_read_mib_s,rand_write_4k_qd64_iops,rand_read_4k_qd64_iops", fs.mount_point()])
+        .command(&[
+            "run",
+            "--json",
+            "--only",
+            "seq_read_mib_s,rand_write_4k_qd64_iops,rand_read_4k_qd64_iops",
+            fs.mount_point(),
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -202,7 +209,10 @@ fn start_and_signal(fs: &Ext4, cg: &BlkioThrottle, signal: &str) -> (std::proces
 fn sigint_and_sigterm_stop_within_a_second_and_keep_what_was_measured() {
     let _lock = device_lock();
     let fs = Ext4::new(512, "rw");
-    let cg = BlkioThrottle::new(&fs.dev, Throttle { write_iops: Some(500), read_bps: Some(100 * MIB), ..Throttle::default() });
+    let cg = BlkioThrottle::new(
+        &fs.dev,
+        Throttle { write_iops: Some(500), read_bps: Some(100 * MIB), ..Throttle::default() },
+    );
     let free_before = fs.free_bytes();
     for signal in ["INT", "TERM"] {
         let (out, took) = start_and_signal(&fs, &cg, signal);
@@ -222,7 +232,10 @@ fn sigint_and_sigterm_stop_within_a_second_and_keep_what_was_measured() {
 fn kill_9_leaves_nothing_behind() {
     let _lock = device_lock();
     let fs = Ext4::new(512, "rw");
-    let cg = BlkioThrottle::new(&fs.dev, Throttle { write_iops: Some(500), read_bps: Some(100 * MIB), ..Throttle::default() });
+    let cg = BlkioThrottle::new(
+        &fs.dev,
+        Throttle { write_iops: Some(500), read_bps: Some(100 * MIB), ..Throttle::default() },
+    );
     let free_before = fs.free_bytes();
     let (out, _) = start_and_signal(&fs, &cg, "KILL");
     assert_eq!(out.status.code(), None, "killed by a signal");
@@ -255,7 +268,10 @@ fn a_full_disk_mid_run_is_one_line_and_leaves_nothing() {
         .expect("spawn");
     std::thread::sleep(Duration::from_secs(2));
     let hog = fs.dir.path().join("hog");
-    let _ = Command::new("fallocate").args(["-l", &format!("{}", fs.free_bytes().saturating_sub(16 * MIB))]).arg(&hog).status();
+    let _ = Command::new("fallocate")
+        .args(["-l", &format!("{}", fs.free_bytes().saturating_sub(16 * MIB))])
+        .arg(&hog)
+        .status();
     let out = out.wait_with_output().expect("wait");
     let _ = std::fs::remove_file(&hog);
     let line = assert_one_line_error(&out, 1);

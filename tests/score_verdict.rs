@@ -126,7 +126,12 @@ fn failing_checks(doc: &Value, mark: &str) -> Vec<(String, f64)> {
 #[ignore = "needs root: loop device, ext4 mount, blkio cgroup"]
 fn an_a1_level_card_claiming_a2_is_measured_a1() {
     let _lock = device_lock();
-    let limits = Throttle { read_iops: Some(2000), write_iops: Some(800), write_bps: Some(20 * 1_000_000), ..Throttle::default() };
+    let limits = Throttle {
+        read_iops: Some(2000),
+        write_iops: Some(800),
+        write_bps: Some(20 * 1_000_000),
+        ..Throttle::default()
+    };
     let doc = verdict_run(limits, None);
     assert_eq!(doc["device"]["sd"]["class_label"], "A2 Class 10 V30 U3");
     assert_eq!(doc["verdict"]["claimed"], "A2 Class 10 V30 U3");
@@ -149,7 +154,12 @@ fn an_a1_level_card_claiming_a2_is_measured_a1() {
 #[ignore = "needs root: loop device, ext4 mount, blkio cgroup"]
 fn a_card_below_a1_measures_no_a_class() {
     let _lock = device_lock();
-    let limits = Throttle { read_iops: Some(1000), write_iops: Some(300), write_bps: Some(20 * 1_000_000), ..Throttle::default() };
+    let limits = Throttle {
+        read_iops: Some(1000),
+        write_iops: Some(300),
+        write_bps: Some(20 * 1_000_000),
+        ..Throttle::default()
+    };
     let doc = verdict_run(limits, Some("seq_write_mb_s,rand_write_4k_qd64_iops,rand_read_4k_qd64_iops"));
     let measured = doc["verdict"]["measured"].as_str().expect("measured");
     assert!(!measured.starts_with('A'), "{measured}");

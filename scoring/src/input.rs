@@ -20,10 +20,8 @@ pub const MAX_FIGURE: f64 = 1e15;
 
 /// Keys of a full report (DESIGN §3) besides `measurements`; an object with
 /// some of these and no `measurements` is a report without figures.
-const REPORT_KEYS: [&str; 10] = [
-    "schema", "tool", "target", "device", "profile", "details", "skipped", "score", "verdict",
-    "notes",
-];
+const REPORT_KEYS: [&str; 10] =
+    ["schema", "tool", "target", "device", "profile", "details", "skipped", "score", "verdict", "notes"];
 
 /// What the score command works on.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -51,17 +49,9 @@ pub enum InputError {
     /// Nothing but whitespace.
     Empty,
     /// Not JSON. `line` and `column` are 1-based, as serde_json reports them.
-    NotJson {
-        line: usize,
-        column: usize,
-        detail: String,
-    },
+    NotJson { line: usize, column: usize, detail: String },
     /// JSON has no NaN or Infinity; the text tried to use one.
-    NonFinite {
-        line: usize,
-        column: usize,
-        token: String,
-    },
+    NonFinite { line: usize, column: usize, token: String },
     /// A number too large for a double (e.g. `1e400`).
     NumberOutOfRange { line: usize, column: usize },
     /// Valid JSON, but not an object.
@@ -71,12 +61,7 @@ pub enum InputError {
     /// An object that looks like a report but has no `measurements`.
     NoMeasurements,
     /// A value of the wrong JSON type.
-    WrongType {
-        path: String,
-        expected: &'static str,
-        found: &'static str,
-        hint: String,
-    },
+    WrongType { path: String, expected: &'static str, found: &'static str, hint: String },
     /// A figure below zero.
     Negative { path: String, value: f64 },
     /// A figure above [`MAX_FIGURE`].
@@ -93,23 +78,14 @@ impl fmt::Display for InputError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         const EXPECTED: &str = "expected a storage-score report or a measurements object";
         match self {
-            InputError::Empty => write!(
-                f,
-                "the input is empty: {EXPECTED}; save one with `storage-score run --json --output FILE`"
-            ),
-            InputError::NotJson {
-                line,
-                column,
-                detail,
-            } => write!(
+            InputError::Empty => {
+                write!(f, "the input is empty: {EXPECTED}; save one with `storage-score run --json --output FILE`")
+            }
+            InputError::NotJson { line, column, detail } => write!(
                 f,
                 "the input is not valid JSON (line {line}, column {column}: {detail}): {EXPECTED}; check the file is the one `storage-score run --json` wrote"
             ),
-            InputError::NonFinite {
-                line,
-                column,
-                token,
-            } => write!(
+            InputError::NonFinite { line, column, token } => write!(
                 f,
                 "the input is not valid JSON (line {line}, column {column}): `{token}` is not a JSON number, as JSON has no NaN or Infinity; write the measured figure as a number, or leave the key out if it was not measured"
             ),
@@ -130,12 +106,7 @@ impl fmt::Display for InputError {
                 f,
                 "measurements: the report has no \"measurements\" key, so there is nothing to score; run `storage-score run --json --output FILE` to make a report with figures"
             ),
-            InputError::WrongType {
-                path,
-                expected,
-                found,
-                hint,
-            } => {
+            InputError::WrongType { path, expected, found, hint } => {
                 write!(f, "{path}: expected {expected}, got {found}; {hint}")
             }
             InputError::Negative { path, value } => write!(
@@ -184,9 +155,7 @@ pub fn parse_score_input(text: &str) -> Result<ScoreInput, InputError> {
     }
     let value: Value = serde_json::from_str(text).map_err(|e| json_error(text, &e))?;
     let Value::Object(object) = value else {
-        return Err(InputError::NotAnObject {
-            found: describe(&value),
-        });
+        return Err(InputError::NotAnObject { found: describe(&value) });
     };
     if object.is_empty() {
         return Err(InputError::EmptyObject);
@@ -194,32 +163,18 @@ pub fn parse_score_input(text: &str) -> Result<ScoreInput, InputError> {
     if let Some(measurements) = object.get("measurements") {
         return parse_report(&object, measurements);
     }
-    if object
-        .keys()
-        .all(|k| MEASUREMENT_KEYS.contains(&k.as_str()))
-    {
-        return Ok(ScoreInput {
-            device: None,
-            measurements: parse_measurements(&object, "")?,
-            profile: None,
-        });
+    if object.keys().all(|k| MEASUREMENT_KEYS.contains(&k.as_str())) {
+        return Ok(ScoreInput { device: None, measurements: parse_measurements(&object, "")?, profile: None });
     }
     if object.keys().any(|k| REPORT_KEYS.contains(&k.as_str())) {
         return Err(InputError::NoMeasurements);
     }
     // A bare object with a key we do not know: name the first such key.
-    let unknown = object
-        .keys()
-        .find(|k| !MEASUREMENT_KEYS.contains(&k.as_str()))
-        .cloned()
-        .unwrap_or_default();
+    let unknown = object.keys().find(|k| !MEASUREMENT_KEYS.contains(&k.as_str())).cloned().unwrap_or_default();
     Err(InputError::UnknownKey { path: unknown })
 }
 
-fn parse_report(
-    object: &Map<String, Value>,
-    measurements: &Value,
-) -> Result<ScoreInput, InputError> {
+fn parse_report(object: &Map<String, Value>, measurements: &Value) -> Result<ScoreInput, InputError> {
     match object.get("schema") {
         None | Some(Value::Null) => {}
         Some(Value::String(s)) if s == SCHEMA => {}
@@ -259,11 +214,9 @@ fn parse_report(
     };
     let device = match object.get("device") {
         None | Some(Value::Null) => None,
-        Some(d @ Value::Object(_)) => Some(serde_json::from_value::<Device>(d.clone()).map_err(
-            |e| InputError::Device {
-                detail: e.to_string(),
-            },
-        )?),
+        Some(d @ Value::Object(_)) => Some(
+            serde_json::from_value::<Device>(d.clone()).map_err(|e| InputError::Device { detail: e.to_string() })?,
+        ),
         Some(other) => {
             return Err(InputError::WrongType {
                 path: "device".to_owned(),
@@ -273,19 +226,12 @@ fn parse_report(
             });
         }
     };
-    Ok(ScoreInput {
-        device,
-        measurements,
-        profile,
-    })
+    Ok(ScoreInput { device, measurements, profile })
 }
 
 /// Checks each figure of a measurements object; `prefix` is the path to it
 /// (`measurements.` in a report, empty for a bare object).
-fn parse_measurements(
-    object: &Map<String, Value>,
-    prefix: &str,
-) -> Result<Measurements, InputError> {
+fn parse_measurements(object: &Map<String, Value>, prefix: &str) -> Result<Measurements, InputError> {
     let mut m = Measurements::default();
     for (key, value) in object {
         let path = format!("{prefix}{key}");
@@ -310,16 +256,8 @@ fn parse_measurements(
             Value::String(s) => {
                 let t = s.trim();
                 let lower = t.to_ascii_lowercase();
-                let hint = if [
-                    "nan",
-                    "inf",
-                    "+inf",
-                    "-inf",
-                    "infinity",
-                    "+infinity",
-                    "-infinity",
-                ]
-                .contains(&lower.as_str())
+                let hint = if ["nan", "inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"]
+                    .contains(&lower.as_str())
                 {
                     format!(
                         "\"{t}\" is not a measured figure: write the figure as a number, or leave the key out if it was not measured"
@@ -329,12 +267,7 @@ fn parse_measurements(
                 } else {
                     "write the figure as a bare number such as 20.1".to_owned()
                 };
-                return Err(InputError::WrongType {
-                    path,
-                    expected: "a number",
-                    found: "a string",
-                    hint,
-                });
+                return Err(InputError::WrongType { path, expected: "a number", found: "a string", hint });
             }
             other => {
                 return Err(InputError::WrongType {
@@ -356,16 +289,10 @@ fn parse_measurements(
             });
         }
         if figure < 0.0 {
-            return Err(InputError::Negative {
-                path,
-                value: figure,
-            });
+            return Err(InputError::Negative { path, value: figure });
         }
         if figure > MAX_FIGURE {
-            return Err(InputError::TooLarge {
-                path,
-                value: figure,
-            });
+            return Err(InputError::TooLarge { path, value: figure });
         }
         m.set(key, figure);
     }
@@ -399,17 +326,9 @@ fn json_error(text: &str, e: &serde_json::Error) -> InputError {
         return InputError::NumberOutOfRange { line, column };
     }
     if let Some(token) = non_finite_token(text, line, column) {
-        return InputError::NonFinite {
-            line,
-            column,
-            token,
-        };
+        return InputError::NonFinite { line, column, token };
     }
-    InputError::NotJson {
-        line,
-        column,
-        detail,
-    }
+    InputError::NotJson { line, column, detail }
 }
 
 /// The NaN or Infinity spelling near the error position, if any.
@@ -422,16 +341,7 @@ fn non_finite_token(text: &str, line: usize, column: usize) -> Option<String> {
     let end = column.saturating_add(12).min(bytes.len());
     let window = String::from_utf8_lossy(&bytes[start..end]).to_string();
     let lower = window.to_ascii_lowercase();
-    for token in [
-        "-infinity",
-        "+infinity",
-        "infinity",
-        "-inf",
-        "+inf",
-        "inf",
-        "-nan",
-        "nan",
-    ] {
+    for token in ["-infinity", "+infinity", "infinity", "-inf", "+inf", "inf", "-nan", "nan"] {
         if let Some(i) = lower.find(token) {
             // Report it as written.
             return Some(window.get(i..i + token.len()).unwrap_or(token).to_owned());
@@ -453,29 +363,21 @@ mod tests {
         for text in ["", "   \n\t"] {
             let e = err(text);
             assert_eq!(e, InputError::Empty);
-            assert!(e.to_string().starts_with(
-                "the input is empty: expected a storage-score report or a measurements object"
-            ));
+            assert!(
+                e.to_string()
+                    .starts_with("the input is empty: expected a storage-score report or a measurements object")
+            );
         }
     }
 
     #[test]
     fn not_objects() {
-        assert_eq!(
-            err("[]"),
-            InputError::NotAnObject {
-                found: "a JSON array"
-            }
-        );
+        assert_eq!(err("[]"), InputError::NotAnObject { found: "a JSON array" });
         assert_eq!(err("42"), InputError::NotAnObject { found: "a number" });
         assert_eq!(err("\"x\""), InputError::NotAnObject { found: "a string" });
         assert_eq!(err("null"), InputError::NotAnObject { found: "null" });
         assert_eq!(err("true"), InputError::NotAnObject { found: "a boolean" });
-        assert!(
-            err("[]")
-                .to_string()
-                .starts_with("the input is a JSON array, not an object")
-        );
+        assert!(err("[]").to_string().starts_with("the input is a JSON array, not an object"));
         assert_eq!(err("{}"), InputError::EmptyObject);
     }
 
@@ -500,51 +402,22 @@ mod tests {
             "measurements.seq_write_mb_s: expected a number, got a string; write it without quotes: \"seq_write_mb_s\": 20.1"
         );
         let e = err(r#"{"seq_write_mb_s": "fast"}"#);
-        assert!(
-            e.to_string()
-                .starts_with("seq_write_mb_s: expected a number, got a string;"),
-            "{e}"
-        );
+        assert!(e.to_string().starts_with("seq_write_mb_s: expected a number, got a string;"), "{e}");
         let e = err(r#"{"seq_write_mb_s": [1]}"#);
-        assert!(
-            e.to_string()
-                .starts_with("seq_write_mb_s: expected a number, got a JSON array;"),
-            "{e}"
-        );
+        assert!(e.to_string().starts_with("seq_write_mb_s: expected a number, got a JSON array;"), "{e}");
         let e = err(r#"{"measurements": [1]}"#);
-        assert!(
-            e.to_string()
-                .starts_with("measurements: expected an object of figures, got a JSON array"),
-            "{e}"
-        );
+        assert!(e.to_string().starts_with("measurements: expected an object of figures, got a JSON array"), "{e}");
         let e = err(r#"{"measurements": {}, "profile": 3}"#);
-        assert!(
-            e.to_string()
-                .starts_with("profile: expected a string, got a number"),
-            "{e}"
-        );
+        assert!(e.to_string().starts_with("profile: expected a string, got a number"), "{e}");
         let e = err(r#"{"measurements": {}, "device": "sd"}"#);
-        assert!(
-            e.to_string()
-                .starts_with("device: expected an object, got a string"),
-            "{e}"
-        );
+        assert!(e.to_string().starts_with("device: expected an object, got a string"), "{e}");
     }
 
     #[test]
     fn negative_figures() {
         let e = err(r#"{"rand_read_4k_qd64_iops": -5}"#);
-        assert_eq!(
-            e,
-            InputError::Negative {
-                path: "rand_read_4k_qd64_iops".into(),
-                value: -5.0
-            }
-        );
-        assert!(
-            e.to_string()
-                .starts_with("rand_read_4k_qd64_iops: expected a figure of 0 or more, got -5;")
-        );
+        assert_eq!(e, InputError::Negative { path: "rand_read_4k_qd64_iops".into(), value: -5.0 });
+        assert!(e.to_string().starts_with("rand_read_4k_qd64_iops: expected a figure of 0 or more, got -5;"));
         // -0 is zero.
         let ok = parse_score_input(r#"{"rand_read_4k_qd64_iops": -0.0}"#).unwrap();
         assert_eq!(ok.measurements.rand_read_4k_qd64_iops, Some(0.0));
@@ -557,10 +430,7 @@ mod tests {
             (r#"{"seq_write_mb_s": nan}"#, "nan"),
             (r#"{"seq_write_mb_s": Infinity}"#, "Infinity"),
             (r#"{"seq_write_mb_s": -Infinity}"#, "-Infinity"),
-            (
-                "{\n  \"measurements\": {\"seq_write_mb_s\": 1,\n  \"rand_read_4k_qd64_iops\": NaN}}",
-                "NaN",
-            ),
+            ("{\n  \"measurements\": {\"seq_write_mb_s\": 1,\n  \"rand_read_4k_qd64_iops\": NaN}}", "NaN"),
         ] {
             let e = err(text);
             match &e {
@@ -572,34 +442,18 @@ mod tests {
         }
         // Quoted, it is a string: say why it cannot be a figure.
         let e = err(r#"{"seq_write_mb_s": "NaN"}"#);
-        assert!(
-            e.to_string().contains("\"NaN\" is not a measured figure"),
-            "{e}"
-        );
+        assert!(e.to_string().contains("\"NaN\" is not a measured figure"), "{e}");
     }
 
     #[test]
     fn huge_numbers() {
         // Beyond f64: serde_json refuses it; say so.
         let e = err(r#"{"seq_write_mb_s": 1e400}"#);
-        assert!(
-            matches!(e, InputError::NumberOutOfRange { line: 1, .. }),
-            "{e:?}"
-        );
+        assert!(matches!(e, InputError::NumberOutOfRange { line: 1, .. }), "{e:?}");
         // Within f64 but beyond any device: refused before it reaches the score.
         let e = err(r#"{"seq_write_mb_s": 1e308}"#);
-        assert_eq!(
-            e,
-            InputError::TooLarge {
-                path: "seq_write_mb_s".into(),
-                value: 1e308
-            }
-        );
-        assert!(
-            e.to_string()
-                .starts_with("seq_write_mb_s: expected a figure of at most 1e15, got 1e308"),
-            "{e}"
-        );
+        assert_eq!(e, InputError::TooLarge { path: "seq_write_mb_s".into(), value: 1e308 });
+        assert!(e.to_string().starts_with("seq_write_mb_s: expected a figure of at most 1e15, got 1e308"), "{e}");
         // The limit itself is accepted, and scores without overflow.
         let ok = parse_score_input(
             r#"{"seq_write_mb_s": 1e15, "rand_read_4k_qd64_iops": 1e15, "rand_write_4k_qd64_iops": 1e15,
@@ -615,45 +469,21 @@ mod tests {
     #[test]
     fn unknown_keys() {
         let e = err(r#"{"seq_write_mb_s": 1, "seq_wrte_mb_s": 2}"#);
-        assert_eq!(
-            e,
-            InputError::UnknownKey {
-                path: "seq_wrte_mb_s".into()
-            }
-        );
+        assert_eq!(e, InputError::UnknownKey { path: "seq_wrte_mb_s".into() });
         let msg = e.to_string();
-        assert!(
-            msg.starts_with(
-                "seq_wrte_mb_s: unknown measurement key; expected one of seq_read_mib_s,"
-            ),
-            "{msg}"
-        );
+        assert!(msg.starts_with("seq_wrte_mb_s: unknown measurement key; expected one of seq_read_mib_s,"), "{msg}");
         assert!(msg.contains("rand_write_4k_qd1_kib_s"));
         let e = err(r#"{"measurements": {"iops": 2}}"#);
-        assert_eq!(
-            e,
-            InputError::UnknownKey {
-                path: "measurements.iops".into()
-            }
-        );
+        assert_eq!(e, InputError::UnknownKey { path: "measurements.iops".into() });
         // A report without figures.
-        assert_eq!(
-            err(r#"{"schema": "storage-score/1", "tool": {}}"#),
-            InputError::NoMeasurements
-        );
-        assert_eq!(
-            err(r#"{"schema": "storage-score/1", "measurements": null}"#),
-            InputError::NoMeasurements
-        );
+        assert_eq!(err(r#"{"schema": "storage-score/1", "tool": {}}"#), InputError::NoMeasurements);
+        assert_eq!(err(r#"{"schema": "storage-score/1", "measurements": null}"#), InputError::NoMeasurements);
     }
 
     #[test]
     fn schema_mismatch() {
         let e = err(r#"{"schema": "storage-score/2", "measurements": {}}"#);
-        assert!(
-            e.to_string().contains("another version of storage-score"),
-            "{e}"
-        );
+        assert!(e.to_string().contains("another version of storage-score"), "{e}");
         let e = err(r#"{"schema": "fio", "measurements": {}}"#);
         assert!(e.to_string().contains("not a storage-score report"), "{e}");
     }
@@ -678,10 +508,7 @@ mod tests {
         assert_eq!(input.profile, None);
         assert!(input.comparable());
         assert_eq!(input.measurements.seq_read_mib_s, None);
-        assert_eq!(
-            crate::score::pibenchmarks(&input.measurements, input.comparable()).pibenchmarks,
-            Some(1164)
-        );
+        assert_eq!(crate::score::pibenchmarks(&input.measurements, input.comparable()).pibenchmarks, Some(1164));
     }
 
     #[test]
@@ -700,10 +527,7 @@ mod tests {
         assert_eq!(input.profile.as_deref(), Some("quick"));
         assert!(!input.comparable());
         let device = input.device.as_ref().unwrap();
-        assert_eq!(
-            device.sd.as_ref().unwrap().class_label.as_deref(),
-            Some("A2 Class 10 V30 U3")
-        );
+        assert_eq!(device.sd.as_ref().unwrap().class_label.as_deref(), Some("A2 Class 10 V30 U3"));
         assert_eq!(input.measurements.rand_write_4k_qd64_iops, Some(800.0));
         let v = crate::verdict::verdict(input.device.as_ref(), &input.measurements);
         assert_eq!(v.claimed.as_deref(), Some("A2 Class 10 V30 U3"));

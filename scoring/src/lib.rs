@@ -4,7 +4,7 @@
 //! This crate depends on neither `storage-identify` nor `storage-bench`, so
 //! the leaderboard server and any other consumer of reports can use it alone.
 
-pub mod schema;
 pub mod input;
+pub mod schema;
 pub mod score;
 pub mod verdict;

@@ -59,11 +59,8 @@ pub fn pibenchmarks(m: &Measurements, comparable: bool) -> Score {
     for (key, weight) in SCORE_TERMS {
         match m.get(key) {
             Some(v) if v.is_finite() && v >= 0.0 => {
-                total = total.and_then(|t| {
-                    fixed_point(v)?
-                        .checked_mul(i128::from(weight))
-                        .and_then(|x| t.checked_add(x))
-                });
+                total =
+                    total.and_then(|t| fixed_point(v)?.checked_mul(i128::from(weight)).and_then(|x| t.checked_add(x)));
             }
             _ => missing.push(key.to_owned()),
         }
@@ -81,11 +78,7 @@ pub fn pibenchmarks(m: &Measurements, comparable: bool) -> Score {
     } else {
         None
     };
-    Score {
-        pibenchmarks,
-        missing,
-        comparable,
-    }
+    Score { pibenchmarks, missing, comparable }
 }
 
 /// `v` (finite, not negative) as an integer count of 10^-[`FRACTION_DIGITS`],
@@ -113,10 +106,7 @@ fn fixed_point(v: f64) -> Option<i128> {
     } else {
         // More decimals than we keep: truncate. A divisor beyond i128 means
         // the value is below one unit, i.e. 0.
-        match u32::try_from(-shift)
-            .ok()
-            .and_then(|s| 10i128.checked_pow(s))
-        {
+        match u32::try_from(-shift).ok().and_then(|s| 10i128.checked_pow(s)) {
             Some(divisor) => Some(digits / divisor),
             None => Some(0),
         }
@@ -183,16 +173,8 @@ mod tests {
         //   total = 105500.0 exactly; /100 = 1055
         // Summed in f64 the same terms give 105499.99999999999 -> 1054.
         let values = [31.9, 1452.05, 4321.0, 3472.4, 1586.0, 3810.2, 351.7];
-        let float_total: f64 = SCORE_TERMS
-            .iter()
-            .zip(values)
-            .map(|((_, w), v)| f64::from(*w) * v)
-            .sum();
-        assert_eq!(
-            (float_total / 100.0).floor(),
-            1054.0,
-            "the float path is wrong here"
-        );
+        let float_total: f64 = SCORE_TERMS.iter().zip(values).map(|((_, w), v)| f64::from(*w) * v).sum();
+        assert_eq!((float_total / 100.0).floor(), 1054.0, "the float path is wrong here");
         assert_eq!(pibenchmarks(&full(values), true).pibenchmarks, Some(1055));
     }
 
@@ -224,12 +206,7 @@ mod tests {
         assert_eq!(s.pibenchmarks, None);
         assert_eq!(
             s.missing,
-            [
-                "seq_write_mb_s",
-                "rand_write_4k_qd64_iops",
-                "seq_write_4k_qd1_kib_s",
-                "rand_write_4k_qd1_kib_s"
-            ]
+            ["seq_write_mb_s", "rand_write_4k_qd64_iops", "seq_write_4k_qd1_kib_s", "rand_write_4k_qd1_kib_s"]
         );
         // Unusable figures count as missing too.
         m.seq_write_mb_s = Some(f64::NAN);
@@ -238,14 +215,7 @@ mod tests {
         m.rand_write_4k_qd1_kib_s = Some(1.0);
         let s = pibenchmarks(&m, true);
         assert_eq!(s.pibenchmarks, None);
-        assert_eq!(
-            s.missing,
-            [
-                "seq_write_mb_s",
-                "rand_write_4k_qd64_iops",
-                "seq_write_4k_qd1_kib_s"
-            ]
-        );
+        assert_eq!(s.missing, ["seq_write_mb_s", "rand_write_4k_qd64_iops", "seq_write_4k_qd1_kib_s"]);
     }
 
     #[test]
@@ -265,10 +235,7 @@ mod tests {
         assert_eq!(pibenchmarks(&m, true).pibenchmarks, Some(u64::MAX));
         // Large but exact: 1e15*1024/100.
         let m = full([1e15, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
-        assert_eq!(
-            pibenchmarks(&m, true).pibenchmarks,
-            Some(10_240_000_000_000_000)
-        );
+        assert_eq!(pibenchmarks(&m, true).pibenchmarks, Some(10_240_000_000_000_000));
     }
 
     #[test]

@@ -125,28 +125,13 @@ pub struct Requirement {
 
 impl Requirement {
     const fn seq_write(mb_s: f64) -> Self {
-        Requirement {
-            key: SEQ_WRITE,
-            what: "sequential write",
-            required: mb_s,
-            unit: "MB/s",
-        }
+        Requirement { key: SEQ_WRITE, what: "sequential write", required: mb_s, unit: "MB/s" }
     }
     const fn rand_read(iops: f64) -> Self {
-        Requirement {
-            key: RAND_READ,
-            what: "random read",
-            required: iops,
-            unit: "IOPS",
-        }
+        Requirement { key: RAND_READ, what: "random read", required: iops, unit: "IOPS" }
     }
     const fn rand_write(iops: f64) -> Self {
-        Requirement {
-            key: RAND_WRITE,
-            what: "random write",
-            required: iops,
-            unit: "IOPS",
-        }
+        Requirement { key: RAND_WRITE, what: "random write", required: iops, unit: "IOPS" }
     }
 }
 
@@ -179,16 +164,10 @@ impl ClassMark {
             Requirement::seq_write(90.0),
             Requirement::seq_write(0.0),
         ];
-        const A1: [Requirement; 3] = [
-            Requirement::rand_read(1500.0),
-            Requirement::rand_write(500.0),
-            Requirement::seq_write(10.0),
-        ];
-        const A2: [Requirement; 3] = [
-            Requirement::rand_read(4000.0),
-            Requirement::rand_write(2000.0),
-            Requirement::seq_write(10.0),
-        ];
+        const A1: [Requirement; 3] =
+            [Requirement::rand_read(1500.0), Requirement::rand_write(500.0), Requirement::seq_write(10.0)];
+        const A2: [Requirement; 3] =
+            [Requirement::rand_read(4000.0), Requirement::rand_write(2000.0), Requirement::seq_write(10.0)];
         match self {
             App(1) => &A1,
             App(2) => &A2,
@@ -220,10 +199,7 @@ impl ClassMark {
 
     /// The sequential write this mark requires, if it has such a requirement.
     fn seq_write_required(self) -> Option<f64> {
-        self.requirements()
-            .iter()
-            .find(|r| r.key == SEQ_WRITE)
-            .map(|r| r.required)
+        self.requirements().iter().find(|r| r.key == SEQ_WRITE).map(|r| r.required)
     }
 
     /// Reads one mark: `A2`, `V30`, `U3`, `C10`, `Class 10` or `Class10`.
@@ -257,10 +233,7 @@ impl ClassMark {
         while i < words.len() {
             let w = words[i];
             if w.eq_ignore_ascii_case("class") {
-                if let Some(m) = words
-                    .get(i + 1)
-                    .and_then(|n| ClassMark::parse(&format!("Class {n}")))
-                {
+                if let Some(m) = words.get(i + 1).and_then(|n| ClassMark::parse(&format!("Class {n}"))) {
                     marks.insert(m);
                     i += 1;
                 }
@@ -307,26 +280,10 @@ pub fn claimed_marks(ssr: &SdSsr) -> (Vec<ClassMark>, Vec<String>) {
     let mut marks = Vec::new();
     let mut notes = Vec::new();
     let fields = [
-        (
-            ssr.app_class,
-            ClassMark::App(ssr.app_class),
-            "application performance class",
-        ),
-        (
-            ssr.speed_class,
-            ClassMark::Speed(ssr.speed_class),
-            "speed class",
-        ),
-        (
-            ssr.video_class,
-            ClassMark::Video(ssr.video_class),
-            "video speed class",
-        ),
-        (
-            ssr.uhs_grade,
-            ClassMark::Uhs(ssr.uhs_grade),
-            "UHS speed grade",
-        ),
+        (ssr.app_class, ClassMark::App(ssr.app_class), "application performance class"),
+        (ssr.speed_class, ClassMark::Speed(ssr.speed_class), "speed class"),
+        (ssr.video_class, ClassMark::Video(ssr.video_class), "video speed class"),
+        (ssr.uhs_grade, ClassMark::Uhs(ssr.uhs_grade), "UHS speed grade"),
     ];
     for (value, mark, name) in fields {
         if value == 0 {
@@ -385,25 +342,13 @@ pub fn sd_bus_ceiling(host: &HostIos) -> Option<BusCeiling> {
         "mmc hs400" | "mmc hs400 enhanced strobe" => ("HS400", 200_000_000, true, 8),
         _ => return None,
     };
-    let clock_hz = [host.actual_clock_hz, host.clock_hz]
-        .into_iter()
-        .flatten()
-        .find(|&c| c > 0)
-        .unwrap_or(top_clock);
+    let clock_hz = [host.actual_clock_hz, host.clock_hz].into_iter().flatten().find(|&c| c > 0).unwrap_or(top_clock);
     let bus_width_bits = match host.bus_width_bits {
         Some(w @ (1 | 4 | 8)) => w,
         _ => widest,
     };
-    let raw_mb_s =
-        clock_hz as f64 * f64::from(bus_width_bits) / 8.0 * if ddr { 2.0 } else { 1.0 } / 1e6;
-    Some(BusCeiling {
-        mode,
-        clock_hz,
-        bus_width_bits,
-        ddr,
-        raw_mb_s,
-        practical_mb_s: raw_mb_s * BUS_EFFICIENCY,
-    })
+    let raw_mb_s = clock_hz as f64 * f64::from(bus_width_bits) / 8.0 * if ddr { 2.0 } else { 1.0 } / 1e6;
+    Some(BusCeiling { mode, clock_hz, bus_width_bits, ddr, raw_mb_s, practical_mb_s: raw_mb_s * BUS_EFFICIENCY })
 }
 
 /// Which failing checks a host limit can explain.
@@ -428,9 +373,7 @@ impl HostLimit {
     fn explains(&self, check: &Check) -> bool {
         self.scopes.iter().any(|s| match *s {
             Scope::AtLeast(key, value) => check.key == key && check.required >= value,
-            Scope::A2Iops => {
-                check.mark == "A2" && (check.key == RAND_READ || check.key == RAND_WRITE)
-            }
+            Scope::A2Iops => check.mark == "A2" && (check.key == RAND_READ || check.key == RAND_WRITE),
         })
     }
 }
@@ -460,9 +403,9 @@ pub fn verdict(device: Option<&Device>, m: &Measurements) -> Verdict {
         (None, None) => (Vec::new(), Vec::new()),
     };
     notes.extend(claim_notes);
-    let claimed_label = sd.and_then(|s| s.class_label.clone()).or_else(|| {
-        ssr.map(|s| class_label(s.app_class, s.speed_class, s.video_class, s.uhs_grade))
-    });
+    let claimed_label = sd
+        .and_then(|s| s.class_label.clone())
+        .or_else(|| ssr.map(|s| class_label(s.app_class, s.speed_class, s.video_class, s.uhs_grade)));
 
     // What the figures earn, family by family.
     let earned: Vec<(Family, Earned)> = Family::ALL.iter().map(|&f| (f, earned(f, m))).collect();
@@ -473,11 +416,7 @@ pub fn verdict(device: Option<&Device>, m: &Measurements) -> Verdict {
     for &(family, got) in &earned {
         let marks = family.marks();
         let pos = |mark: ClassMark| marks.iter().position(|&x| x == mark);
-        let claimed_idx = claimed_marks
-            .iter()
-            .filter(|c| c.family() == family)
-            .filter_map(|&c| pos(c))
-            .max();
+        let claimed_idx = claimed_marks.iter().filter(|c| c.family() == family).filter_map(|&c| pos(c)).max();
         let mut include = BTreeSet::new();
         include.extend(claimed_idx);
         if let Earned::Known(best) = got {
@@ -486,9 +425,7 @@ pub fn verdict(device: Option<&Device>, m: &Measurements) -> Verdict {
             // The next mark up shows what the card misses; when the claim is
             // higher still, every mark up to it is shown.
             let next = best_idx.map_or(0, |b| b + 1);
-            let upper = claimed_idx
-                .map_or(next, |c| c.max(next))
-                .min(marks.len().saturating_sub(1));
+            let upper = claimed_idx.map_or(next, |c| c.max(next)).min(marks.len().saturating_sub(1));
             include.extend(next..=upper);
         }
         for idx in include {
@@ -517,34 +454,20 @@ pub fn verdict(device: Option<&Device>, m: &Measurements) -> Verdict {
     notes.extend(limits.iter().map(|l| l.note.clone()));
 
     // Missing figures.
-    let missing: Vec<&str> = [SEQ_WRITE, RAND_READ, RAND_WRITE]
-        .into_iter()
-        .filter(|k| figure(m, k).is_none())
-        .collect();
-    let unchecked: Vec<ClassMark> = claimed_marks
-        .iter()
-        .copied()
-        .filter(|c| c.requirements().iter().any(|r| missing.contains(&r.key)))
-        .collect();
+    let missing: Vec<&str> =
+        [SEQ_WRITE, RAND_READ, RAND_WRITE].into_iter().filter(|k| figure(m, k).is_none()).collect();
+    let unchecked: Vec<ClassMark> =
+        claimed_marks.iter().copied().filter(|c| c.requirements().iter().any(|r| missing.contains(&r.key))).collect();
     if !missing.is_empty() {
         let mut note = format!("not measured: {}", missing.join(", "));
         let mut clauses = Vec::new();
         if !unchecked.is_empty() {
-            clauses.push(format!(
-                "the checks for {} could not be made",
-                join_and(&to_strings(&unchecked))
-            ));
+            clauses.push(format!("the checks for {} could not be made", join_and(&to_strings(&unchecked))));
         }
-        let left_out: Vec<String> = earned
-            .iter()
-            .filter(|(_, e)| *e == Earned::Unknown)
-            .map(|(f, _)| f.describe().to_owned())
-            .collect();
+        let left_out: Vec<String> =
+            earned.iter().filter(|(_, e)| *e == Earned::Unknown).map(|(f, _)| f.describe().to_owned()).collect();
         if !left_out.is_empty() {
-            clauses.push(format!(
-                "the measured class leaves out {}",
-                join_and(&left_out)
-            ));
+            clauses.push(format!("the measured class leaves out {}", join_and(&left_out)));
         }
         if !clauses.is_empty() {
             note.push_str(": ");
@@ -564,13 +487,7 @@ pub fn verdict(device: Option<&Device>, m: &Measurements) -> Verdict {
         &limits,
     );
 
-    Verdict {
-        claimed: claimed_label,
-        measured,
-        checks,
-        notes,
-        summary: Some(summary),
-    }
+    Verdict { claimed: claimed_label, measured, checks, notes, summary: Some(summary) }
 }
 
 /// A figure, if it was measured and is a real number.
@@ -615,12 +532,7 @@ fn host_limits(device: Option<&Device>, claimed: &[ClassMark], m: &Measurements)
     let seq_write = figure(m, SEQ_WRITE);
 
     // The SD bus: timing mode and clock from debugfs ios.
-    if let Some(bus) = device
-        .sd
-        .as_ref()
-        .and_then(|s| s.host.as_ref())
-        .and_then(sd_bus_ceiling)
-    {
+    if let Some(bus) = device.sd.as_ref().and_then(|s| s.host.as_ref()).and_then(sd_bus_ceiling) {
         let what = format!(
             "the host's {} {} bus ({}-bit{})",
             fmt_clock(bus.clock_hz),
@@ -656,39 +568,22 @@ fn host_limits(device: Option<&Device>, claimed: &[ClassMark], m: &Measurements)
         for &mark in claimed {
             for r in mark.requirements() {
                 if r.key != SEQ_WRITE && r.required > iops_cap {
-                    over_iops.push(format!(
-                        "{mark} ({} {} IOPS)",
-                        fmt_plain(r.required),
-                        r.what
-                    ));
+                    over_iops.push(format!("{mark} ({} {} IOPS)", fmt_plain(r.required), r.what));
                 }
             }
         }
         if !over_iops.is_empty() {
-            let blame = format!(
-                "4 KiB transfers over {what} top out near {} IOPS",
-                fmt_round(iops_cap)
-            );
+            let blame = format!("4 KiB transfers over {what} top out near {} IOPS", fmt_round(iops_cap));
             limits.push(HostLimit {
-                note: format!(
-                    "{blame}: {} cannot be reached on this host",
-                    join_and(&over_iops)
-                ),
+                note: format!("{blame}: {} cannot be reached on this host", join_and(&over_iops)),
                 blame,
-                scopes: vec![
-                    Scope::AtLeast(RAND_READ, iops_cap),
-                    Scope::AtLeast(RAND_WRITE, iops_cap),
-                ],
+                scopes: vec![Scope::AtLeast(RAND_READ, iops_cap), Scope::AtLeast(RAND_WRITE, iops_cap)],
             });
         }
     }
 
     // A2 without a command queue on the host.
-    let host_cq = device
-        .sd
-        .as_ref()
-        .and_then(|s| s.host.as_ref())
-        .and_then(|h| h.command_queue);
+    let host_cq = device.sd.as_ref().and_then(|s| s.host.as_ref()).and_then(|h| h.command_queue);
     if claimed.contains(&ClassMark::App(2)) && host_cq == Some(false) {
         let blame = "the host runs no command queue for the card".to_owned();
         limits.push(HostLimit {
@@ -708,10 +603,7 @@ fn host_limits(device: Option<&Device>, claimed: &[ClassMark], m: &Measurements)
                     let t: Vec<ClassMark> = claimed
                         .iter()
                         .copied()
-                        .filter(|c| {
-                            c.seq_write_required()
-                                .is_some_and(|r| r >= USB2_TIGHT_FROM_MB_S && r <= high)
-                        })
+                        .filter(|c| c.seq_write_required().is_some_and(|r| r >= USB2_TIGHT_FROM_MB_S && r <= high))
                         .collect();
                     group_by_requirement(&t)
                 };
@@ -747,10 +639,7 @@ fn host_limits(device: Option<&Device>, claimed: &[ClassMark], m: &Measurements)
                 }
             }
             Some(12) => {
-                let blame = format!(
-                    "the USB 1.1 link (12 Mb/s) carries at most {} MB/s",
-                    fmt_plain(USB1_BULK_MB_S)
-                );
+                let blame = format!("the USB 1.1 link (12 Mb/s) carries at most {} MB/s", fmt_plain(USB1_BULK_MB_S));
                 let over = marks_over(claimed, USB1_BULK_MB_S);
                 let note = if over.is_empty() {
                     format!("{blame}: every figure measured through it is capped by the link")
@@ -773,10 +662,11 @@ fn host_limits(device: Option<&Device>, claimed: &[ClassMark], m: &Measurements)
         // Bulk-Only Transport carries one command at a time (USB Mass Storage
         // Class BOT 1.0), so no queue reaches the card.
         if claimed.contains(&ClassMark::App(2)) && usb.driver.as_deref() == Some("usb-storage") {
-            let blame =
-                "the USB reader's Bulk-Only Transport carries one command at a time".to_owned();
+            let blame = "the USB reader's Bulk-Only Transport carries one command at a time".to_owned();
             limits.push(HostLimit {
-                note: format!("{blame}, so A2's random IOPS, which need the card's command queue, cannot show through it"),
+                note: format!(
+                    "{blame}, so A2's random IOPS, which need the card's command queue, cannot show through it"
+                ),
                 blame,
                 scopes: vec![Scope::A2Iops],
             });
@@ -788,11 +678,8 @@ fn host_limits(device: Option<&Device>, claimed: &[ClassMark], m: &Measurements)
 /// Claimed marks whose sequential write requirement exceeds `cap`, grouped
 /// by requirement: `U3/V30 (30 MB/s), V60 (60 MB/s)`.
 fn marks_over(claimed: &[ClassMark], cap: f64) -> String {
-    let over: Vec<ClassMark> = claimed
-        .iter()
-        .copied()
-        .filter(|c| c.seq_write_required().is_some_and(|r| r > cap))
-        .collect();
+    let over: Vec<ClassMark> =
+        claimed.iter().copied().filter(|c| c.seq_write_required().is_some_and(|r| r > cap)).collect();
     group_by_requirement(&over)
 }
 
@@ -836,27 +723,19 @@ fn summarize(
             Some(d) if d.sd.is_some() || d.kind == DeviceKind::Sd => {
                 "the card claims no class (its SSR is empty or unread)".to_owned()
             }
-            Some(d) => format!(
-                "this {} device carries no SD class to check",
-                d.kind.as_str()
-            ),
+            Some(d) => format!("this {} device carries no SD class to check", d.kind.as_str()),
         };
         return format!("{why}; {measures}");
     }
     // A claim without a label cannot happen (a claim comes from the SSR or
     // the label), but build one rather than panic.
-    let claimed_text = claimed_label
-        .map(str::to_owned)
-        .unwrap_or_else(|| to_strings(claimed).join(" "));
+    let claimed_text = claimed_label.map(str::to_owned).unwrap_or_else(|| to_strings(claimed).join(" "));
 
     // Failing requirements of the claimed marks, merged when several marks
     // need the same figure: "sequential write 20 MB/s < 30 required for V30 and U3".
     let mut failures: Vec<(&Check, Vec<String>)> = Vec::new();
     for c in checks.iter().filter(|c| c.claimed && c.pass == Some(false)) {
-        match failures
-            .iter_mut()
-            .find(|(f, _)| f.key == c.key && f.required == c.required)
-        {
+        match failures.iter_mut().find(|(f, _)| f.key == c.key && f.required == c.required) {
             Some((_, marks)) => marks.push(c.mark.clone()),
             None => failures.push((c, vec![c.mark.clone()])),
         }
@@ -864,18 +743,10 @@ fn summarize(
     let unchecked_text = (!unchecked.is_empty()).then(|| {
         let keys: Vec<String> = missing
             .iter()
-            .filter(|k| {
-                unchecked
-                    .iter()
-                    .any(|m| m.requirements().iter().any(|r| r.key == **k))
-            })
+            .filter(|k| unchecked.iter().any(|m| m.requirements().iter().any(|r| r.key == **k)))
             .map(|k| (*k).to_owned())
             .collect();
-        format!(
-            "{} could not be checked ({} not measured)",
-            join_and(&to_strings(unchecked)),
-            join_and(&keys)
-        )
+        format!("{} could not be checked ({} not measured)", join_and(&to_strings(unchecked)), join_and(&keys))
     });
 
     if !failures.is_empty() {
@@ -899,18 +770,11 @@ fn summarize(
         }
         let blames: Vec<String> = limits
             .iter()
-            .filter(|l| {
-                checks
-                    .iter()
-                    .any(|c| c.claimed && c.pass == Some(false) && l.explains(c))
-            })
+            .filter(|l| checks.iter().any(|c| c.claimed && c.pass == Some(false) && l.explains(c)))
             .map(|l| l.blame.clone())
             .collect();
         if !blames.is_empty() {
-            s.push_str(&format!(
-                "; the host may be to blame: {}",
-                join_and(&blames)
-            ));
+            s.push_str(&format!("; the host may be to blame: {}", join_and(&blames)));
         }
         return s;
     }
@@ -920,9 +784,7 @@ fn summarize(
         );
     }
     let mut s = format!("meets its claimed class {claimed_text}");
-    if measured
-        .is_some_and(|label| ClassMark::parse_label(label) != ClassMark::parse_label(&claimed_text))
-    {
+    if measured.is_some_and(|label| ClassMark::parse_label(label) != ClassMark::parse_label(&claimed_text)) {
         s.push_str(&format!("; {measures}"));
     }
     s
@@ -958,11 +820,7 @@ fn fmt_plain(v: f64) -> String {
 
 /// A rounded figure for a ceiling: `23`, `2807`; one decimal below 10.
 fn fmt_round(v: f64) -> String {
-    if v < 10.0 {
-        fmt_plain((v * 10.0).round() / 10.0)
-    } else {
-        fmt_plain(v.round())
-    }
+    if v < 10.0 { fmt_plain((v * 10.0).round() / 10.0) } else { fmt_plain(v.round()) }
 }
 
 /// A measured value with enough decimals that it never looks equal to the
@@ -983,11 +841,7 @@ fn fmt_measured(v: f64, required: f64) -> String {
 }
 
 fn trim_decimals(s: String) -> String {
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_owned()
-    } else {
-        s
-    }
+    if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_owned() } else { s }
 }
 
 /// `50 MHz`, `41.7 MHz`, `400 kHz`.
@@ -1014,30 +868,14 @@ mod tests {
     }
 
     fn ssr(app: u8, speed: u8, video: u8, uhs: u8) -> SdSsr {
-        SdSsr {
-            app_class: app,
-            speed_class: speed,
-            video_class: video,
-            uhs_grade: uhs,
-            ..SdSsr::default()
-        }
+        SdSsr { app_class: app, speed_class: speed, video_class: video, uhs_grade: uhs, ..SdSsr::default() }
     }
 
     fn sd_card(ssr: SdSsr, host: Option<HostIos>) -> Device {
-        let class_label = Some(class_label(
-            ssr.app_class,
-            ssr.speed_class,
-            ssr.video_class,
-            ssr.uhs_grade,
-        ));
+        let class_label = Some(class_label(ssr.app_class, ssr.speed_class, ssr.video_class, ssr.uhs_grade));
         Device {
             kind: DeviceKind::Sd,
-            sd: Some(SdInfo {
-                ssr: Some(ssr),
-                class_label,
-                host,
-                ..SdInfo::default()
-            }),
+            sd: Some(SdInfo { ssr: Some(ssr), class_label, host, ..SdInfo::default() }),
             ..Device::default()
         }
     }
@@ -1059,21 +897,11 @@ mod tests {
                 for r in mark.requirements() {
                     // Start from figures that meet every mark, then move one.
                     let mut m = meas(Some(1000.0), Some(1e6), Some(1e6));
-                    let below = if r.unit == "IOPS" {
-                        r.required - 1.0
-                    } else {
-                        r.required - 0.01
-                    };
+                    let below = if r.unit == "IOPS" { r.required - 1.0 } else { r.required - 0.01 };
                     m.set(r.key, below);
                     assert_eq!(mark.met_by(&m), Some(false), "{mark} {} at {below}", r.key);
                     m.set(r.key, r.required);
-                    assert_eq!(
-                        mark.met_by(&m),
-                        Some(true),
-                        "{mark} {} at {}",
-                        r.key,
-                        r.required
-                    );
+                    assert_eq!(mark.met_by(&m), Some(true), "{mark} {} at {}", r.key, r.required);
                 }
             }
         }
@@ -1099,11 +927,7 @@ mod tests {
             (App(2), 9.99, 10.0),
         ];
         for &(mark, fail, pass) in cases {
-            assert_eq!(
-                mark.met_by(&seq(fail)),
-                Some(false),
-                "{mark} at {fail} MB/s"
-            );
+            assert_eq!(mark.met_by(&seq(fail)), Some(false), "{mark} at {fail} MB/s");
             assert_eq!(mark.met_by(&seq(pass)), Some(true), "{mark} at {pass} MB/s");
         }
         // A1: 1500 read / 500 write IOPS; A2: 4000 / 2000.
@@ -1116,37 +940,19 @@ mod tests {
         assert_eq!(App(2).met_by(&iops(4000.0, 2000.0)), Some(true));
         // Missing figures: unknown unless a measured one already fails.
         assert_eq!(App(1).met_by(&meas(Some(10.0), Some(1500.0), None)), None);
-        assert_eq!(
-            App(1).met_by(&meas(Some(10.0), Some(1499.0), None)),
-            Some(false)
-        );
+        assert_eq!(App(1).met_by(&meas(Some(10.0), Some(1499.0), None)), Some(false));
         assert_eq!(Speed(10).met_by(&meas(Some(f64::NAN), None, None)), None);
     }
 
     #[test]
     fn measured_label_is_the_highest_mark_per_figure() {
         let label = |m: Measurements| verdict(None, &m).measured;
-        assert_eq!(
-            label(meas(Some(20.0), Some(3000.0), Some(800.0))).as_deref(),
-            Some("A1 Class 10 V10 U1")
-        );
-        assert_eq!(
-            label(meas(Some(95.0), Some(5000.0), Some(2500.0))).as_deref(),
-            Some("A2 Class 10 V90 U3")
-        );
-        assert_eq!(
-            label(meas(Some(7.0), Some(5000.0), Some(2500.0))).as_deref(),
-            Some("Class 6 V6")
-        );
-        assert_eq!(
-            label(meas(Some(1.5), Some(100.0), Some(10.0))).as_deref(),
-            Some("Class 0")
-        );
+        assert_eq!(label(meas(Some(20.0), Some(3000.0), Some(800.0))).as_deref(), Some("A1 Class 10 V10 U1"));
+        assert_eq!(label(meas(Some(95.0), Some(5000.0), Some(2500.0))).as_deref(), Some("A2 Class 10 V90 U3"));
+        assert_eq!(label(meas(Some(7.0), Some(5000.0), Some(2500.0))).as_deref(), Some("Class 6 V6"));
+        assert_eq!(label(meas(Some(1.5), Some(100.0), Some(10.0))).as_deref(), Some("Class 0"));
         // IOPS not measured: the A part is left out.
-        assert_eq!(
-            label(meas(Some(30.0), None, None)).as_deref(),
-            Some("Class 10 V30 U3")
-        );
+        assert_eq!(label(meas(Some(30.0), None, None)).as_deref(), Some("Class 10 V30 U3"));
         assert_eq!(label(meas(None, None, None)), None);
     }
 
@@ -1166,27 +972,13 @@ mod tests {
         assert!(a2.iter().all(|c| c.claimed));
         let a2_write = a2.iter().find(|c| c.key == RAND_WRITE).unwrap();
         assert_eq!(a2_write.requirement, "random write ≥ 2000 IOPS");
-        assert_eq!(
-            (a2_write.required, a2_write.measured, a2_write.pass),
-            (2000.0, Some(1480.0), Some(false))
-        );
-        assert_eq!(
-            a2.iter().find(|c| c.key == SEQ_WRITE).unwrap().pass,
-            Some(true)
-        );
+        assert_eq!((a2_write.required, a2_write.measured, a2_write.pass), (2000.0, Some(1480.0), Some(false)));
+        assert_eq!(a2.iter().find(|c| c.key == SEQ_WRITE).unwrap().pass, Some(true));
         // V: V10 (measured), V30 (claimed) and nothing above the claim.
-        let v_marks: Vec<&str> = v
-            .checks
-            .iter()
-            .filter(|c| c.mark.starts_with('V'))
-            .map(|c| c.mark.as_str())
-            .collect();
+        let v_marks: Vec<&str> = v.checks.iter().filter(|c| c.mark.starts_with('V')).map(|c| c.mark.as_str()).collect();
         assert_eq!(v_marks, ["V10", "V30"]);
         let marks: BTreeSet<&str> = v.checks.iter().map(|c| c.mark.as_str()).collect();
-        assert_eq!(
-            marks,
-            BTreeSet::from(["A1", "A2", "Class 10", "V10", "V30", "U1", "U3"])
-        );
+        assert_eq!(marks, BTreeSet::from(["A1", "A2", "Class 10", "V10", "V30", "U1", "U3"]));
         assert_eq!(
             v.summary.as_deref(),
             Some(
@@ -1202,36 +994,17 @@ mod tests {
         let device = sd_card(ssr(1, 10, 0, 1), None);
         let v = verdict(Some(&device), &meas(Some(12.0), Some(2000.0), Some(600.0)));
         assert_eq!(v.claimed.as_deref(), Some("A1 Class 10 U1"));
-        assert_eq!(
-            v.summary.as_deref(),
-            Some("meets its claimed class A1 Class 10 U1; measures A1 Class 10 V10 U1")
-        );
+        assert_eq!(v.summary.as_deref(), Some("meets its claimed class A1 Class 10 U1; measures A1 Class 10 V10 U1"));
         // The next marks up are shown, failing, unclaimed.
-        let a2 = v
-            .checks
-            .iter()
-            .filter(|c| c.mark == "A2")
-            .collect::<Vec<_>>();
+        let a2 = v.checks.iter().filter(|c| c.mark == "A2").collect::<Vec<_>>();
         assert!(!a2.is_empty() && a2.iter().all(|c| !c.claimed));
-        assert!(
-            v.checks
-                .iter()
-                .any(|c| c.mark == "U3" && c.pass == Some(false))
-        );
-        assert!(
-            v.checks
-                .iter()
-                .filter(|c| c.claimed)
-                .all(|c| c.pass == Some(true))
-        );
+        assert!(v.checks.iter().any(|c| c.mark == "U3" && c.pass == Some(false)));
+        assert!(v.checks.iter().filter(|c| c.claimed).all(|c| c.pass == Some(true)));
 
         // Exactly as claimed: no second clause.
         let device = sd_card(ssr(0, 10, 10, 1), None);
         let v = verdict(Some(&device), &meas(Some(12.0), Some(100.0), Some(10.0)));
-        assert_eq!(
-            v.summary.as_deref(),
-            Some("meets its claimed class Class 10 V10 U1")
-        );
+        assert_eq!(v.summary.as_deref(), Some("meets its claimed class Class 10 V10 U1"));
     }
 
     #[test]
@@ -1242,34 +1015,17 @@ mod tests {
         assert_eq!(v.claimed.as_deref(), Some("Class 0"));
         assert_eq!(
             v.summary.as_deref(),
-            Some(
-                "the card claims no class (its SSR is empty or unread); measures A1 Class 10 V10 U1"
-            )
+            Some("the card claims no class (its SSR is empty or unread); measures A1 Class 10 V10 U1")
         );
         assert!(v.checks.iter().all(|c| !c.claimed));
         // SD card whose SSR could not be read.
-        let unread = Device {
-            kind: DeviceKind::Sd,
-            sd: Some(SdInfo::default()),
-            ..Device::default()
-        };
+        let unread = Device { kind: DeviceKind::Sd, sd: Some(SdInfo::default()), ..Device::default() };
         let v = verdict(Some(&unread), &m);
         assert_eq!(v.claimed, None);
-        assert!(
-            v.summary
-                .unwrap()
-                .starts_with("the card claims no class (its SSR is empty or unread); measures")
-        );
+        assert!(v.summary.unwrap().starts_with("the card claims no class (its SSR is empty or unread); measures"));
         let v = verdict(None, &m);
-        assert!(
-            v.summary
-                .unwrap()
-                .starts_with("no identification was given")
-        );
-        let nvme = Device {
-            kind: DeviceKind::Nvme,
-            ..Device::default()
-        };
+        assert!(v.summary.unwrap().starts_with("no identification was given"));
+        let nvme = Device { kind: DeviceKind::Nvme, ..Device::default() };
         let v = verdict(Some(&nvme), &m);
         assert_eq!(
             v.summary.as_deref(),
@@ -1281,17 +1037,11 @@ mod tests {
     fn claim_from_label_when_no_ssr() {
         let device = Device {
             kind: DeviceKind::Sd,
-            sd: Some(SdInfo {
-                class_label: Some("A2 Class 10 V30 U3".into()),
-                ..SdInfo::default()
-            }),
+            sd: Some(SdInfo { class_label: Some("A2 Class 10 V30 U3".into()), ..SdInfo::default() }),
             ..Device::default()
         };
         let v = verdict(Some(&device), &meas(Some(35.0), Some(5000.0), Some(2500.0)));
-        assert_eq!(
-            v.summary.as_deref(),
-            Some("meets its claimed class A2 Class 10 V30 U3")
-        );
+        assert_eq!(v.summary.as_deref(), Some("meets its claimed class A2 Class 10 V30 U3"));
     }
 
     #[test]
@@ -1308,11 +1058,7 @@ mod tests {
         let device = sd_card(ssr(1, 10, 0, 1), None);
         let v = verdict(Some(&device), &meas(None, Some(3000.0), None));
         assert_eq!(v.measured, None);
-        let note = v
-            .notes
-            .iter()
-            .find(|n| n.starts_with("not measured:"))
-            .expect("a note on missing figures");
+        let note = v.notes.iter().find(|n| n.starts_with("not measured:")).expect("a note on missing figures");
         assert_eq!(
             note,
             "not measured: seq_write_mb_s, rand_write_4k_qd64_iops: the checks for A1, Class 10 and U1 could not be made, \
@@ -1320,11 +1066,7 @@ mod tests {
         );
         let seq_checks: Vec<&Check> = v.checks.iter().filter(|c| c.key == SEQ_WRITE).collect();
         assert!(!seq_checks.is_empty());
-        assert!(
-            seq_checks
-                .iter()
-                .all(|c| c.pass.is_none() && c.measured.is_none())
-        );
+        assert!(seq_checks.iter().all(|c| c.pass.is_none() && c.measured.is_none()));
         assert_eq!(
             v.summary.as_deref(),
             Some(
@@ -1363,7 +1105,13 @@ mod tests {
     fn at_the_ceiling_without_claim() {
         let device = sd_card(ssr(0, 0, 0, 0), Some(host(50_000_000, "sd high-speed")));
         let v = verdict(Some(&device), &meas(Some(22.0), None, None));
-        assert!(v.notes.iter().any(|n| n.starts_with("the measured sequential write (22 MB/s) is at the ceiling of the host's 50 MHz High Speed bus")), "{:?}", v.notes);
+        assert!(
+            v.notes.iter().any(|n| n.starts_with(
+                "the measured sequential write (22 MB/s) is at the ceiling of the host's 50 MHz High Speed bus"
+            )),
+            "{:?}",
+            v.notes
+        );
     }
 
     #[test]
@@ -1386,33 +1134,19 @@ mod tests {
         let v = verdict(Some(&device), &meas(Some(60.0), Some(3000.0), Some(1200.0)));
         assert!(v.notes.iter().any(|n| n.starts_with("the card claims A2, whose random IOPS need the card's command queue and cache, but the host runs no command queue")));
         let s = v.summary.unwrap();
-        assert!(
-            s.contains("random write 1200 IOPS < 2000 required for A2"),
-            "{s}"
-        );
-        assert!(
-            s.ends_with("; the host may be to blame: the host runs no command queue for the card"),
-            "{s}"
-        );
+        assert!(s.contains("random write 1200 IOPS < 2000 required for A2"), "{s}");
+        assert!(s.ends_with("; the host may be to blame: the host runs no command queue for the card"), "{s}");
         // With a queue, or unknown, no note.
         let mut h = host(208_000_000, "sd uhs SDR104");
         h.command_queue = None;
         let device = sd_card(ssr(2, 10, 30, 3), Some(h));
-        assert!(
-            verdict(Some(&device), &meas(Some(60.0), Some(3000.0), Some(1200.0)))
-                .notes
-                .is_empty()
-        );
+        assert!(verdict(Some(&device), &meas(Some(60.0), Some(3000.0), Some(1200.0))).notes.is_empty());
     }
 
     #[test]
     fn usb2_reader_under_u3_card() {
         let mut device = sd_card(ssr(1, 10, 60, 3), None);
-        device.usb = Some(UsbInfo {
-            id: "05e3:0751".into(),
-            speed_mbps: Some(480),
-            ..UsbInfo::default()
-        });
+        device.usb = Some(UsbInfo { id: "05e3:0751".into(), speed_mbps: Some(480), ..UsbInfo::default() });
         let v = verdict(Some(&device), &meas(Some(28.0), Some(2000.0), Some(600.0)));
         assert!(
             v.notes.contains(&"the USB 2.0 link (480 Mb/s) carries about 35-40 MB/s in practice: V60 (60 MB/s) cannot be reached through it, and U3 (30 MB/s) has little headroom".to_owned()),
@@ -1420,14 +1154,13 @@ mod tests {
             v.notes
         );
         let s = v.summary.unwrap();
-        assert!(s.ends_with("; the host may be to blame: the USB 2.0 link (480 Mb/s) carries about 35-40 MB/s in practice"), "{s}");
+        assert!(
+            s.ends_with("; the host may be to blame: the USB 2.0 link (480 Mb/s) carries about 35-40 MB/s in practice"),
+            "{s}"
+        );
         // USB 3 link: nothing to say.
         device.usb.as_mut().unwrap().speed_mbps = Some(5000);
-        assert!(
-            verdict(Some(&device), &meas(Some(28.0), Some(2000.0), Some(600.0)))
-                .notes
-                .is_empty()
-        );
+        assert!(verdict(Some(&device), &meas(Some(28.0), Some(2000.0), Some(600.0))).notes.is_empty());
     }
 
     #[test]
@@ -1440,29 +1173,16 @@ mod tests {
         let sdr104 = sd_bus_ceiling(&host(208_000_000, "sd uhs SDR104")).unwrap();
         assert_eq!(sdr104.raw_mb_s, 104.0);
         // Gated clock (0) or none: the mode's top clock; no width: the widest.
-        let gated = HostIos {
-            clock_hz: Some(0),
-            timing: Some("sd uhs SDR50".into()),
-            ..HostIos::default()
-        };
+        let gated = HostIos { clock_hz: Some(0), timing: Some("sd uhs SDR50".into()), ..HostIos::default() };
         let c = sd_bus_ceiling(&gated).unwrap();
-        assert_eq!(
-            (c.clock_hz, c.bus_width_bits, c.raw_mb_s),
-            (100_000_000, 4, 50.0)
-        );
+        assert_eq!((c.clock_hz, c.bus_width_bits, c.raw_mb_s), (100_000_000, 4, 50.0));
         // actual clock wins over the requested one.
         let mut h = host(50_000_000, "sd high-speed");
         h.actual_clock_hz = Some(41_666_667);
         assert_eq!(sd_bus_ceiling(&h).unwrap().clock_hz, 41_666_667);
         // Unknown or absent timing: no claim about the bus.
         assert_eq!(sd_bus_ceiling(&host(50_000_000, "invalid")), None);
-        assert_eq!(
-            sd_bus_ceiling(&HostIos {
-                clock_hz: Some(50_000_000),
-                ..HostIos::default()
-            }),
-            None
-        );
+        assert_eq!(sd_bus_ceiling(&HostIos { clock_hz: Some(50_000_000), ..HostIos::default() }), None);
     }
 
     #[test]
@@ -1471,14 +1191,8 @@ mod tests {
         assert_eq!(class_label(0, 10, 0, 1), "Class 10 U1");
         assert_eq!(class_label(0, 0, 0, 0), "Class 0");
         use ClassMark::*;
-        assert_eq!(
-            ClassMark::parse_label("A2 Class 10 V30 U3"),
-            [App(2), Speed(10), Video(30), Uhs(3)]
-        );
-        assert_eq!(
-            ClassMark::parse_label("U1 Class10 junk C4"),
-            [Speed(4), Speed(10), Uhs(1)]
-        );
+        assert_eq!(ClassMark::parse_label("A2 Class 10 V30 U3"), [App(2), Speed(10), Video(30), Uhs(3)]);
+        assert_eq!(ClassMark::parse_label("U1 Class10 junk C4"), [Speed(4), Speed(10), Uhs(1)]);
         assert_eq!(ClassMark::parse_label("Class 0"), []);
         assert_eq!(ClassMark::parse("U2"), None);
         assert_eq!(ClassMark::parse("V90"), Some(Video(90)));
@@ -1505,14 +1219,7 @@ mod tests {
     #[test]
     fn never_panics_on_odd_figures() {
         let device = sd_card(ssr(2, 10, 90, 3), Some(host(u64::MAX, "sd uhs SDR104")));
-        for v in [
-            f64::NAN,
-            f64::INFINITY,
-            -1.0,
-            0.0,
-            f64::MAX,
-            f64::MIN_POSITIVE,
-        ] {
+        for v in [f64::NAN, f64::INFINITY, -1.0, 0.0, f64::MAX, f64::MIN_POSITIVE] {
             let out = verdict(Some(&device), &meas(Some(v), Some(v), Some(v)));
             assert!(out.summary.is_some());
         }

@@ -42,8 +42,7 @@ fn jsonish_value() -> impl Strategy<Value = String> {
 fn jsonish_key() -> impl Strategy<Value = String> {
     prop_oneof![
         proptest::sample::select(MEASUREMENT_KEYS.to_vec()).prop_map(str::to_owned),
-        proptest::sample::select(vec!["measurements", "device", "profile", "schema", "tool"])
-            .prop_map(str::to_owned),
+        proptest::sample::select(vec!["measurements", "device", "profile", "schema", "tool"]).prop_map(str::to_owned),
         "[a-z_]{0,12}",
     ]
 }

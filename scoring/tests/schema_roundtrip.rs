@@ -49,8 +49,7 @@ fn design_example() -> Value {
 
 #[test]
 fn full_report_round_trips() {
-    let report: Report =
-        serde_json::from_value(design_example()).expect("the example deserializes");
+    let report: Report = serde_json::from_value(design_example()).expect("the example deserializes");
     assert_eq!(report.schema, SCHEMA);
     let text = serde_json::to_string_pretty(&report).unwrap();
     let again: Report = serde_json::from_str(&text).unwrap();
@@ -77,44 +76,25 @@ fn design_example_scores_and_verdict_match_its_text() {
 #[test]
 fn keys_without_value_are_omitted() {
     let v = serde_json::to_value(Report::new("0.1.0")).unwrap();
-    assert_eq!(
-        v,
-        json!({"schema": "storage-score/1", "tool": {"name": "storage-score", "version": "0.1.0"}})
-    );
+    assert_eq!(v, json!({"schema": "storage-score/1", "tool": {"name": "storage-score", "version": "0.1.0"}}));
 
     let v = serde_json::to_value(Device::default()).unwrap();
     assert_eq!(v, json!({"kind": "other"}));
 
-    let m = Measurements {
-        seq_write_mb_s: Some(20.1),
-        ..Measurements::default()
-    };
-    assert_eq!(
-        serde_json::to_value(m).unwrap(),
-        json!({"seq_write_mb_s": 20.1})
-    );
+    let m = Measurements { seq_write_mb_s: Some(20.1), ..Measurements::default() };
+    assert_eq!(serde_json::to_value(m).unwrap(), json!({"seq_write_mb_s": 20.1}));
 
     // A score that could not be computed says which keys were missing.
     let s = score::pibenchmarks(&m, true);
     let v = serde_json::to_value(&s).unwrap();
     assert!(v.get("pibenchmarks").is_none(), "{v}");
     assert_eq!(v["missing"].as_array().unwrap().len(), 6);
-    let s = Score {
-        pibenchmarks: Some(1164),
-        missing: vec![],
-        comparable: true,
-    };
-    assert_eq!(
-        serde_json::to_value(&s).unwrap(),
-        json!({"pibenchmarks": 1164, "comparable": true})
-    );
+    let s = Score { pibenchmarks: Some(1164), missing: vec![], comparable: true };
+    assert_eq!(serde_json::to_value(&s).unwrap(), json!({"pibenchmarks": 1164, "comparable": true}));
 
     // A verdict without claim or measurement leaves those keys out.
     let v = serde_json::to_value(verdict::verdict(None, &Measurements::default())).unwrap();
-    assert!(
-        v.get("claimed").is_none() && v.get("measured").is_none(),
-        "{v}"
-    );
+    assert!(v.get("claimed").is_none() && v.get("measured").is_none(), "{v}");
 }
 
 #[test]

@@ -401,7 +401,11 @@ impl FuseServer {
             if let Some(status) = server.child.try_wait().expect("wait") {
                 panic!("faulty_fuse.py exited ({status}) before serving disk.img:\n{}", server.log());
             }
-            assert!(std::time::Instant::now() < deadline, "faulty_fuse.py did not serve disk.img in 10 s:\n{}", server.log());
+            assert!(
+                std::time::Instant::now() < deadline,
+                "faulty_fuse.py did not serve disk.img in 10 s:\n{}",
+                server.log()
+            );
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
         server
@@ -430,7 +434,8 @@ impl Drop for FuseServer {
         while self.held_by_a_loop_device() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(50));
         }
-        let quiet = |cmd: &mut Command| cmd.stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
+        let quiet =
+            |cmd: &mut Command| cmd.stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
         if !quiet(Command::new("umount").arg(&self.mount)) {
             quiet(Command::new("umount").arg("-l").arg(&self.mount));
         }

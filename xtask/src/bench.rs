@@ -134,7 +134,8 @@ pub struct Paths {
 impl Paths {
     fn locate() -> Self {
         let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().map(PathBuf::from).unwrap_or_default();
-        let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| workspace.join("target"));
+        let target =
+            std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| workspace.join("target"));
         let target = if target.is_absolute() { target } else { workspace.join(target) };
         let out_dir = target.join("bench");
         Paths { workspace, target, out_dir }

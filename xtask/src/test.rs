@@ -17,7 +17,13 @@ use std::process::{Command, ExitCode, Stdio};
 use anyhow::{Context, Result, bail};
 
 /// Debian packages the device tests use, by the command each provides.
-const NEEDS: [(&str, &str); 5] = [("mkfs.ext4", "e2fsprogs"), ("losetup", "mount"), ("fallocate", "util-linux"), ("mount", "mount"), ("mkfs.btrfs", "btrfs-progs")];
+const NEEDS: [(&str, &str); 5] = [
+    ("mkfs.ext4", "e2fsprogs"),
+    ("losetup", "mount"),
+    ("fallocate", "util-linux"),
+    ("mount", "mount"),
+    ("mkfs.btrfs", "btrfs-progs"),
+];
 
 /// Debian packages the device tests use that bring no command, by a file
 /// each installs. fusepy serves the fault tests' misbehaving disk
@@ -172,7 +178,10 @@ mod tests {
     #[test]
     fn counts_libtest_and_task_lines() {
         let mut t = Tally::default();
-        count_line("test result: ok. 11 passed; 0 failed; 3 ignored; 0 measured; 0 filtered out; finished in 0.18s", &mut t);
+        count_line(
+            "test result: ok. 11 passed; 0 failed; 3 ignored; 0 measured; 0 filtered out; finished in 0.18s",
+            &mut t,
+        );
         count_line("test result: FAILED. 9 passed; 1 failed; 0 ignored; 0 measured", &mut t);
         count_line("vm-identify: 0 passed, 0 failed, 1 skipped", &mut t);
         count_line("vm-identify: 32 passed, 0 failed", &mut t);

@@ -96,7 +96,12 @@ pub struct Completed {
 pub type Progress<'a> = &'a (dyn Fn(u64) + Sync);
 
 /// Runs `work` at queue depth `depth`.
-pub fn run_queued(work: &Workload<'_>, depth: usize, choice: EngineChoice, progress: Progress<'_>) -> Result<Completed, EngineError> {
+pub fn run_queued(
+    work: &Workload<'_>,
+    depth: usize,
+    choice: EngineChoice,
+    progress: Progress<'_>,
+) -> Result<Completed, EngineError> {
     let depth = depth.clamp(1, 4096);
     match choice {
         EngineChoice::Threads => run_threads(work, depth, progress),
@@ -266,9 +271,10 @@ fn run_uring(work: &Workload<'_>, depth: usize, progress: Progress<'_>) -> Resul
 
     loop {
         if failure.is_none()
-            && let Err(e) = check_interrupt() {
-                failure = Some(e);
-            }
+            && let Err(e) = check_interrupt()
+        {
+            failure = Some(e);
+        }
         // Refill the ring up to the queue depth.
         let now = Instant::now();
         while failure.is_none() && next < work.offsets.len() {

@@ -17,7 +17,9 @@ use std::path::{Path, PathBuf};
 /// Why scratch space cannot be had.
 #[derive(Debug, thiserror::Error)]
 pub enum ScratchError {
-    #[error("{dir} is on a read-only filesystem; remount it read-write, or give a writable directory on the same device")]
+    #[error(
+        "{dir} is on a read-only filesystem; remount it read-write, or give a writable directory on the same device"
+    )]
     ReadOnly { dir: PathBuf },
     #[error(
         "not enough free space in {dir}: the write tests need {need_mib} MiB (with a safety margin) and {free_mib} MiB is free; free some space or give another directory"
@@ -36,7 +38,8 @@ pub fn free_bytes(dir: &Path) -> io::Result<u64> {
 /// Refuses unless `need` bytes fit in `dir` with a margin of 64 MiB or 5% of
 /// the filesystem, whichever is larger, so the test never fills a disk.
 pub fn check_space(dir: &Path, need: u64) -> Result<(), ScratchError> {
-    let st = nix::sys::statvfs::statvfs(dir).map_err(|e| ScratchError::Create { dir: dir.to_owned(), source: e.into() })?;
+    let st =
+        nix::sys::statvfs::statvfs(dir).map_err(|e| ScratchError::Create { dir: dir.to_owned(), source: e.into() })?;
     if st.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY) {
         return Err(ScratchError::ReadOnly { dir: dir.to_owned() });
     }

@@ -264,7 +264,8 @@ fn run_writes(plan: &Plan, observer: &dyn Observer, out: &mut Outcome) -> Result
             }
             if FILE_TESTS.iter().any(|k| plan.wants(k)) {
                 let file = scratch::create(dir)?;
-                lay_out(&file, sizes.test_file_bytes).map_err(|source| RunError::Engine { key: "layout".to_owned(), source })?;
+                lay_out(&file, sizes.test_file_bytes)
+                    .map_err(|source| RunError::Engine { key: "layout".to_owned(), source })?;
                 file_tests(plan, &file, sizes.test_file_bytes, observer, out)?;
             }
             Ok(())
@@ -292,7 +293,13 @@ fn run_writes(plan: &Plan, observer: &dyn Observer, out: &mut Outcome) -> Result
     }
 }
 
-fn file_tests(plan: &Plan, file: &File, bytes: u64, observer: &dyn Observer, out: &mut Outcome) -> Result<(), RunError> {
+fn file_tests(
+    plan: &Plan,
+    file: &File,
+    bytes: u64,
+    observer: &dyn Observer,
+    out: &mut Outcome,
+) -> Result<(), RunError> {
     let direct = |file: &File| {
         scratch::set_direct(file, true).map_err(|source| RunError::Engine {
             key: "O_DIRECT".to_owned(),
@@ -373,7 +380,12 @@ fn detail(done: &Completed, elapsed: Duration) -> TestDetail {
 
 /// `hdparm -t --direct`: sequential 2 MiB O_DIRECT reads from byte 0 until
 /// 3 s have passed (or 1024 reads). MiB/s, two decimals as hdparm prints.
-fn hdparm_t(file: &File, size: u64, min_time: Duration, observer: &dyn Observer) -> Result<(f64, TestDetail), EngineError> {
+fn hdparm_t(
+    file: &File,
+    size: u64,
+    min_time: Duration,
+    observer: &dyn Observer,
+) -> Result<(f64, TestDetail), EngineError> {
     observer.started("seq_read_mib_s", min_time.as_millis() as u64);
     let chunk = HDPARM_CHUNK as u64;
     // A device smaller than the test is read again from the start.
@@ -452,7 +464,8 @@ fn lay_out(file: &File, bytes: u64) -> Result<(), EngineError> {
     scratch::set_direct(file, true).map_err(|source| EngineError::Call { op: "fcntl(O_DIRECT)", source })?;
     let chunk = MIB as usize;
     let offsets: Vec<u64> = (0..bytes / MIB).map(|i| i * MIB).collect();
-    let work = Workload { fd: file.as_fd(), offsets: &offsets, block_size: chunk, write: true, data: Data::Random(0x1a70) };
+    let work =
+        Workload { fd: file.as_fd(), offsets: &offsets, block_size: chunk, write: true, data: Data::Random(0x1a70) };
     engine::run_sync(&work, &|_| {})?;
     fsync(file)
 }

@@ -78,10 +78,9 @@ fn selected_keys(only: &[String]) -> Result<Vec<String>, Failure> {
 fn readable(node: &Path) -> Result<PathBuf, String> {
     match OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(node) {
         Ok(_) => Ok(node.to_path_buf()),
-        Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) => Err(format!(
-            "reading the raw device {} needs root: run with sudo to measure it",
-            node.display()
-        )),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) => {
+            Err(format!("reading the raw device {} needs root: run with sudo to measure it", node.display()))
+        }
         Err(e) => Err(format!("cannot open {} for reading: {e}", node.display())),
     }
 }
@@ -99,7 +98,8 @@ fn scratch_target(
         let dir = if input.is_dir() { input.to_path_buf() } else { mount.mount_point.clone() };
         // Without root, `/` is not writable but the filesystem usually is:
         // use a writable directory of the same filesystem instead.
-        let dir = if storage_bench::suite::writable_dir(&dir) { dir } else { writable_dir_on_same_fs(&dir).unwrap_or(dir) };
+        let dir =
+            if storage_bench::suite::writable_dir(&dir) { dir } else { writable_dir_on_same_fs(&dir).unwrap_or(dir) };
         if mount.read_only && wants_writes {
             return Err(Failure::Usage(format!(
                 "{} is on a read-only filesystem ({} mounted ro); remount it read-write, or run only the read tests with --only seq_read_mib_s,cached_read_mib_s",
@@ -136,7 +136,8 @@ fn scratch_target(
 fn writable_dir_on_same_fs(dir: &Path) -> Option<PathBuf> {
     use std::os::unix::fs::MetadataExt;
     let dev = std::fs::metadata(dir).ok()?.dev();
-    let candidates = [std::env::var_os("HOME"), std::env::var_os("TMPDIR"), Some("/tmp".into()), Some("/var/tmp".into())];
+    let candidates =
+        [std::env::var_os("HOME"), std::env::var_os("TMPDIR"), Some("/tmp".into()), Some("/var/tmp".into())];
     candidates.into_iter().flatten().map(PathBuf::from).find(|c| {
         std::fs::metadata(c).is_ok_and(|m| m.is_dir() && m.dev() == dev) && storage_bench::suite::writable_dir(c)
     })
@@ -151,12 +152,15 @@ fn largest_writable(mounts: &[Mount]) -> Option<&Mount> {
 }
 
 fn filesystem_size(dir: &Path) -> u64 {
-    nix::sys::statvfs::statvfs(dir)
-        .map(|s| s.blocks().saturating_mul(s.fragment_size()))
-        .unwrap_or(0)
+    nix::sys::statvfs::statvfs(dir).map(|s| s.blocks().saturating_mul(s.fragment_size())).unwrap_or(0)
 }
 
-fn destructive_target(args: &RunArgs, resolved: &Resolved, roots: &Roots, input_is_block: bool) -> Result<WriteTarget, Failure> {
+fn destructive_target(
+    args: &RunArgs,
+    resolved: &Resolved,
+    roots: &Roots,
+    input_is_block: bool,
+) -> Result<WriteTarget, Failure> {
     if !input_is_block {
         return Err(Failure::Usage(format!(
             "--destructive needs a block device (a disk or partition), and {} is not one",
@@ -165,7 +169,9 @@ fn destructive_target(args: &RunArgs, resolved: &Resolved, roots: &Roots, input_
     }
     let mounted: Vec<String> = match (&resolved.partition, &resolved.disk) {
         (Some(_), _) => resolved.mount.iter().map(|m| m.mount_point.display().to_string()).collect(),
-        (None, Some(disk)) => target::mounts_on_disk(disk, roots).iter().map(|m| m.mount_point.display().to_string()).collect(),
+        (None, Some(disk)) => {
+            target::mounts_on_disk(disk, roots).iter().map(|m| m.mount_point.display().to_string()).collect()
+        }
         (None, None) => Vec::new(),
     };
     if !mounted.is_empty() {
@@ -189,7 +195,9 @@ fn confirm(device: &str) -> Result<(), Failure> {
             "refusing to write the raw device {device} without confirmation: there is no terminal to ask on; add --yes if every byte on it may be destroyed"
         )));
     }
-    eprint!("storage-score: --destructive will overwrite the start of {device}; its data will be lost. Type 'yes' to go on: ");
+    eprint!(
+        "storage-score: --destructive will overwrite the start of {device}; its data will be lost. Type 'yes' to go on: "
+    );
     let _ = std::io::stderr().flush();
     let mut answer = String::new();
     let _ = stdin.lock().read_line(&mut answer);

@@ -21,9 +21,10 @@ impl Bars {
 
     pub fn finish(&self) {
         if let Ok(mut current) = self.current.lock()
-            && let Some(bar) = current.take() {
-                bar.finish_and_clear();
-            }
+            && let Some(bar) = current.take()
+        {
+            bar.finish_and_clear();
+        }
     }
 }
 
@@ -47,9 +48,10 @@ impl Observer for Bars {
 
     fn progress(&self, done: u64) {
         if let Ok(current) = self.current.lock()
-            && let Some(bar) = current.as_ref() {
-                bar.set_position(done);
-            }
+            && let Some(bar) = current.as_ref()
+        {
+            bar.set_position(done);
+        }
     }
 
     fn finished(&self, key: &str, value: f64) {

@@ -62,19 +62,39 @@ pub fn identification(target: &Target, device: Option<&Device>) -> String {
         row(&mut t, "removable", yes_no(d.removable));
         if let Some(sd) = &d.sd {
             sd_rows(&mut t, sd);
-            notes.extend(sd.errors.iter().map(|e| format!("{} register unreadable: {}", e.register.to_uppercase(), e.message)));
+            notes.extend(
+                sd.errors.iter().map(|e| format!("{} register unreadable: {}", e.register.to_uppercase(), e.message)),
+            );
         }
         if let Some(emmc) = &d.emmc {
             if let Some(cid) = &emmc.cid {
-                row(&mut t, "manufacturer", Some(format!("0x{:02x} {}", cid.manufacturer_id, cid.manufacturer.clone().unwrap_or_default())));
+                row(
+                    &mut t,
+                    "manufacturer",
+                    Some(format!("0x{:02x} {}", cid.manufacturer_id, cid.manufacturer.clone().unwrap_or_default())),
+                );
                 row(&mut t, "OEM", Some(cid.oem_id.clone()));
                 row(&mut t, "product", Some(format!("{} rev {}", cid.product_name, cid.product_revision)));
                 row(&mut t, "manufactured", Some(cid.manufactured.clone()));
             }
             if let Some(ext) = &emmc.ext_csd {
                 row(&mut t, "EXT_CSD revision", Some(ext.ext_csd_rev.to_string()));
-                row(&mut t, "life time used (A/B)", ext.life_time_est_a.map(|a| format!("{} / {}", life(a), ext.life_time_est_b.map(life).unwrap_or_default())));
-                row(&mut t, "pre-EOL", ext.pre_eol_info.map(|p| match p { 1 => "normal".to_owned(), 2 => "warning (80% of reserved blocks used)".to_owned(), 3 => "URGENT".to_owned(), v => format!("{v}") }));
+                row(
+                    &mut t,
+                    "life time used (A/B)",
+                    ext.life_time_est_a
+                        .map(|a| format!("{} / {}", life(a), ext.life_time_est_b.map(life).unwrap_or_default())),
+                );
+                row(
+                    &mut t,
+                    "pre-EOL",
+                    ext.pre_eol_info.map(|p| match p {
+                        1 => "normal".to_owned(),
+                        2 => "warning (80% of reserved blocks used)".to_owned(),
+                        3 => "URGENT".to_owned(),
+                        v => format!("{v}"),
+                    }),
+                );
                 row(&mut t, "cache", ext.cache_size_bytes.map(|c| format!("{} KiB", c / 1024)));
             }
             host_rows(&mut t, emmc.host.as_ref());
@@ -83,13 +103,23 @@ pub fn identification(target: &Target, device: Option<&Device>) -> String {
         if let Some(usb) = &d.usb {
             row(&mut t, "USB id", Some(usb.id.clone()));
             row(&mut t, "USB bridge", usb.bridge.clone());
-            row(&mut t, "USB device", usb.product.clone().map(|p| format!("{} {p}", usb.manufacturer.clone().unwrap_or_default()).trim().to_owned()));
+            row(
+                &mut t,
+                "USB device",
+                usb.product
+                    .clone()
+                    .map(|p| format!("{} {p}", usb.manufacturer.clone().unwrap_or_default()).trim().to_owned()),
+            );
             row(&mut t, "USB link", usb.speed_mbps.map(|s| format!("{s} Mb/s")));
             row(&mut t, "USB driver", usb.driver.clone());
         }
         if let Some(nvme) = &d.nvme {
             row(&mut t, "transport", nvme.transport.clone());
-            row(&mut t, "PCIe link", nvme.pcie_link_speed.clone().map(|s| format!("{s} x{}", nvme.pcie_link_width.unwrap_or(0))));
+            row(
+                &mut t,
+                "PCIe link",
+                nvme.pcie_link_speed.clone().map(|s| format!("{s} x{}", nvme.pcie_link_width.unwrap_or(0))),
+            );
         }
         if let Some(l) = &d.loop_device {
             row(&mut t, "direct I/O", yes_no(l.direct_io));
@@ -126,21 +156,52 @@ fn sd_rows(t: &mut Table, sd: &SdInfo) {
         row(t, "manufactured", Some(cid.manufactured.clone()));
     }
     if let Some(csd) = &sd.csd {
-        row(t, "CSD", Some(format!("version {}.0, max transfer {} Mb/s, classes {:?}", csd.csd_version, csd.max_transfer_rate_bps / 1_000_000, csd.command_classes)));
+        row(
+            t,
+            "CSD",
+            Some(format!(
+                "version {}.0, max transfer {} Mb/s, classes {:?}",
+                csd.csd_version,
+                csd.max_transfer_rate_bps / 1_000_000,
+                csd.command_classes
+            )),
+        );
     }
     if let Some(scr) = &sd.scr {
         row(t, "spec version", Some(scr.spec_version.clone()));
         row(t, "bus widths", Some(scr.bus_widths.iter().map(|w| format!("{w}-bit")).collect::<Vec<_>>().join(", ")));
-        row(t, "CMD support", (!scr.cmd_support.is_empty()).then(|| scr.cmd_support.iter().map(|c| format!("CMD{c}")).collect::<Vec<_>>().join(" ")));
+        row(
+            t,
+            "CMD support",
+            (!scr.cmd_support.is_empty())
+                .then(|| scr.cmd_support.iter().map(|c| format!("CMD{c}")).collect::<Vec<_>>().join(" ")),
+        );
     }
     row(t, "class (claimed)", sd.class_label.clone());
     if let Some(ssr) = &sd.ssr {
         row(t, "AU size", Some(format!("{} KiB", ssr.au_size_bytes / 1024)));
-        row(t, "command queue", Some(if ssr.command_queue_depth > 0 { format!("depth {}", ssr.command_queue_depth) } else { "none".to_owned() }));
+        row(
+            t,
+            "command queue",
+            Some(if ssr.command_queue_depth > 0 {
+                format!("depth {}", ssr.command_queue_depth)
+            } else {
+                "none".to_owned()
+            }),
+        );
         row(t, "cache / discard / FULE", Some(format!("{} / {} / {}", yn(ssr.cache), yn(ssr.discard), yn(ssr.fule))));
     }
     if let Some(ocr) = &sd.ocr {
-        row(t, "OCR", Some(format!("{}, {}{}", ocr.voltage_window, if ocr.ccs { "SDHC/SDXC" } else { "SDSC" }, if ocr.s18a { ", 1.8 V" } else { "" })));
+        row(
+            t,
+            "OCR",
+            Some(format!(
+                "{}, {}{}",
+                ocr.voltage_window,
+                if ocr.ccs { "SDHC/SDXC" } else { "SDSC" },
+                if ocr.s18a { ", 1.8 V" } else { "" }
+            )),
+        );
     }
     host_rows(t, sd.host.as_ref());
 }
@@ -151,7 +212,13 @@ fn yn(b: bool) -> &'static str {
 
 fn host_rows(t: &mut Table, host: Option<&storage_scoring::schema::HostIos>) {
     let Some(h) = host else { return };
-    row(t, "host clock", h.clock_hz.map(|c| format!("{:.1} MHz (actual {:.1} MHz)", c as f64 / 1e6, h.actual_clock_hz.unwrap_or(c) as f64 / 1e6)));
+    row(
+        t,
+        "host clock",
+        h.clock_hz.map(|c| {
+            format!("{:.1} MHz (actual {:.1} MHz)", c as f64 / 1e6, h.actual_clock_hz.unwrap_or(c) as f64 / 1e6)
+        }),
+    );
     row(t, "host timing", h.timing.clone());
     row(t, "host bus width", h.bus_width_bits.map(|w| format!("{w}-bit")));
     row(t, "signal voltage", h.signal_voltage.clone());
@@ -190,9 +257,15 @@ pub fn report(report: &Report) -> String {
             None => "—".to_owned(),
         };
         let lat = report.details.get(key).map(|d| d.latency);
-        let mut cells = vec![Cell::new(key), Cell::new(value).set_alignment(CellAlignment::Right), Cell::new(unit), Cell::new(like)];
+        let mut cells = vec![
+            Cell::new(key),
+            Cell::new(value).set_alignment(CellAlignment::Right),
+            Cell::new(unit),
+            Cell::new(like),
+        ];
         for v in lat.map(|l| [l.p50_us, l.p99_us, l.p99_9_us, l.max_us]).unwrap_or_default() {
-            cells.push(Cell::new(if lat.is_some() { us(v) } else { String::new() }).set_alignment(CellAlignment::Right));
+            cells
+                .push(Cell::new(if lat.is_some() { us(v) } else { String::new() }).set_alignment(CellAlignment::Right));
         }
         t.add_row(cells);
     }

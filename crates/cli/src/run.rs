@@ -60,8 +60,9 @@ pub fn run(args: &RunArgs, roots: &Roots) -> Result<(), Failure> {
 
     let json = to_json(&report)?;
     if let Some(path) = &args.output {
-        std::fs::write(path, format!("{json}\n"))
-            .map_err(|e| Failure::Run(format!("cannot write the report to {}: {e}; give a writable --output path", path.display())))?;
+        std::fs::write(path, format!("{json}\n")).map_err(|e| {
+            Failure::Run(format!("cannot write the report to {}: {e}; give a writable --output path", path.display()))
+        })?;
     }
     if args.json {
         println!("{json}");
@@ -71,9 +72,13 @@ pub fn run(args: &RunArgs, roots: &Roots) -> Result<(), Failure> {
 
     match error {
         None => Ok(()),
-        Some(e) if e.is_interrupt() => Err(Failure::Run(format!("{e}; the figures measured so far are shown above, nothing was left behind"))),
+        Some(e) if e.is_interrupt() => {
+            Err(Failure::Run(format!("{e}; the figures measured so far are shown above, nothing was left behind")))
+        }
         Some(e) if e.is_refusal() => Err(Failure::Refused(e.to_string())),
-        Some(e @ (RunError::Scratch(ScratchError::ReadOnly { .. }) | RunError::TooSmall { .. })) => Err(Failure::Usage(e.to_string())),
+        Some(e @ (RunError::Scratch(ScratchError::ReadOnly { .. }) | RunError::TooSmall { .. })) => {
+            Err(Failure::Usage(e.to_string()))
+        }
         Some(e) => Err(Failure::Run(format!("the run failed: {e}; nothing was left behind"))),
     }
 }

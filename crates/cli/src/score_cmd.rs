@@ -17,7 +17,8 @@ struct ScoreDoc {
 
 pub fn score(args: &ScoreArgs) -> Result<(), Failure> {
     let text = read_input(&args.file)?;
-    let input = storage_scoring::input::parse_score_input(&text).map_err(|e| Failure::Usage(format!("{}: {e}", args.file)))?;
+    let input =
+        storage_scoring::input::parse_score_input(&text).map_err(|e| Failure::Usage(format!("{}: {e}", args.file)))?;
     let score = storage_scoring::score::pibenchmarks(&input.measurements, input.comparable());
     let verdict = input.device.as_ref().map(|d| storage_scoring::verdict::verdict(Some(d), &input.measurements));
     if args.json {
@@ -37,6 +38,10 @@ fn read_input(file: &str) -> Result<String, Failure> {
     } else {
         std::fs::File::open(file).and_then(|mut f| f.read_to_end(&mut bytes)).map(drop)
     };
-    result.map_err(|e| Failure::Usage(format!("cannot read {file}: {e}; give a report file written by `storage-score run --output FILE`, or - for stdin")))?;
+    result.map_err(|e| {
+        Failure::Usage(format!(
+            "cannot read {file}: {e}; give a report file written by `storage-score run --output FILE`, or - for stdin"
+        ))
+    })?;
     String::from_utf8(bytes).map_err(|_| Failure::Usage(format!("{file} is not UTF-8 text; expected a JSON report")))
 }

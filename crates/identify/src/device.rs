@@ -299,10 +299,7 @@ fn virtio_vendor(raw: &str) -> String {
 }
 
 fn current_year() -> u16 {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     // 365.2425 days per Gregorian year: exact enough to bound a year.
     (1970 + secs / 31_556_952) as u16
 }
@@ -318,8 +315,14 @@ mod tests {
         assert_eq!(classify("mmcblk1", Some("MMC"), p("/x")), DeviceKind::Emmc);
         assert_eq!(classify("loop3", None, p("/x")), DeviceKind::Loop);
         assert_eq!(classify("vda", None, p("/sys/devices/pci0000:00/0000:00:04.0/virtio1")), DeviceKind::Virtio);
-        assert_eq!(classify("sda", None, p("/sys/devices/pci0000:00/0000:00:14.0/usb2/2-1/2-1:1.0/host0/target0:0:0/0:0:0:0")), DeviceKind::Usb);
-        assert_eq!(classify("sda", None, p("/sys/devices/pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/0:0:0:0")), DeviceKind::Sata);
+        assert_eq!(
+            classify("sda", None, p("/sys/devices/pci0000:00/0000:00:14.0/usb2/2-1/2-1:1.0/host0/target0:0:0/0:0:0:0")),
+            DeviceKind::Usb
+        );
+        assert_eq!(
+            classify("sda", None, p("/sys/devices/pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/0:0:0:0")),
+            DeviceKind::Sata
+        );
         assert_eq!(classify("nvme0n1", None, p("/x")), DeviceKind::Nvme);
     }
 

@@ -47,12 +47,7 @@ fn meaning(value: &str) -> Option<&str> {
 /// MMC_BUS_WIDTH_1 = 0, _4 = 2, _8 = 3.
 fn bus_width(value: &str) -> Option<u8> {
     if let Some(inner) = meaning(value) {
-        return inner
-            .split_whitespace()
-            .next()?
-            .parse()
-            .ok()
-            .filter(|w| matches!(w, 1 | 4 | 8));
+        return inner.split_whitespace().next()?.parse().ok().filter(|w| matches!(w, 1 | 4 | 8));
     }
     match value.split_whitespace().next()? {
         "0" => Some(1),
@@ -101,8 +96,7 @@ mod tests {
         assert_eq!(ios.timing.as_deref(), Some("sd uhs SDR104"));
         assert_eq!(ios.signal_voltage.as_deref(), Some("1.80 V"));
         assert_eq!(ios.actual_clock_hz, None);
-        let ios =
-            parse_ios("bus width:\t3 (8 bits)\ntiming spec:\t10 (mmc HS400 enhanced strobe)\n");
+        let ios = parse_ios("bus width:\t3 (8 bits)\ntiming spec:\t10 (mmc HS400 enhanced strobe)\n");
         assert_eq!(ios.bus_width_bits, Some(8));
         assert_eq!(ios.timing.as_deref(), Some("mmc HS400 enhanced strobe"));
     }
@@ -110,10 +104,7 @@ mod tests {
     #[test]
     fn survives_garbage() {
         assert_eq!(parse_ios(""), HostIos::default());
-        assert_eq!(
-            parse_ios("clock:\nbus width: (\ntiming spec: 99 (invalid)\n:::\n\u{0}"),
-            HostIos::default()
-        );
+        assert_eq!(parse_ios("clock:\nbus width: (\ntiming spec: 99 (invalid)\n:::\n\u{0}"), HostIos::default());
         let ios = parse_ios("clock: -5 Hz\nbus width: 2\nactual clock: 18446744073709551616 Hz");
         assert_eq!(ios.clock_hz, None);
         assert_eq!(ios.bus_width_bits, Some(4));

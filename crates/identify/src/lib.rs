@@ -5,13 +5,13 @@
 //! registers.
 
 pub mod device;
-pub mod sysfs;
-pub mod target;
 pub mod hex;
 pub mod host;
 pub mod manufacturers;
 pub mod mmc;
 pub mod sd;
+pub mod sysfs;
+pub mod target;
 pub mod usb;
 
 pub use sysfs::Roots;

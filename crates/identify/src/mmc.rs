@@ -24,9 +24,7 @@ use crate::manufacturers::mmc_manufacturer;
 pub fn decode_cid(hex: &str, ext_csd_rev: Option<u8>) -> Result<MmcCid, DecodeError> {
     let r = parse_register(hex, 16)?;
     let mid = bits(&r, 127, 120) as u8;
-    let pnm: Vec<u8> = (0..6)
-        .map(|i| bits(&r, 103 - 8 * i, 96 - 8 * i) as u8)
-        .collect();
+    let pnm: Vec<u8> = (0..6).map(|i| bits(&r, 103 - 8 * i, 96 - 8 * i) as u8).collect();
     let month = bits(&r, 15, 12);
     let mut year = 1997 + bits(&r, 11, 8);
     if ext_csd_rev.is_some_and(|rev| rev > 4) && year < 2010 {
@@ -66,17 +64,10 @@ pub fn decode_ext_csd(hex: &str) -> Result<ExtCsd, DecodeError> {
     let r = parse_register(hex, 512)?;
     let byte = |i: usize| r.get(i).copied().unwrap_or(0);
     let rev = byte(EXT_CSD_REV);
-    let mut ext = ExtCsd {
-        ext_csd_rev: rev,
-        ..ExtCsd::default()
-    };
+    let mut ext = ExtCsd { ext_csd_rev: rev, ..ExtCsd::default() };
     if rev >= 6 {
-        let kib = u32::from_le_bytes([
-            byte(CACHE_SIZE),
-            byte(CACHE_SIZE + 1),
-            byte(CACHE_SIZE + 2),
-            byte(CACHE_SIZE + 3),
-        ]);
+        let kib =
+            u32::from_le_bytes([byte(CACHE_SIZE), byte(CACHE_SIZE + 1), byte(CACHE_SIZE + 2), byte(CACHE_SIZE + 3)]);
         ext.cache_size_bytes = Some(u64::from(kib) * 1024);
     }
     if rev >= 7 {
@@ -87,11 +78,7 @@ pub fn decode_ext_csd(hex: &str) -> Result<ExtCsd, DecodeError> {
         ext.firmware_version = Some(firmware_text(&fw));
     }
     if rev >= 8 {
-        let depth = if byte(CMDQ_SUPPORT) & 1 == 1 {
-            (byte(CMDQ_DEPTH) & 0x1f) + 1
-        } else {
-            0
-        };
+        let depth = if byte(CMDQ_SUPPORT) & 1 == 1 { (byte(CMDQ_DEPTH) & 0x1f) + 1 } else { 0 };
         ext.command_queue_depth = Some(depth);
     }
     Ok(ext)
@@ -99,9 +86,7 @@ pub fn decode_ext_csd(hex: &str) -> Result<ExtCsd, DecodeError> {
 
 fn firmware_text(fw: &[u8]) -> String {
     let text = ascii_field(fw);
-    let printable = fw
-        .iter()
-        .all(|&b| b == 0 || b == b' ' || b.is_ascii_graphic());
+    let printable = fw.iter().all(|&b| b == 0 || b == b' ' || b.is_ascii_graphic());
     if printable && !text.is_empty() {
         text
     } else {
@@ -179,12 +164,7 @@ mod tests {
     #[test]
     fn ascii_firmware_and_no_cmdq() {
         let mut set = vec![(EXT_CSD_REV, 8), (CMDQ_DEPTH, 31)];
-        set.extend(
-            b"PRV1.0  "
-                .iter()
-                .enumerate()
-                .map(|(i, &b)| (FIRMWARE_VERSION + i, b)),
-        );
+        set.extend(b"PRV1.0  ".iter().enumerate().map(|(i, &b)| (FIRMWARE_VERSION + i, b)));
         let ext = decode_ext_csd(&ext_csd(&set)).unwrap();
         assert_eq!(ext.firmware_version.as_deref(), Some("PRV1.0"));
         assert_eq!(ext.command_queue_depth, Some(0));
@@ -192,18 +172,8 @@ mod tests {
 
     #[test]
     fn old_revisions_report_less() {
-        let ext = decode_ext_csd(&ext_csd(&[
-            (EXT_CSD_REV, 5),
-            (DEVICE_LIFE_TIME_EST_TYP_A, 3),
-        ]))
-        .unwrap();
-        assert_eq!(
-            ext,
-            ExtCsd {
-                ext_csd_rev: 5,
-                ..ExtCsd::default()
-            }
-        );
+        let ext = decode_ext_csd(&ext_csd(&[(EXT_CSD_REV, 5), (DEVICE_LIFE_TIME_EST_TYP_A, 3)])).unwrap();
+        assert_eq!(ext, ExtCsd { ext_csd_rev: 5, ..ExtCsd::default() });
         let ext = decode_ext_csd(&ext_csd(&[(EXT_CSD_REV, 6), (CACHE_SIZE, 0x40)])).unwrap();
         assert_eq!(ext.cache_size_bytes, Some(64 * 1024));
         assert_eq!(ext.life_time_est_a, None);

@@ -24,9 +24,7 @@ pub fn decode_cid(hex: &str) -> Result<SdCid, DecodeError> {
     } else {
         format!("0x{oid:04x}")
     };
-    let pnm: Vec<u8> = (0..5)
-        .map(|i| bits(&r, 103 - 8 * i, 96 - 8 * i) as u8)
-        .collect();
+    let pnm: Vec<u8> = (0..5).map(|i| bits(&r, 103 - 8 * i, 96 - 8 * i) as u8).collect();
     let year = 2000 + bits(&r, 19, 12);
     let month = bits(&r, 11, 8);
     Ok(SdCid {
@@ -42,9 +40,7 @@ pub fn decode_cid(hex: &str) -> Result<SdCid, DecodeError> {
 }
 
 /// TRAN_SPEED time values, in tenths (0 is reserved).
-const TRAN_TIME_TENTHS: [u64; 16] = [
-    0, 10, 12, 13, 15, 20, 25, 30, 35, 40, 45, 50, 55, 60, 70, 80,
-];
+const TRAN_TIME_TENTHS: [u64; 16] = [0, 10, 12, 13, 15, 20, 25, 30, 35, 40, 45, 50, 55, 60, 70, 80];
 
 /// TRAN_SPEED (CSD bits 103:96) in bits per second; 0 when the field holds a
 /// reserved rate unit (4..=7) or time value (0).
@@ -77,11 +73,7 @@ pub fn decode_csd(hex: &str) -> Result<SdCsd, DecodeError> {
         1 => (bits(&r, 69, 48) + 1) * 512 * 1024,
         2 => (bits(&r, 75, 48) + 1) * 512 * 1024,
         other => {
-            return Err(DecodeError::Reserved {
-                register: "CSD",
-                field: "CSD_STRUCTURE",
-                value: other,
-            });
+            return Err(DecodeError::Reserved { register: "CSD", field: "CSD_STRUCTURE", value: other });
         }
     };
     let ccc = bits(&r, 95, 84) as u16;
@@ -125,11 +117,7 @@ pub fn decode_scr(hex: &str) -> Result<SdScr, DecodeError> {
     let r = parse_register(hex, 8)?;
     let structure = bits(&r, 63, 60);
     if structure != 0 {
-        return Err(DecodeError::Reserved {
-            register: "SCR",
-            field: "SCR_STRUCTURE",
-            value: structure,
-        });
+        return Err(DecodeError::Reserved { register: "SCR", field: "SCR_STRUCTURE", value: structure });
     }
     let spec = bits(&r, 59, 56);
     let (spec3, spec4, specx) = (bit(&r, 47), bit(&r, 42), bits(&r, 41, 38));
@@ -139,11 +127,7 @@ pub fn decode_scr(hex: &str) -> Result<SdScr, DecodeError> {
         value: spec << 8 | u64::from(spec3) << 5 | u64::from(spec4) << 4 | specx,
     })?;
     let widths = bits(&r, 51, 48);
-    let bus_widths = [(0, 1u8), (2, 4u8)]
-        .into_iter()
-        .filter(|&(b, _)| widths >> b & 1 == 1)
-        .map(|(_, w)| w)
-        .collect();
+    let bus_widths = [(0, 1u8), (2, 4u8)].into_iter().filter(|&(b, _)| widths >> b & 1 == 1).map(|(_, w)| w).collect();
     // CMD_SUPPORT, bits 35:32: CMD58/59, CMD48/49, CMD23, CMD20.
     let cmd_support = [(32, 20u8), (33, 23), (34, 48), (35, 58)]
         .into_iter()
@@ -277,11 +261,7 @@ fn voltage_window(raw: u32) -> String {
         let (lo, hi) = (27 + first - 15, 28 + last - 15);
         parts.push(format!("{}.{}-{}.{} V", lo / 10, lo % 10, hi / 10, hi % 10));
     }
-    if parts.is_empty() {
-        "none".to_owned()
-    } else {
-        parts.join(", ")
-    }
+    if parts.is_empty() { "none".to_owned() } else { parts.join(", ") }
 }
 
 /// The class label as PiBenchmarks builds it: `A<n> ` when the application
@@ -305,11 +285,7 @@ pub fn class_label(ssr: &SdSsr) -> String {
 /// OEM IDs that name one brand's own cards, with that brand's MID. A CID
 /// that carries the OID under another MID imitates the brand: SanDisk ships
 /// "SD" under 0x03, Samsung "SM" under 0x1b, Kingston "42" under 0x41.
-const BRAND_OIDS: [(&str, u8, &str); 3] = [
-    ("SD", 0x03, "SanDisk"),
-    ("SM", 0x1b, "Samsung"),
-    ("42", 0x41, "Kingston"),
-];
+const BRAND_OIDS: [(&str, u8, &str); 3] = [("SD", 0x03, "SanDisk"), ("SM", 0x1b, "Samsung"), ("42", 0x41, "Kingston")];
 
 /// CSD 2.0 C_SIZE bounds of the spec: SDHC starts at 0x001010 (just over
 /// 2 GB), SDXC ends at 0x3FFEFF (just under 2 TB).
@@ -342,12 +318,7 @@ const SDXC_MIN_C_SIZE: u64 = 0x00_FFFF;
 /// Gigastone (`CID_MANFID_GIGASTONE`) from a genuine card.
 pub fn counterfeit_hints(cid: Option<&SdCid>, csd: Option<&SdCsd>, today_year: u16) -> Vec<Hint> {
     let mut hints = Vec::new();
-    let mut hint = |code: &str, message: String| {
-        hints.push(Hint {
-            code: code.to_owned(),
-            message,
-        })
-    };
+    let mut hint = |code: &str, message: String| hints.push(Hint { code: code.to_owned(), message });
     let date = cid.and_then(|c| parse_date(&c.manufactured));
 
     if let Some(cid) = cid {
@@ -409,9 +380,7 @@ pub fn counterfeit_hints(cid: Option<&SdCid>, csd: Option<&SdCsd>, today_year: u
             _ => None,
         };
         let too_early = match (format_since, date, cid) {
-            (Some((format, since)), Some((year, _)), Some(cid)) if year < since => {
-                Some((format, since, cid))
-            }
+            (Some((format, since)), Some((year, _)), Some(cid)) if year < since => Some((format, since, cid)),
             _ => None,
         };
         if let Some((format, since, cid)) = too_early {
@@ -545,10 +514,7 @@ mod tests {
         assert_eq!(csd.csd_version, 3);
         assert_eq!(csd.capacity_bytes, (0x40_0000 + 1) * 512 * 1024);
         let e = decode_csd("c00e00325b590001cf9f7f800a400000").unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "CSD CSD_STRUCTURE = 3 is reserved or invalid"
-        );
+        assert_eq!(e.to_string(), "CSD CSD_STRUCTURE = 3 is reserved or invalid");
     }
 
     #[test]
@@ -637,18 +603,9 @@ mod tests {
 
     #[test]
     fn class_labels() {
-        let ssr = SdSsr {
-            speed_class: 10,
-            uhs_grade: 1,
-            ..SdSsr::default()
-        };
+        let ssr = SdSsr { speed_class: 10, uhs_grade: 1, ..SdSsr::default() };
         assert_eq!(class_label(&ssr), "Class 10 U1");
-        let ssr = SdSsr {
-            speed_class: 10,
-            app_class: 1,
-            video_class: 10,
-            ..SdSsr::default()
-        };
+        let ssr = SdSsr { speed_class: 10, app_class: 1, video_class: 10, ..SdSsr::default() };
         assert_eq!(class_label(&ssr), "A1 Class 10 V10");
     }
 
@@ -661,10 +618,7 @@ mod tests {
         let ocr = decode_ocr("0xc1ff8000").unwrap();
         assert_eq!(ocr.voltage_window, "2.7-3.6 V");
         assert!(ocr.ccs && ocr.s18a && ocr.powered_up);
-        assert_eq!(
-            decode_ocr("0x00000080").unwrap().voltage_window,
-            "1.70-1.95 V"
-        );
+        assert_eq!(decode_ocr("0x00000080").unwrap().voltage_window, "1.70-1.95 V");
         assert_eq!(decode_ocr("0x00000000").unwrap().voltage_window, "none");
         assert!(decode_ocr("0x4030000").is_err());
     }
@@ -678,16 +632,10 @@ mod tests {
         // Fixture 05: MID 0x00 with Kingston's OID "42".
         let cid = decode_cid("003432534431364720000003fb0192d5").unwrap();
         let csd = decode_csd("400e00325b590000770b7f800a40004f").unwrap();
-        assert_eq!(
-            codes(&counterfeit_hints(Some(&cid), Some(&csd), 2026)),
-            ["unassigned-mid", "oid-mid-mismatch"]
-        );
+        assert_eq!(codes(&counterfeit_hints(Some(&cid), Some(&csd), 2026)), ["unassigned-mid", "oid-mid-mismatch"]);
         // Fixture 10: Samsung's MID and OID with a placeholder name.
         let cid = decode_cid("1b534d303030303010d9fb539c00e8b1").unwrap();
-        assert_eq!(
-            codes(&counterfeit_hints(Some(&cid), None, 2026)),
-            ["generic-product-name"]
-        );
+        assert_eq!(codes(&counterfeit_hints(Some(&cid), None, 2026)), ["generic-product-name"]);
     }
 
     #[test]
@@ -704,28 +652,16 @@ mod tests {
     fn hints_on_impossible_dates_and_sizes() {
         // The Kingston CID made in 2023-05, checked in 2022.
         let cid = decode_cid("9f54495344363447614890060a017500").unwrap();
-        assert_eq!(
-            codes(&counterfeit_hints(Some(&cid), None, 2022)),
-            ["future-date"]
-        );
+        assert_eq!(codes(&counterfeit_hints(Some(&cid), None, 2022)), ["future-date"]);
         // Month 0, and an SDXC capacity (64 GB) dated 2005.
         let cid = decode_cid("9f54495344363447614890060a005000").unwrap();
         let csd = decode_csd("400e00325b590001cf9f7f800a400000").unwrap();
-        assert_eq!(
-            codes(&counterfeit_hints(Some(&cid), Some(&csd), 2026)),
-            ["invalid-date", "date-before-format"]
-        );
+        assert_eq!(codes(&counterfeit_hints(Some(&cid), Some(&csd), 2026)), ["invalid-date", "date-before-format"]);
         // CSD 2.0 describing 1 GB.
         let csd = decode_csd("400e00325b59000007ff7f800a400000").unwrap();
-        assert_eq!(
-            codes(&counterfeit_hints(None, Some(&csd), 2026)),
-            ["csd-invalid"]
-        );
+        assert_eq!(codes(&counterfeit_hints(None, Some(&csd), 2026)), ["csd-invalid"]);
         // CSD 1.0 with a 32 KiB block length: 64 GB claimed.
         let csd = decode_csd("002600325f5f83aefefbcfff928040de").unwrap();
-        assert_eq!(
-            codes(&counterfeit_hints(None, Some(&csd), 2026)),
-            ["csd-invalid"]
-        );
+        assert_eq!(codes(&counterfeit_hints(None, Some(&csd), 2026)), ["csd-invalid"]);
     }
 }

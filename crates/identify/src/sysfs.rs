@@ -93,11 +93,7 @@ pub fn follow_link(path: &Path) -> io::Result<PathBuf> {
     } else {
         return Ok(path.to_path_buf());
     };
-    let joined = if target.is_absolute() {
-        target
-    } else {
-        path.parent().unwrap_or(Path::new("/")).join(target)
-    };
+    let joined = if target.is_absolute() { target } else { path.parent().unwrap_or(Path::new("/")).join(target) };
     Ok(normalize(&joined))
 }
 

@@ -76,7 +76,8 @@ fn unescape_octal(field: &str) -> String {
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'\\' && i + 3 < bytes.len() && bytes[i + 1..i + 4].iter().all(|b| (b'0'..=b'7').contains(b)) {
-            let value = (bytes[i + 1] - b'0') as u32 * 64 + (bytes[i + 2] - b'0') as u32 * 8 + (bytes[i + 3] - b'0') as u32;
+            let value =
+                (bytes[i + 1] - b'0') as u32 * 64 + (bytes[i + 2] - b'0') as u32 * 8 + (bytes[i + 3] - b'0') as u32;
             out.push(value as u8);
             i += 4;
         } else {
@@ -167,7 +168,8 @@ pub struct Resolved {
 /// Resolves TARGET as the user gave it.
 pub fn resolve(input: &str, roots: &Roots) -> Result<Resolved, TargetError> {
     let path = Path::new(input);
-    let mut resolved = Resolved { target: Target { input: input.to_owned(), ..Target::default() }, ..Resolved::default() };
+    let mut resolved =
+        Resolved { target: Target { input: input.to_owned(), ..Target::default() }, ..Resolved::default() };
 
     let meta = match fs::metadata(path) {
         Ok(meta) => Some(meta),
@@ -203,12 +205,13 @@ pub fn resolve(input: &str, roots: &Roots) -> Result<Resolved, TargetError> {
             let mount = mount_of_dir(path, meta.dev(), roots);
             let dev = mount.as_ref().and_then(|m| block_of_mount(m, roots));
             if let Some(m) = &mount
-                && dev.is_none() {
-                    resolved.target.notes.push(format!(
-                        "{} is on {} ({}), which has no block device behind it: there is no disk to identify or read",
-                        input, m.fs_type, m.source
-                    ));
-                }
+                && dev.is_none()
+            {
+                resolved.target.notes.push(format!(
+                    "{} is on {} ({}), which has no block device behind it: there is no disk to identify or read",
+                    input, m.fs_type, m.source
+                ));
+            }
             resolved.mount = mount;
             dev
         }
@@ -280,9 +283,10 @@ fn mount_of_dir(dir: &Path, st_dev: u64, roots: &Roots) -> Option<Mount> {
 /// anonymous device number (major 0), so the mount source is followed too.
 fn block_of_mount(mount: &Mount, roots: &Roots) -> Option<BlockDev> {
     if mount.major != 0
-        && let Some(dev) = block_by_devnum(roots, mount.major, mount.minor) {
-            return Some(dev);
-        }
+        && let Some(dev) = block_by_devnum(roots, mount.major, mount.minor)
+    {
+        return Some(dev);
+    }
     let meta = fs::metadata(&mount.source).ok()?;
     if !meta.file_type().is_block_device() {
         return None;

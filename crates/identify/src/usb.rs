@@ -91,10 +91,7 @@ pub fn bridge_name(vid: u16, pid: u16) -> Option<&'static str> {
 pub fn parse_speed_mbps(text: &str) -> Option<u32> {
     let text = text.trim();
     let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
-    if whole.is_empty()
-        || !whole.bytes().all(|b| b.is_ascii_digit())
-        || !fraction.bytes().all(|b| b.is_ascii_digit())
-    {
+    if whole.is_empty() || !whole.bytes().all(|b| b.is_ascii_digit()) || !fraction.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
     whole.parse().ok()
@@ -106,34 +103,13 @@ mod tests {
 
     #[test]
     fn names_common_bridges() {
-        assert_eq!(
-            bridge_name(0x152d, 0x0578),
-            Some("JMicron JMS578 SATA bridge")
-        );
-        assert_eq!(
-            bridge_name(0x152d, 0x0583),
-            Some("JMicron JMS583 NVMe bridge")
-        );
-        assert_eq!(
-            bridge_name(0x174c, 0x55aa),
-            Some("ASMedia ASM1051E/ASM1053E/ASM1153E SATA bridge")
-        );
-        assert_eq!(
-            bridge_name(0x174c, 0x2362),
-            Some("ASMedia ASM2362 NVMe bridge")
-        );
-        assert_eq!(
-            bridge_name(0x0bda, 0x9210),
-            Some("Realtek RTL9210 NVMe bridge")
-        );
-        assert_eq!(
-            bridge_name(0x0bda, 0x0129),
-            Some("Realtek RTS5129 card reader")
-        );
-        assert_eq!(
-            bridge_name(0x05e3, 0x0749),
-            Some("Genesys Logic SD card reader")
-        );
+        assert_eq!(bridge_name(0x152d, 0x0578), Some("JMicron JMS578 SATA bridge"));
+        assert_eq!(bridge_name(0x152d, 0x0583), Some("JMicron JMS583 NVMe bridge"));
+        assert_eq!(bridge_name(0x174c, 0x55aa), Some("ASMedia ASM1051E/ASM1053E/ASM1153E SATA bridge"));
+        assert_eq!(bridge_name(0x174c, 0x2362), Some("ASMedia ASM2362 NVMe bridge"));
+        assert_eq!(bridge_name(0x0bda, 0x9210), Some("Realtek RTL9210 NVMe bridge"));
+        assert_eq!(bridge_name(0x0bda, 0x0129), Some("Realtek RTS5129 card reader"));
+        assert_eq!(bridge_name(0x05e3, 0x0749), Some("Genesys Logic SD card reader"));
         assert_eq!(bridge_name(0x1d6b, 0x0003), None);
     }
 

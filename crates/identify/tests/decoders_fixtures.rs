@@ -49,10 +49,7 @@ fn decode_fixture(dir: &Path) -> Result<Map<String, Value>, String> {
         let ocr = sd::decode_ocr(&text).map_err(|e| err("ocr", e))?;
         // Every fixture's OCR agrees with its CSD: CCS set exactly for CSD 2.0+.
         if let Some(csd) = csd.as_ref().filter(|csd| ocr.ccs != (csd.csd_version >= 2)) {
-            return Err(format!(
-                "OCR CCS {} disagrees with CSD version {}",
-                ocr.ccs, csd.csd_version
-            ));
+            return Err(format!("OCR CCS {} disagrees with CSD version {}", ocr.ccs, csd.csd_version));
         }
     }
     Ok(out)
@@ -70,15 +67,10 @@ fn every_fixture_decodes_to_its_expected_values() {
 
     let mut failures = BTreeMap::new();
     for dir in &dirs {
-        let name = dir
-            .file_name()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .into_owned();
-        let expected: Map<String, Value> = serde_json::from_str(
-            &fs::read_to_string(dir.join("expected.json")).expect("readable expected.json"),
-        )
-        .expect("expected.json is a JSON object");
+        let name = dir.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        let expected: Map<String, Value> =
+            serde_json::from_str(&fs::read_to_string(dir.join("expected.json")).expect("readable expected.json"))
+                .expect("expected.json is a JSON object");
         let decoded = match decode_fixture(dir) {
             Ok(decoded) => decoded,
             Err(e) => {
@@ -89,21 +81,13 @@ fn every_fixture_decodes_to_its_expected_values() {
         let wrong: Vec<String> = expected
             .iter()
             .filter(|(key, want)| decoded.get(key.as_str()) != Some(want))
-            .map(|(key, want)| {
-                format!(
-                    "{key}: expected {want}, decoded {:?}",
-                    decoded.get(key.as_str())
-                )
-            })
+            .map(|(key, want)| format!("{key}: expected {want}, decoded {:?}", decoded.get(key.as_str())))
             .collect();
         if !wrong.is_empty() {
             failures.insert(name, wrong);
         }
     }
-    assert!(
-        failures.is_empty(),
-        "fixtures that did not decode as expected: {failures:#?}"
-    );
+    assert!(failures.is_empty(), "fixtures that did not decode as expected: {failures:#?}");
 }
 
 #[test]
@@ -115,22 +99,10 @@ fn counterfeit_hints_on_fixtures() {
         let hints = sd::counterfeit_hints(cid.as_ref(), csd.as_ref(), 2026);
         hints.into_iter().map(|h| h.code).collect::<Vec<_>>()
     };
-    assert_eq!(
-        hints("12-sandisk-extreme-pro-64gb-microsd-xc-i-v30-u3"),
-        Vec::<String>::new()
-    );
-    assert_eq!(
-        hints("23-kingston-canvas-go-plus-64gb-05-2023"),
-        Vec::<String>::new()
-    );
+    assert_eq!(hints("12-sandisk-extreme-pro-64gb-microsd-xc-i-v30-u3"), Vec::<String>::new());
+    assert_eq!(hints("23-kingston-canvas-go-plus-64gb-05-2023"), Vec::<String>::new());
     assert_eq!(hints("28-unlabeled-1gb"), Vec::<String>::new());
-    assert_eq!(
-        hints("05-gigastone-10x-high-endurance-16gb-mlc-microsd-hc"),
-        ["unassigned-mid", "oid-mid-mismatch"]
-    );
-    assert_eq!(
-        hints("10-unlabeled-8gb-microsd-chinese-text-no-brand-card"),
-        ["generic-product-name"]
-    );
+    assert_eq!(hints("05-gigastone-10x-high-endurance-16gb-mlc-microsd-hc"), ["unassigned-mid", "oid-mid-mismatch"]);
+    assert_eq!(hints("10-unlabeled-8gb-microsd-chinese-text-no-brand-card"), ["generic-product-name"]);
     assert_eq!(hints("27-00000-8gb-mid-9f-ti"), ["generic-product-name"]);
 }

@@ -30,33 +30,21 @@ fn decode_everything(text: &str) {
 
 /// Hex text damaged in one of the ways real reads go wrong.
 fn damaged_hex() -> impl Strategy<Value = String> {
-    let lengths = prop_oneof![
-        Just(4usize),
-        Just(8),
-        Just(16),
-        Just(64),
-        Just(512),
-        0usize..600
-    ];
+    let lengths = prop_oneof![Just(4usize), Just(8), Just(16), Just(64), Just(512), 0usize..600];
     (lengths, 0u8..6)
         .prop_flat_map(|(len, how)| {
-            (
-                proptest::collection::vec(any::<u8>(), len),
-                Just(how),
-                any::<usize>(),
-                any::<char>(),
-            )
+            (proptest::collection::vec(any::<u8>(), len), Just(how), any::<usize>(), any::<char>())
         })
         .prop_map(|(bytes, how, at, ch)| {
             let mut text = to_hex(&bytes);
             let at = if text.is_empty() { 0 } else { at % text.len() };
             match how {
-                0 => text.truncate(at), // truncated read
-                1 => text.push('0'),    // odd length
+                0 => text.truncate(at),                                                 // truncated read
+                1 => text.push('0'),                                                    // odd length
                 2 => text.replace_range(at..(at + 1).min(text.len()), &ch.to_string()), // stray character
-                3 => text = format!("0x{text}\n"), // prefixed, newline
-                4 => text = format!(" \t{text}\r\n"), // surrounding whitespace
-                _ => text.insert(at, ' '),         // space inside
+                3 => text = format!("0x{text}\n"),                                      // prefixed, newline
+                4 => text = format!(" \t{text}\r\n"),                                   // surrounding whitespace
+                _ => text.insert(at, ' '),                                              // space inside
             }
             text
         })

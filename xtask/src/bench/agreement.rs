@@ -24,8 +24,12 @@ use super::sys;
 const GIB: u64 = 1 << 30;
 
 /// The throttle: read 2000 IOPS and 50 MiB/s, write 1000 IOPS and 40 MB/s.
-const LIMITS: [(&str, u64); 4] =
-    [("read_iops_device", 2000), ("write_iops_device", 1000), ("read_bps_device", 52_428_800), ("write_bps_device", 40_000_000)];
+const LIMITS: [(&str, u64); 4] = [
+    ("read_iops_device", 2000),
+    ("write_iops_device", 1000),
+    ("read_bps_device", 52_428_800),
+    ("write_bps_device", 40_000_000),
+];
 
 /// One figure on both sides.
 #[derive(Debug, Clone)]
@@ -121,7 +125,8 @@ fn path_str(path: &Path) -> Result<&str> {
 
 /// hdparm -t, hdparm -T, dd, then the six fio jobs, one after another.
 fn reference_sequence(device: &Loop, mount: &Mount) -> Result<Vec<RefFigure>> {
-    let mut figures = vec![hdparm(device, "-t", "seq_read_mib_s")?, hdparm(device, "-T", "cached_read_mib_s")?, dd(mount)?];
+    let mut figures =
+        vec![hdparm(device, "-t", "seq_read_mib_s")?, hdparm(device, "-T", "cached_read_mib_s")?, dd(mount)?];
     let file = mount.file("fiofile");
     for job in &FIO_JOBS {
         figures.push(fio(job, &file)?);
@@ -184,7 +189,11 @@ fn fio(job: &FioJob, file: &str) -> Result<RefFigure> {
     let ran = sys::run("fio", &args)?;
     let direction = if job.rw.contains("write") { Direction::Write } else { Direction::Read };
     let result = parse::fio_job(&ran.stdout, direction)?;
-    let (value, tool) = if job.queued { (result.iops, "fio libaio QD64") } else { (result.bw_kib_s, "fio psync QD1 (iozone-equivalent)") };
+    let (value, tool) = if job.queued {
+        (result.iops, "fio libaio QD64")
+    } else {
+        (result.bw_kib_s, "fio psync QD1 (iozone-equivalent)")
+    };
     Ok(RefFigure { key: job.key, value, tool, wall: ran.wall })
 }
 

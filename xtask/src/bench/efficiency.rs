@@ -91,10 +91,16 @@ pub fn run(binary: &Path, rounds: usize) -> Result<Efficiency> {
 fn attach(image: &Path) -> Result<(Loop, Option<String>)> {
     match Loop::attach(image, true) {
         Ok(device) if device.direct_io => Ok((device, None)),
-        Ok(device) => Ok((device, Some("the kernel did not enable direct I/O for a loop device over tmpfs; buffered loop".into()))),
+        Ok(device) => Ok((
+            device,
+            Some("the kernel did not enable direct I/O for a loop device over tmpfs; buffered loop".into()),
+        )),
         Err(e) => {
             let device = Loop::attach(image, false)?;
-            Ok((device, Some(format!("losetup --direct-io=on over tmpfs failed, so the loop device is buffered: {e:#}"))))
+            Ok((
+                device,
+                Some(format!("losetup --direct-io=on over tmpfs failed, so the loop device is buffered: {e:#}")),
+            ))
         }
     }
 }

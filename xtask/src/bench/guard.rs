@@ -29,7 +29,11 @@ impl WorkDir {
     /// Creates a sparse file of `bytes` in the directory.
     pub fn sparse_file(&self, name: &str, bytes: u64) -> Result<PathBuf> {
         let path = self.path.join(name);
-        let file = OpenOptions::new().write(true).create_new(true).open(&path).with_context(|| format!("creating {}", path.display()))?;
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .with_context(|| format!("creating {}", path.display()))?;
         file.set_len(bytes).with_context(|| format!("sizing {}", path.display()))?;
         Ok(path)
     }
@@ -163,8 +167,9 @@ impl Throttle {
 
     fn write(&self, name: &str, value: u64) -> Result<()> {
         let path = Path::new(BLKIO).join(format!("blkio.throttle.{name}"));
-        std::fs::write(&path, format!("{} {value}", self.maj_min))
-            .with_context(|| format!("writing `{} {value}` to {} (is cgroup v1 blkio mounted?)", self.maj_min, path.display()))
+        std::fs::write(&path, format!("{} {value}", self.maj_min)).with_context(|| {
+            format!("writing `{} {value}` to {} (is cgroup v1 blkio mounted?)", self.maj_min, path.display())
+        })
     }
 }
 
@@ -197,7 +202,11 @@ fn quiet_command(program: &str, args: &[&str]) -> bool {
     match Command::new(program).args(args).stdin(Stdio::null()).output() {
         Ok(out) if out.status.success() => true,
         Ok(out) => {
-            eprintln!("bench: cleanup: `{program} {}` failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
+            eprintln!(
+                "bench: cleanup: `{program} {}` failed: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
             false
         }
         Err(e) => {

@@ -30,7 +30,8 @@ pub fn hdparm_mib_s(stdout: &str) -> Result<f64> {
 /// `545259520 bytes (545 MB, 520 MiB) copied, 13.9 s, 39.2 MB/s`; dd's units
 /// are SI. Returns MB/s (10^6 B/s).
 pub fn dd_mb_s(stderr: &str) -> Result<f64> {
-    let line = stderr.lines().rev().find(|l| !l.trim().is_empty()).ok_or_else(|| anyhow!("dd printed nothing on stderr"))?;
+    let line =
+        stderr.lines().rev().find(|l| !l.trim().is_empty()).ok_or_else(|| anyhow!("dd printed nothing on stderr"))?;
     let rate = line.rsplit(", ").next().unwrap_or_default();
     let (value, unit) = number_and_unit(rate).with_context(|| format!("dd line `{line}`"))?;
     // Divide for the small units so that `950 kB/s` gives exactly 0.95.
@@ -69,14 +70,18 @@ pub struct FioJob {
 /// print notes before the JSON, so it starts at the first `{`.
 pub fn fio_job(stdout: &str, direction: Direction) -> Result<FioJob> {
     let start = stdout.find('{').ok_or_else(|| anyhow!("no JSON in fio's output:\n{stdout}"))?;
-    let json: Value = serde_json::from_str(&stdout[start..]).with_context(|| format!("fio's JSON does not parse:\n{stdout}"))?;
+    let json: Value =
+        serde_json::from_str(&stdout[start..]).with_context(|| format!("fio's JSON does not parse:\n{stdout}"))?;
     let job = json.pointer("/jobs/0").ok_or_else(|| anyhow!("fio's JSON has no jobs[0]:\n{stdout}"))?;
     if let Some(error) = job.get("error").and_then(Value::as_i64).filter(|&e| e != 0) {
         bail!("fio's job reports error {error}:\n{stdout}");
     }
-    let side = job.get(direction.key()).ok_or_else(|| anyhow!("fio's jobs[0] has no `{}`:\n{stdout}", direction.key()))?;
+    let side =
+        job.get(direction.key()).ok_or_else(|| anyhow!("fio's jobs[0] has no `{}`:\n{stdout}", direction.key()))?;
     let number = |key: &str| {
-        side.get(key).and_then(Value::as_f64).ok_or_else(|| anyhow!("fio's jobs[0].{}.{key} is missing:\n{stdout}", direction.key()))
+        side.get(key)
+            .and_then(Value::as_f64)
+            .ok_or_else(|| anyhow!("fio's jobs[0].{}.{key} is missing:\n{stdout}", direction.key()))
     };
     let parsed = FioJob {
         iops: number("iops")?,
@@ -94,7 +99,8 @@ pub fn fio_job(stdout: &str, direction: Direction) -> Result<FioJob> {
 /// job's run time (`job_runtime`, or the read side's `runtime` in older fio).
 pub fn fio_job_cpu(stdout: &str) -> Result<Duration> {
     let start = stdout.find('{').ok_or_else(|| anyhow!("no JSON in fio's output:\n{stdout}"))?;
-    let json: Value = serde_json::from_str(&stdout[start..]).with_context(|| format!("fio's JSON does not parse:\n{stdout}"))?;
+    let json: Value =
+        serde_json::from_str(&stdout[start..]).with_context(|| format!("fio's JSON does not parse:\n{stdout}"))?;
     let field = |pointer: &str| json.pointer(pointer).and_then(Value::as_f64);
     let (Some(usr), Some(sys)) = (field("/jobs/0/usr_cpu"), field("/jobs/0/sys_cpu")) else {
         bail!("fio's jobs[0] has no usr_cpu/sys_cpu:\n{stdout}");
@@ -148,9 +154,11 @@ pub fn ours(report: &Value, key: &str, raw: &str) -> Result<Figure> {
         .pointer(&format!("/measurements/{key}"))
         .and_then(Value::as_f64)
         .ok_or_else(|| anyhow!("storage-score's report has no measurements.{key}:\n{raw}"))?;
-    let detail =
-        report.pointer(&format!("/details/{key}")).ok_or_else(|| anyhow!("storage-score's report has no details.{key}:\n{raw}"))?;
-    let ios = detail.get("ios").and_then(Value::as_u64).ok_or_else(|| anyhow!("details.{key}.ios is missing:\n{raw}"))?;
+    let detail = report
+        .pointer(&format!("/details/{key}"))
+        .ok_or_else(|| anyhow!("storage-score's report has no details.{key}:\n{raw}"))?;
+    let ios =
+        detail.get("ios").and_then(Value::as_u64).ok_or_else(|| anyhow!("details.{key}.ios is missing:\n{raw}"))?;
     let engine = detail.get("engine").and_then(Value::as_str).unwrap_or("?").to_owned();
     Ok(Figure { value, ios, engine })
 }
@@ -176,7 +184,8 @@ mod tests {
 
     #[test]
     fn dd_rates() {
-        let err = "133120+0 records in\n133120+0 records out\n545259520 bytes (545 MB, 520 MiB) copied, 13.9 s, 39.2 MB/s\n";
+        let err =
+            "133120+0 records in\n133120+0 records out\n545259520 bytes (545 MB, 520 MiB) copied, 13.9 s, 39.2 MB/s\n";
         assert_eq!(dd_mb_s(err).unwrap(), 39.2);
         assert_eq!(dd_mb_s("1 bytes copied, 1 s, 950 kB/s").unwrap(), 0.95);
         assert_eq!(dd_mb_s("x copied, 0.4 s, 1.2 GB/s\n\n").unwrap(), 1200.0);

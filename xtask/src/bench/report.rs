@@ -21,8 +21,11 @@ pub fn agreement_table(a: &Agreement) -> String {
         "\nAgreement on a throttled loop device ({}, {dio}, ext4; read 2000 IOPS / 50 MiB/s, write 1000 IOPS / 40 MB/s)",
         a.device
     );
-    let _ =
-        writeln!(out, "{:<26} | {:>11} | {:>11} | {:<6} | {:<35} | {:>6} |", "figure", "ours", "reference", "unit", "ref tool", "ratio");
+    let _ = writeln!(
+        out,
+        "{:<26} | {:>11} | {:>11} | {:<6} | {:<35} | {:>6} |",
+        "figure", "ours", "reference", "unit", "ref tool", "ratio"
+    );
     let _ = writeln!(out, "{}", "-".repeat(26 + 11 + 11 + 6 + 35 + 6 + 5 * 3 + 6));
     for row in &a.rows {
         let ratio = row.ratio();
@@ -76,7 +79,14 @@ pub fn efficiency_table(e: &Efficiency) -> String {
         let _ = writeln!(out, "note: {note}");
     }
     let m = Medians::of(e);
-    let _ = writeln!(out, "{:<30} | {:>12} | {:>12} | {:>6} | target", "", format!("ours ({})", e.ours_engine), "fio io_uring", "ratio");
+    let _ = writeln!(
+        out,
+        "{:<30} | {:>12} | {:>12} | {:>6} | target",
+        "",
+        format!("ours ({})", e.ours_engine),
+        "fio io_uring",
+        "ratio"
+    );
     let _ = writeln!(out, "{}", "-".repeat(30 + 12 + 12 + 6 + 3 * 3 + 9));
     let iops_ratio = m.ours_iops / m.fio_iops;
     let cpu_ratio = m.ours_cpu / m.fio_cpu;

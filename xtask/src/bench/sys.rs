@@ -59,7 +59,10 @@ fn ran_from(output: Output, wall: Duration, cpu: Duration) -> Ran {
 }
 
 fn command_line(program: &OsStr, args: &[&str]) -> String {
-    std::iter::once(program.to_string_lossy().into_owned()).chain(args.iter().map(|a| a.to_string())).collect::<Vec<_>>().join(" ")
+    std::iter::once(program.to_string_lossy().into_owned())
+        .chain(args.iter().map(|a| a.to_string()))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The last lines of a run's stdout and stderr, for error messages.
@@ -145,7 +148,9 @@ const TOOLS: [(&str, &str); 7] = [
 pub fn ensure_tools() -> Result<()> {
     let missing: Vec<&str> = TOOLS
         .iter()
-        .filter(|(program, _)| if program.starts_with('/') { !is_executable(Path::new(program)) } else { find_program(program).is_none() })
+        .filter(|(program, _)| {
+            if program.starts_with('/') { !is_executable(Path::new(program)) } else { find_program(program).is_none() }
+        })
         .map(|&(_, package)| package)
         .collect();
     if missing.is_empty() {

@@ -33,11 +33,7 @@ impl fmt::Display for Check {
 
 impl Check {
     fn new(name: impl Into<String>, passed: bool, detail: impl Into<String>) -> Check {
-        Check {
-            name: name.into(),
-            passed,
-            detail: detail.into(),
-        }
+        Check { name: name.into(), passed, detail: detail.into() }
     }
 }
 
@@ -78,11 +74,7 @@ impl Expected {
 pub fn run(expected: &Expected, out: &GuestOutput, timed_out: bool) -> Vec<Check> {
     let mut checks = guest_checks(out, timed_out);
     let Some(report) = parse_report(out, &mut checks) else {
-        checks.push(Check::new(
-            "report fields",
-            false,
-            "no JSON report to check",
-        ));
+        checks.push(Check::new("report fields", false, "no JSON report to check"));
         return checks;
     };
     for (pointer, want) in &expected.fields {
@@ -118,30 +110,18 @@ fn guest_checks(out: &GuestOutput, timed_out: bool) -> Vec<Check> {
         Check::new(
             "/dev/mmcblk0 appeared",
             !out.sysfs.is_empty() && !out.no_device,
-            if out.no_device {
-                "not within 20 s"
-            } else {
-                "block device and sysfs registers present"
-            },
+            if out.no_device { "not within 20 s" } else { "block device and sysfs registers present" },
         ),
     ];
     checks.push(Check::new(
         "identify --json exit code",
         out.identify_exit == Some(0),
-        format!(
-            "expected 0, got {}",
-            out.identify_exit
-                .map_or("nothing".to_owned(), |c| c.to_string())
-        ),
+        format!("expected 0, got {}", out.identify_exit.map_or("nothing".to_owned(), |c| c.to_string())),
     ));
     checks.push(Check::new(
         "identify (table) exit code",
         out.table_exit == Some(0),
-        format!(
-            "expected 0, got {}",
-            out.table_exit
-                .map_or("nothing".to_owned(), |c| c.to_string())
-        ),
+        format!("expected 0, got {}", out.table_exit.map_or("nothing".to_owned(), |c| c.to_string())),
     ));
     checks.push(table_check(out));
     checks
@@ -165,10 +145,8 @@ fn parse_report(out: &GuestOutput, checks: &mut Vec<Check>) -> Option<Value> {
     let text = out.identify_json.as_deref().unwrap_or("");
     match serde_json::from_str::<Value>(text) {
         Ok(report) => {
-            let keys: Vec<&str> = report
-                .as_object()
-                .map(|o| o.keys().map(String::as_str).collect())
-                .unwrap_or_default();
+            let keys: Vec<&str> =
+                report.as_object().map(|o| o.keys().map(String::as_str).collect()).unwrap_or_default();
             checks.push(Check::new(
                 "identify --json is one JSON document",
                 true,
@@ -200,24 +178,14 @@ fn field_check(report: &Value, pointer: &str, want: &Value) -> Check {
 /// `device.sd.ssr` is there, and if not, whose fault that is.
 fn ssr_present(report: &Value, out: &GuestOutput) -> Check {
     let name = "device.sd.ssr present";
-    match (
-        report.pointer("/device/sd/ssr").is_some(),
-        out.sysfs.get("ssr"),
-    ) {
+    match (report.pointer("/device/sd/ssr").is_some(), out.sysfs.get("ssr")) {
         (true, _) => Check::new(name, true, "decoded"),
         (false, Some(raw)) => Check::new(
             name,
             false,
-            format!(
-                "the guest kernel exposes ssr ({} hex digits) but the report has no device.sd.ssr",
-                raw.len()
-            ),
+            format!("the guest kernel exposes ssr ({} hex digits) but the report has no device.sd.ssr", raw.len()),
         ),
-        (false, None) => Check::new(
-            name,
-            false,
-            "the guest kernel exposes no /sys/block/mmcblk0/device/ssr",
-        ),
+        (false, None) => Check::new(name, false, "the guest kernel exposes no /sys/block/mmcblk0/device/ssr"),
     }
 }
 
@@ -228,20 +196,11 @@ fn register_checks(report: &Value, out: &GuestOutput) -> Vec<Check> {
         .filter_map(|reg| {
             let sysfs = out.sysfs.get(*reg)?;
             let name = format!("device.sd.registers.{reg} == sysfs");
-            Some(
-                match report
-                    .pointer(&format!("/device/sd/registers/{reg}"))
-                    .and_then(Value::as_str)
-                {
-                    Some(got) if normalize_hex(got) == normalize_hex(sysfs) => {
-                        Check::new(name, true, sysfs.clone())
-                    }
-                    Some(got) => {
-                        Check::new(name, false, format!("sysfs has {sysfs}, report has {got}"))
-                    }
-                    None => Check::new(name, false, format!("sysfs has {sysfs}, report has none")),
-                },
-            )
+            Some(match report.pointer(&format!("/device/sd/registers/{reg}")).and_then(Value::as_str) {
+                Some(got) if normalize_hex(got) == normalize_hex(sysfs) => Check::new(name, true, sysfs.clone()),
+                Some(got) => Check::new(name, false, format!("sysfs has {sysfs}, report has {got}")),
+                None => Check::new(name, false, format!("sysfs has {sysfs}, report has none")),
+            })
         })
         .collect()
 }
@@ -253,32 +212,12 @@ fn normalize_hex(s: &str) -> String {
 /// `device.sd.host` matches the debugfs `ios` file the guest printed.
 fn host_checks(report: &Value, out: &GuestOutput) -> Vec<Check> {
     let Some(ios) = out.ios.as_deref() else {
-        return vec![Check::new(
-            "device.sd.host",
-            false,
-            "the guest printed no debugfs ios",
-        )];
+        return vec![Check::new("device.sd.host", false, "the guest printed no debugfs ios")];
     };
     let want = [
-        (
-            "clock_hz",
-            ios_field(ios, "clock")
-                .and_then(first_number)
-                .map(Value::from),
-        ),
-        (
-            "bus_width_bits",
-            ios_field(ios, "bus width")
-                .and_then(in_parens)
-                .and_then(first_number)
-                .map(Value::from),
-        ),
-        (
-            "timing",
-            ios_field(ios, "timing spec")
-                .and_then(in_parens)
-                .map(Value::from),
-        ),
+        ("clock_hz", ios_field(ios, "clock").and_then(first_number).map(Value::from)),
+        ("bus_width_bits", ios_field(ios, "bus width").and_then(in_parens).and_then(first_number).map(Value::from)),
+        ("timing", ios_field(ios, "timing spec").and_then(in_parens).map(Value::from)),
     ];
     let mut checks: Vec<Check> = want
         .into_iter()
@@ -299,17 +238,12 @@ fn host_checks(report: &Value, out: &GuestOutput) -> Vec<Check> {
 
 /// The value of `name:` in an `ios` file (`clock:\t\t50000000 Hz`).
 fn ios_field<'a>(ios: &'a str, name: &str) -> Option<&'a str> {
-    ios.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-        .map(str::trim)
+    ios.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':')).map(str::trim)
 }
 
 /// `sd high-speed` from `2 (sd high-speed)`.
 fn in_parens(s: &str) -> Option<&str> {
-    s.split_once('(')?
-        .1
-        .rsplit_once(')')
-        .map(|(inner, _)| inner)
+    s.split_once('(')?.1.rsplit_once(')').map(|(inner, _)| inner)
 }
 
 fn first_number(s: &str) -> Option<u64> {
@@ -320,24 +254,14 @@ fn first_number(s: &str) -> Option<u64> {
 mod tests {
     use super::*;
 
-    const IOS: &str = "clock:\t\t50000000 Hz\nactual clock:\t26000000 Hz\nbus width:\t2 (4 bits)\ntiming spec:\t2 (sd high-speed)\n";
+    const IOS: &str =
+        "clock:\t\t50000000 Hz\nactual clock:\t26000000 Hz\nbus width:\t2 (4 bits)\ntiming spec:\t2 (sd high-speed)\n";
 
     #[test]
     fn reads_the_ios_file() {
-        assert_eq!(
-            ios_field(IOS, "clock").and_then(first_number),
-            Some(50_000_000)
-        );
-        assert_eq!(
-            ios_field(IOS, "bus width")
-                .and_then(in_parens)
-                .and_then(first_number),
-            Some(4)
-        );
-        assert_eq!(
-            ios_field(IOS, "timing spec").and_then(in_parens),
-            Some("sd high-speed")
-        );
+        assert_eq!(ios_field(IOS, "clock").and_then(first_number), Some(50_000_000));
+        assert_eq!(ios_field(IOS, "bus width").and_then(in_parens).and_then(first_number), Some(4));
+        assert_eq!(ios_field(IOS, "timing spec").and_then(in_parens), Some("sd high-speed"));
     }
 
     #[test]
@@ -345,20 +269,13 @@ mod tests {
         let report = json!({"device": {"sd": {"cid": {"oem_id": "YX"}}}});
         let check = field_check(&report, "/device/sd/cid/oem_id", &json!("XY"));
         assert!(!check.passed);
-        assert_eq!(
-            check.to_string(),
-            "FAIL device.sd.cid.oem_id: expected \"XY\", got \"YX\""
-        );
+        assert_eq!(check.to_string(), "FAIL device.sd.cid.oem_id: expected \"XY\", got \"YX\"");
         assert!(!field_check(&report, "/device/kind", &json!("sd")).passed);
     }
 
     #[test]
     fn no_report_is_a_failure() {
-        let out = GuestOutput {
-            kernel_release: Some("6.1".into()),
-            identify_exit: Some(2),
-            ..GuestOutput::default()
-        };
+        let out = GuestOutput { kernel_release: Some("6.1".into()), identify_exit: Some(2), ..GuestOutput::default() };
         let checks = run(&Expected::qemu_card(64 << 20), &out, false);
         assert!(checks.iter().any(|c| !c.passed));
     }

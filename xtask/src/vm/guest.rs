@@ -158,21 +158,17 @@ pub fn parse(log: &str) -> GuestOutput {
                 Some((name, value)) => {
                     out.sysfs.insert(name.to_owned(), value.trim().to_owned());
                 }
-                None => out
-                    .sysfs_absent
-                    .extend(line.strip_prefix('!').map(str::to_owned)),
+                None => out.sysfs_absent.extend(line.strip_prefix('!').map(str::to_owned)),
             }
         }
     }
-    out.debugfs_listing =
-        section(&lines, "===SS-DEBUGFS-BEGIN===", "===SS-DEBUGFS-END===").map(|s| s.0);
+    out.debugfs_listing = section(&lines, "===SS-DEBUGFS-BEGIN===", "===SS-DEBUGFS-END===").map(|s| s.0);
     out.ios = section(&lines, "===SS-IOS-BEGIN===", "===SS-IOS-END===").map(|s| s.0);
     if let Some((json, exit)) = section(&lines, "===SS-BEGIN===", "===SS-END===") {
         out.identify_json = Some(json);
         out.identify_exit = exit;
     }
-    out.identify_stderr =
-        section(&lines, "===SS-STDERR-BEGIN===", "===SS-STDERR-END===").map(|s| s.0);
+    out.identify_stderr = section(&lines, "===SS-STDERR-BEGIN===", "===SS-STDERR-END===").map(|s| s.0);
     if let Some((table, exit)) = section(&lines, "===SS-TABLE-BEGIN===", "===SS-TABLE-END===") {
         out.table = Some(table);
         out.table_exit = exit;
@@ -187,18 +183,12 @@ fn section(lines: &[&str], begin: &str, end: &str) -> Option<(String, Option<i32
     let start = lines.iter().position(|l| l.trim_end() == begin)? + 1;
     let len = lines[start..].iter().position(|l| l.starts_with(end))?;
     let body = lines[start..start + len].join("\n").trim_end().to_owned();
-    let exit = lines[start + len][end.len()..]
-        .trim()
-        .strip_prefix("exit=")
-        .and_then(|n| n.parse().ok());
+    let exit = lines[start + len][end.len()..].trim().strip_prefix("exit=").and_then(|n| n.parse().ok());
     Some((body, exit))
 }
 
 fn marker_value<'a>(lines: &[&'a str], prefix: &str) -> Option<&'a str> {
-    lines
-        .iter()
-        .find_map(|l| l.strip_prefix(prefix))
-        .map(str::trim)
+    lines.iter().find_map(|l| l.strip_prefix(prefix)).map(str::trim)
 }
 
 /// Prints what the guest exposed, for the reader of the run's output.
@@ -225,15 +215,9 @@ pub fn print_summary(out: &GuestOutput) {
         }
     }
     show("debugfs ios", &out.ios);
+    show("storage-score identify --json: stderr", &out.identify_stderr);
     show(
-        "storage-score identify --json: stderr",
-        &out.identify_stderr,
-    );
-    show(
-        &format!(
-            "storage-score identify (exit {})",
-            out.table_exit.map_or("?".into(), |c| c.to_string())
-        ),
+        &format!("storage-score identify (exit {})", out.table_exit.map_or("?".into(), |c| c.to_string())),
         &out.table,
     );
 }

@@ -43,7 +43,8 @@ pub fn ensure_prerequisites() -> Result<Tools> {
     let mut install = vec!["install", "-y", "--no-install-recommends"];
     install.extend_from_slice(PACKAGES);
     apt_get(&install)?;
-    find_tools().ok_or_else(|| skip("apt-get install succeeded but qemu-system-x86_64, /bin/busybox or cpio is still missing"))
+    find_tools()
+        .ok_or_else(|| skip("apt-get install succeeded but qemu-system-x86_64, /bin/busybox or cpio is still missing"))
 }
 
 fn find_tools() -> Option<Tools> {
@@ -51,11 +52,7 @@ fn find_tools() -> Option<Tools> {
     if !busybox.is_file() {
         return None;
     }
-    Some(Tools {
-        qemu: which("qemu-system-x86_64")?,
-        busybox,
-        cpio: which("cpio")?,
-    })
+    Some(Tools { qemu: which("qemu-system-x86_64")?, busybox, cpio: which("cpio")? })
 }
 
 /// Runs `apt-get ARGS`; a failure is environmental (no network, no mirror,
@@ -80,16 +77,8 @@ pub fn apt_get(args: &[&str]) -> Result<()> {
 
 /// apt's `E:` lines (its `W:` warnings are noise here), or its last lines.
 pub fn apt_errors(stderr: &str) -> String {
-    let errors: Vec<&str> = stderr
-        .lines()
-        .map(str::trim)
-        .filter(|l| l.starts_with("E:"))
-        .collect();
-    if errors.is_empty() {
-        last_lines(stderr, 3)
-    } else {
-        errors.join(" / ")
-    }
+    let errors: Vec<&str> = stderr.lines().map(str::trim).filter(|l| l.starts_with("E:")).collect();
+    if errors.is_empty() { last_lines(stderr, 3) } else { errors.join(" / ") }
 }
 
 /// The workspace root and `target/vm/…`, asking cargo where `target/` is (it
@@ -100,32 +89,19 @@ pub fn paths() -> Result<Paths> {
         .output()
         .context("cannot run `cargo metadata`")?;
     if !out.status.success() {
-        bail!(
-            "`cargo metadata` failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+        bail!("`cargo metadata` failed: {}", String::from_utf8_lossy(&out.stderr).trim());
     }
-    let meta: serde_json::Value =
-        serde_json::from_slice(&out.stdout).context("`cargo metadata` printed bad JSON")?;
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).context("`cargo metadata` printed bad JSON")?;
     let field = |key: &str| -> Result<PathBuf> {
-        meta[key]
-            .as_str()
-            .map(PathBuf::from)
-            .with_context(|| format!("`cargo metadata` has no {key}"))
+        meta[key].as_str().map(PathBuf::from).with_context(|| format!("`cargo metadata` has no {key}"))
     };
     let vm = field("target_directory")?.join("vm");
-    Ok(Paths {
-        workspace: field("workspace_root")?,
-        kernel: vm.join("kernel"),
-        run: vm.join("run"),
-    })
+    Ok(Paths { workspace: field("workspace_root")?, kernel: vm.join("kernel"), run: vm.join("run") })
 }
 
 /// The cargo that runs us (`CARGO` is set by `cargo run`).
 pub fn cargo() -> PathBuf {
-    std::env::var_os("CARGO")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("cargo"))
+    std::env::var_os("CARGO").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("cargo"))
 }
 
 /// Looks a program up in `PATH`, and in the sbin directories that a non-root
@@ -140,8 +116,7 @@ pub fn which(program: &str) -> Option<PathBuf> {
 
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    path.metadata()
-        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    path.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// Effective uid 0, read from `/proc/self/status` (no libc call needed).
@@ -157,10 +132,6 @@ pub fn is_root() -> bool {
 
 /// The last `n` non-empty lines of a command's output, joined with ` / `.
 pub fn last_lines(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect();
+    let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
     lines[lines.len().saturating_sub(n)..].join(" / ")
 }

@@ -19,22 +19,12 @@ use super::kernel::Kernel;
 /// it (so `CARGO_TARGET_DIR` and profiles are honoured). Build errors show on
 /// stderr as usual.
 pub fn build_storage_score(paths: &Paths, release: bool) -> Result<PathBuf> {
-    super::step(&format!(
-        "building storage-score ({})",
-        if release { "release" } else { "debug" }
-    ));
+    super::step(&format!("building storage-score ({})", if release { "release" } else { "debug" }));
     let mut cmd = Command::new(cargo());
-    cmd.args([
-        "build",
-        "-p",
-        "storage-score",
-        "--bin",
-        "storage-score",
-        "--message-format=json-render-diagnostics",
-    ])
-    .current_dir(&paths.workspace)
-    .stdout(Stdio::piped())
-    .stderr(Stdio::inherit());
+    cmd.args(["build", "-p", "storage-score", "--bin", "storage-score", "--message-format=json-render-diagnostics"])
+        .current_dir(&paths.workspace)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
     if release {
         cmd.arg("--release");
     }
@@ -60,34 +50,19 @@ pub fn build_storage_score(paths: &Paths, release: bool) -> Result<PathBuf> {
 pub fn pack(paths: &Paths, tools: &Tools, binary: &Path, kernel: &Kernel) -> Result<PathBuf> {
     let staging = paths.run.join("initramfs");
     let _ = fs::remove_dir_all(&staging);
-    let result =
-        stage(&staging, tools, binary, kernel).and_then(|()| archive(&staging, &paths.run, tools));
+    let result = stage(&staging, tools, binary, kernel).and_then(|()| archive(&staging, &paths.run, tools));
     let _ = fs::remove_dir_all(&staging);
     result
 }
 
 fn stage(root: &Path, tools: &Tools, binary: &Path, kernel: &Kernel) -> Result<()> {
-    for dir in [
-        "bin",
-        "sbin",
-        "usr/bin",
-        "usr/sbin",
-        "proc",
-        "sys",
-        "dev",
-        "tmp",
-        "lib/modules",
-    ] {
+    for dir in ["bin", "sbin", "usr/bin", "usr/sbin", "proc", "sys", "dev", "tmp", "lib/modules"] {
         fs::create_dir_all(root.join(dir))?;
     }
     install(&tools.busybox, &root.join("bin/busybox"), 0o755)?;
     install_binary(binary, &root.join(GUEST_BINARY.trim_start_matches('/')))?;
     for lib in shared_libraries(binary)? {
-        install(
-            &lib,
-            &root.join(lib.strip_prefix("/").unwrap_or(&lib)),
-            0o755,
-        )?;
+        install(&lib, &root.join(lib.strip_prefix("/").unwrap_or(&lib)), 0o755)?;
     }
     for module in &kernel.modules {
         let name = module.file_name().context("a module has a file name")?;
@@ -104,13 +79,7 @@ fn stage(root: &Path, tools: &Tools, binary: &Path, kernel: &Kernel) -> Result<(
 fn install_binary(binary: &Path, dest: &Path) -> Result<()> {
     fs::create_dir_all(dest.parent().context("no parent")?)?;
     let stripped = which("strip").is_some_and(|strip| {
-        Command::new(strip)
-            .arg("--strip-debug")
-            .arg("-o")
-            .arg(dest)
-            .arg(binary)
-            .status()
-            .is_ok_and(|s| s.success())
+        Command::new(strip).arg("--strip-debug").arg("-o").arg(dest).arg(binary).status().is_ok_and(|s| s.success())
     });
     if !stripped {
         fs::copy(binary, dest).with_context(|| format!("cannot copy {}", binary.display()))?;
@@ -122,22 +91,13 @@ fn install_binary(binary: &Path, dest: &Path) -> Result<()> {
 /// The absolute paths `ldd` prints: each library and the dynamic loader.
 /// The vDSO has no path and is skipped. A static binary has none.
 fn shared_libraries(binary: &Path) -> Result<Vec<PathBuf>> {
-    let out = Command::new("ldd")
-        .arg(binary)
-        .output()
-        .context("cannot run ldd")?;
+    let out = Command::new("ldd").arg(binary).output().context("cannot run ldd")?;
     let text = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
-        if text.contains("not a dynamic executable")
-            || String::from_utf8_lossy(&out.stderr).contains("not a dynamic")
-        {
+        if text.contains("not a dynamic executable") || String::from_utf8_lossy(&out.stderr).contains("not a dynamic") {
             return Ok(Vec::new());
         }
-        bail!(
-            "ldd {} failed: {}",
-            binary.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+        bail!("ldd {} failed: {}", binary.display(), String::from_utf8_lossy(&out.stderr).trim());
     }
     let mut libs = Vec::new();
     for line in text.lines() {
@@ -145,10 +105,7 @@ fn shared_libraries(binary: &Path) -> Result<Vec<PathBuf>> {
             bail!("ldd: {}", line.trim());
         }
         // `libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x…)` or `/lib64/ld-linux-x86-64.so.2 (0x…)`
-        let path = line
-            .split("=>")
-            .last()
-            .and_then(|rest| rest.split_whitespace().next());
+        let path = line.split("=>").last().and_then(|rest| rest.split_whitespace().next());
         if let Some(path) = path.filter(|p| p.starts_with('/')) {
             libs.push(PathBuf::from(path));
         }
@@ -159,8 +116,7 @@ fn shared_libraries(binary: &Path) -> Result<Vec<PathBuf>> {
 /// Copies a file (following symlinks, so the archive holds real files).
 fn install(src: &Path, dest: &Path, mode: u32) -> Result<()> {
     fs::create_dir_all(dest.parent().context("no parent")?)?;
-    fs::copy(src, dest)
-        .with_context(|| format!("cannot copy {} to {}", src.display(), dest.display()))?;
+    fs::copy(src, dest).with_context(|| format!("cannot copy {} to {}", src.display(), dest.display()))?;
     fs::set_permissions(dest, fs::Permissions::from_mode(mode))?;
     Ok(())
 }
@@ -187,16 +143,9 @@ fn archive(staging: &Path, out_dir: &Path, tools: &Tools) -> Result<PathBuf> {
     }
     let out = child.wait_with_output()?;
     if !out.status.success() {
-        bail!(
-            "cpio failed: {}",
-            last_lines(&String::from_utf8_lossy(&out.stderr), 3)
-        );
+        bail!("cpio failed: {}", last_lines(&String::from_utf8_lossy(&out.stderr), 3));
     }
-    let status = Command::new("gzip")
-        .args(["-1", "-f"])
-        .arg(&cpio_path)
-        .status()
-        .context("cannot run gzip")?;
+    let status = Command::new("gzip").args(["-1", "-f"]).arg(&cpio_path).status().context("cannot run gzip")?;
     if !status.success() {
         let _ = fs::remove_file(&cpio_path);
         bail!("gzip failed ({status})");
@@ -212,9 +161,8 @@ fn tree(root: &Path) -> Result<Vec<PathBuf>> {
     while let Some(rel) = stack.pop() {
         let path = root.join(&rel);
         if path.is_dir() {
-            let mut children: Vec<PathBuf> = fs::read_dir(&path)?
-                .map(|e| Ok(rel.join(e?.file_name())))
-                .collect::<Result<_>>()?;
+            let mut children: Vec<PathBuf> =
+                fs::read_dir(&path)?.map(|e| Ok(rel.join(e?.file_name()))).collect::<Result<_>>()?;
             children.sort();
             stack.extend(children.into_iter().rev());
         }

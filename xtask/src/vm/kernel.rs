@@ -44,8 +44,7 @@ impl Kernel {
 
 /// Returns the kernel, downloading and preparing it on first use.
 pub fn prepare(paths: &Paths, wanted: &[&str]) -> Result<Kernel> {
-    fs::create_dir_all(&paths.kernel)
-        .with_context(|| format!("cannot create {}", paths.kernel.display()))?;
+    fs::create_dir_all(&paths.kernel).with_context(|| format!("cannot create {}", paths.kernel.display()))?;
     let package = kernel_package(paths)?;
     let prepared = paths.kernel.join(&package);
     if let Some(kernel) = load_prepared(&package, &prepared, wanted) {
@@ -69,29 +68,19 @@ fn kernel_package(paths: &Paths) -> Result<String> {
         return Ok(name);
     }
     if which("apt-cache").is_none() {
-        return Err(skip(
-            "no apt-cache to find the Debian kernel package (not a Debian machine?)",
-        ));
+        return Err(skip("no apt-cache to find the Debian kernel package (not a Debian machine?)"));
     }
     if !is_root() {
-        return Err(skip(format!(
-            "apt-cache does not know {META_PACKAGE}; run `apt-get update` as root"
-        )));
+        return Err(skip(format!("apt-cache does not know {META_PACKAGE}; run `apt-get update` as root")));
     }
     apt_get(&["update"])?;
-    apt_cache_kernel().ok_or_else(|| {
-        skip(format!(
-            "apt-cache depends {META_PACKAGE} names no linux-image-<version> package"
-        ))
-    })
+    apt_cache_kernel()
+        .ok_or_else(|| skip(format!("apt-cache depends {META_PACKAGE} names no linux-image-<version> package")))
 }
 
 /// `apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/{print $2}'`.
 fn apt_cache_kernel() -> Option<String> {
-    let out = Command::new("apt-cache")
-        .args(["depends", META_PACKAGE])
-        .output()
-        .ok()?;
+    let out = Command::new("apt-cache").args(["depends", META_PACKAGE]).output().ok()?;
     if !out.status.success() {
         return None;
     }
@@ -102,9 +91,7 @@ fn parse_depends(text: &str) -> Option<String> {
     text.lines().find_map(|line| {
         let name = line.trim().strip_prefix("Depends: ")?.trim();
         let version = name.strip_prefix("linux-image-")?;
-        version
-            .starts_with(|c: char| c.is_ascii_digit())
-            .then(|| name.to_owned())
+        version.starts_with(|c: char| c.is_ascii_digit()).then(|| name.to_owned())
     })
 }
 
@@ -139,12 +126,8 @@ fn download(paths: &Paths, package: &str) -> Result<PathBuf> {
     let fetched = find_deb(&tmp, package);
     let result = match (out.status.success(), fetched) {
         (true, Some(deb)) => {
-            let dest = paths
-                .kernel
-                .join(deb.file_name().expect("a .deb has a file name"));
-            fs::rename(&deb, &dest)
-                .map(|()| dest)
-                .map_err(anyhow::Error::from)
+            let dest = paths.kernel.join(deb.file_name().expect("a .deb has a file name"));
+            fs::rename(&deb, &dest).map(|()| dest).map_err(anyhow::Error::from)
         }
         _ => Err(skip(format!(
             "`apt-get download {package}` failed ({}): {}",
@@ -158,14 +141,10 @@ fn download(paths: &Paths, package: &str) -> Result<PathBuf> {
 
 fn find_deb(dir: &Path, package: &str) -> Option<PathBuf> {
     let prefix = format!("{package}_");
-    fs::read_dir(dir)
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| {
-            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            name.starts_with(&prefix) && name.ends_with(".deb")
-        })
+    fs::read_dir(dir).ok()?.flatten().map(|e| e.path()).find(|p| {
+        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        name.starts_with(&prefix) && name.ends_with(".deb")
+    })
 }
 
 /// Unpacks the `.deb` with `dpkg-deb -x` into a scratch directory, copies out
@@ -203,17 +182,10 @@ fn extract_into(deb: &Path, scratch: &Path, staging: &Path, wanted: &[&str]) -> 
     let mut names = Vec::new();
     for module in &order {
         let name = module_name(module);
-        fs::write(
-            staging.join("modules").join(format!("{name}.ko")),
-            read_module(module)?,
-        )?;
+        fs::write(staging.join("modules").join(format!("{name}.ko")), read_module(module)?)?;
         names.push(name);
     }
-    let manifest = format!(
-        "wanted: {}\nrelease: {release}\nload: {}\n",
-        wanted.join(" "),
-        names.join(" ")
-    );
+    let manifest = format!("wanted: {}\nrelease: {release}\nload: {}\n", wanted.join(" "), names.join(" "));
     fs::write(staging.join("manifest"), manifest)?;
     Ok(())
 }
@@ -225,11 +197,7 @@ fn find_modules_root(scratch: &Path) -> Result<PathBuf> {
         let Ok(entries) = fs::read_dir(scratch.join(base)) else {
             continue;
         };
-        let dirs: Vec<PathBuf> = entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.is_dir())
-            .collect();
+        let dirs: Vec<PathBuf> = entries.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
         if let [one] = dirs.as_slice() {
             return Ok(one.clone());
         }
@@ -264,9 +232,7 @@ fn visit(
     if seen.contains(name) || builtin.contains(name) {
         return Ok(());
     }
-    let path = index
-        .get(name)
-        .with_context(|| format!("module {name} is neither in the package nor built in"))?;
+    let path = index.get(name).with_context(|| format!("module {name} is neither in the package nor built in"))?;
     for dep in module_depends(&read_module(path)?) {
         visit(&normalize(&dep), index, builtin, seen, order, depth + 1)?;
     }
@@ -294,9 +260,7 @@ fn index_modules(dir: &Path) -> Result<BTreeMap<String, PathBuf>> {
 
 fn builtin_modules(modules_root: &Path) -> BTreeSet<String> {
     let text = fs::read_to_string(modules_root.join("modules.builtin")).unwrap_or_default();
-    text.lines()
-        .map(|l| normalize(&module_name(Path::new(l.trim()))))
-        .collect()
+    text.lines().map(|l| normalize(&module_name(Path::new(l.trim())))).collect()
 }
 
 /// The `depends=` entry of a module's `.modinfo` section: NUL-separated
@@ -308,11 +272,7 @@ fn module_depends(ko: &[u8]) -> Vec<String> {
     };
     let value = &ko[start + KEY.len()..];
     let end = value.iter().position(|&b| b == 0).unwrap_or(value.len());
-    String::from_utf8_lossy(&value[..end])
-        .split(',')
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-        .collect()
+    String::from_utf8_lossy(&value[..end]).split(',').filter(|s| !s.is_empty()).map(str::to_owned).collect()
 }
 
 /// A module's bytes, decompressed.
@@ -330,11 +290,7 @@ fn read_module(path: &Path) -> Result<Vec<u8>> {
         .output()
         .with_context(|| format!("cannot run {tool} to decompress {}", path.display()))?;
     if !out.status.success() {
-        bail!(
-            "{tool} -dc {} failed: {}",
-            path.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+        bail!("{tool} -dc {} failed: {}", path.display(), String::from_utf8_lossy(&out.stderr).trim());
     }
     Ok(out.stdout)
 }
@@ -343,15 +299,10 @@ fn read_module(path: &Path) -> Result<Vec<u8>> {
 /// `None` for anything else.
 fn compression(path: &Path) -> Option<Option<&'static str>> {
     let name = path.file_name()?.to_str()?;
-    [
-        (".ko", None),
-        (".ko.xz", Some("xz")),
-        (".ko.zst", Some("zstd")),
-        (".ko.gz", Some("gzip")),
-    ]
-    .into_iter()
-    .find(|(ext, _)| name.ends_with(ext))
-    .map(|(_, tool)| tool)
+    [(".ko", None), (".ko.xz", Some("xz")), (".ko.zst", Some("zstd")), (".ko.gz", Some("gzip"))]
+        .into_iter()
+        .find(|(ext, _)| name.ends_with(ext))
+        .map(|(_, tool)| tool)
 }
 
 /// `sdhci-pci` from `…/sdhci-pci.ko.xz`.
@@ -368,29 +319,17 @@ fn normalize(name: &str) -> String {
 /// A prepared kernel, if its manifest was made for the same module list.
 fn load_prepared(package: &str, dir: &Path, wanted: &[&str]) -> Option<Kernel> {
     let manifest = fs::read_to_string(dir.join("manifest")).ok()?;
-    let field = |key: &str| {
-        manifest
-            .lines()
-            .find_map(|l| l.strip_prefix(key))
-            .map(str::trim)
-    };
+    let field = |key: &str| manifest.lines().find_map(|l| l.strip_prefix(key)).map(str::trim);
     if field("wanted:")? != wanted.join(" ") {
         return None;
     }
-    let modules: Vec<PathBuf> = field("load:")?
-        .split_whitespace()
-        .map(|n| dir.join("modules").join(format!("{n}.ko")))
-        .collect();
+    let modules: Vec<PathBuf> =
+        field("load:")?.split_whitespace().map(|n| dir.join("modules").join(format!("{n}.ko"))).collect();
     let vmlinuz = dir.join("vmlinuz");
     if !vmlinuz.is_file() || !modules.iter().all(|m| m.is_file()) {
         return None;
     }
-    Some(Kernel {
-        package: package.to_owned(),
-        release: field("release:")?.to_owned(),
-        vmlinuz,
-        modules,
-    })
+    Some(Kernel { package: package.to_owned(), release: field("release:")?.to_owned(), vmlinuz, modules })
 }
 
 /// Drops downloads and prepared trees of kernels other than `package`, so the
@@ -404,31 +343,19 @@ fn remove_other_kernels(paths: &Paths, package: &str) {
         let ours = name == package || name.starts_with(&format!("{package}_"));
         if name.starts_with("linux-image-") && !ours {
             let path = entry.path();
-            let _ = if path.is_dir() {
-                fs::remove_dir_all(&path)
-            } else {
-                fs::remove_file(&path)
-            };
+            let _ = if path.is_dir() { fs::remove_dir_all(&path) } else { fs::remove_file(&path) };
         }
     }
 }
 
 fn file_name(path: &Path) -> String {
-    path.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
+    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
 fn run_ok(cmd: &mut Command) -> Result<()> {
-    let out = cmd
-        .output()
-        .with_context(|| format!("cannot run {cmd:?}"))?;
+    let out = cmd.output().with_context(|| format!("cannot run {cmd:?}"))?;
     if !out.status.success() {
-        bail!(
-            "{cmd:?} failed ({}): {}",
-            out.status,
-            last_lines(&String::from_utf8_lossy(&out.stderr), 3)
-        );
+        bail!("{cmd:?} failed ({}): {}", out.status, last_lines(&String::from_utf8_lossy(&out.stderr), 3));
     }
     Ok(())
 }
@@ -440,14 +367,8 @@ mod tests {
     #[test]
     fn picks_the_versioned_kernel_from_apt_cache_depends() {
         let text = "linux-image-amd64\n  Depends: linux-image-6.1.0-57-amd64\n";
-        assert_eq!(
-            parse_depends(text).as_deref(),
-            Some("linux-image-6.1.0-57-amd64")
-        );
-        assert_eq!(
-            parse_depends("linux-image-amd64\n  Depends: linux-image-amd64-signed\n"),
-            None
-        );
+        assert_eq!(parse_depends(text).as_deref(), Some("linux-image-6.1.0-57-amd64"));
+        assert_eq!(parse_depends("linux-image-amd64\n  Depends: linux-image-amd64-signed\n"), None);
     }
 
     #[test]

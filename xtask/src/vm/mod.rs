@@ -63,25 +63,17 @@ pub struct Options {
 
 impl Options {
     pub fn parse(args: &[String]) -> Result<Options> {
-        let mut opts = Options {
-            release: false,
-            timeout: Duration::from_secs(240),
-            binary: None,
-        };
+        let mut opts = Options { release: false, timeout: Duration::from_secs(240), binary: None };
         let mut it = args.iter();
         while let Some(arg) = it.next() {
             match arg.as_str() {
                 "--release" => opts.release = true,
                 "--timeout" => {
                     let secs = it.next().context("--timeout needs a number of seconds")?;
-                    let secs: u64 = secs
-                        .parse()
-                        .with_context(|| format!("bad --timeout `{secs}`"))?;
+                    let secs: u64 = secs.parse().with_context(|| format!("bad --timeout `{secs}`"))?;
                     opts.timeout = Duration::from_secs(secs);
                 }
-                "--binary" => {
-                    opts.binary = Some(it.next().context("--binary needs a path")?.into())
-                }
+                "--binary" => opts.binary = Some(it.next().context("--binary needs a path")?.into()),
                 other => bail!("vm-identify: unknown option `{other}`"),
             }
         }
@@ -128,11 +120,7 @@ pub fn main(opts: &Options) -> ExitCode {
             let passed = results.len() - failed;
             eprintln!("vm-identify: took {elapsed:.0} s");
             println!("vm-identify: {passed} passed, {failed} failed");
-            if failed == 0 {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            }
+            if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE }
         }
         Err(e) => {
             if let Some(Skip(reason)) = e.downcast_ref::<Skip>() {
@@ -153,8 +141,7 @@ fn run(opts: &Options) -> Result<Vec<checks::Check>> {
     let paths = host::paths()?;
     // A fresh run directory, so no file of an earlier run passes for this one's.
     let _ = std::fs::remove_dir_all(&paths.run);
-    std::fs::create_dir_all(&paths.run)
-        .with_context(|| format!("cannot create {}", paths.run.display()))?;
+    std::fs::create_dir_all(&paths.run).with_context(|| format!("cannot create {}", paths.run.display()))?;
 
     let kernel = kernel::prepare(&paths, MODULES)?;
     step(&format!(
@@ -166,21 +153,14 @@ fn run(opts: &Options) -> Result<Vec<checks::Check>> {
     ));
 
     let binary = match &opts.binary {
-        Some(path) => path
-            .canonicalize()
-            .with_context(|| format!("no binary at {}", path.display()))?,
+        Some(path) => path.canonicalize().with_context(|| format!("no binary at {}", path.display()))?,
         None => initramfs::build_storage_score(&paths, opts.release)?,
     };
     let initrd = initramfs::pack(&paths, &tools, &binary, &kernel)?;
     step(&format!("initramfs {}", initrd.display()));
 
     let image = qemu::create_sd_image(&paths.run, SD_IMAGE_BYTES)?;
-    let boot = qemu::Boot {
-        kernel: &kernel.vmlinuz,
-        initrd: &initrd,
-        sd_image: &image,
-        timeout: opts.timeout,
-    };
+    let boot = qemu::Boot { kernel: &kernel.vmlinuz, initrd: &initrd, sd_image: &image, timeout: opts.timeout };
     step(&format!("booting: {}", boot.command_line(&tools.qemu)));
     let outcome = qemu::run(&tools.qemu, &boot, &paths.run.join("serial.log"));
     let _ = std::fs::remove_file(&image);
@@ -188,11 +168,7 @@ fn run(opts: &Options) -> Result<Vec<checks::Check>> {
     step(&format!(
         "guest finished in {:.1} s{}; serial log: {}",
         outcome.elapsed.as_secs_f64(),
-        if outcome.timed_out {
-            " (TIMED OUT, killed)"
-        } else {
-            ""
-        },
+        if outcome.timed_out { " (TIMED OUT, killed)" } else { "" },
         outcome.log_path.display()
     ));
 

@@ -64,17 +64,9 @@ impl Boot<'_> {
     /// The command line, quoted for a shell, for the log and the README.
     pub fn command_line(&self, qemu: &Path) -> String {
         let quote = |a: &str| {
-            if a.contains(' ') {
-                format!("\"{a}\"")
-            } else {
-                a.to_owned()
-            }
+            if a.contains(' ') { format!("\"{a}\"") } else { a.to_owned() }
         };
-        std::iter::once(qemu.display().to_string())
-            .chain(self.args())
-            .map(|a| quote(&a))
-            .collect::<Vec<_>>()
-            .join(" ")
+        std::iter::once(qemu.display().to_string()).chain(self.args()).map(|a| quote(&a)).collect::<Vec<_>>().join(" ")
     }
 }
 
@@ -92,8 +84,7 @@ pub struct Outcome {
 /// timeout. A QEMU that cannot start, or exits at once without booting
 /// anything, means this machine cannot run the VM: a skip.
 pub fn run(qemu: &Path, boot: &Boot<'_>, log_path: &Path) -> Result<Outcome> {
-    let log =
-        File::create(log_path).with_context(|| format!("cannot create {}", log_path.display()))?;
+    let log = File::create(log_path).with_context(|| format!("cannot create {}", log_path.display()))?;
     let started = Instant::now();
     let mut child = Command::new(qemu)
         .args(boot.args())
@@ -106,31 +97,19 @@ pub fn run(qemu: &Path, boot: &Boot<'_>, log_path: &Path) -> Result<Outcome> {
     let elapsed = started.elapsed();
     let raw = fs::read(log_path)?;
     let log = String::from_utf8_lossy(&raw).replace('\r', "");
-    if !timed_out
-        && !status.is_some_and(|s| s.success())
-        && !log.contains("Linux version")
-        && !log.contains("===SS-")
-    {
+    if !timed_out && !status.is_some_and(|s| s.success()) && !log.contains("Linux version") && !log.contains("===SS-") {
         return Err(skip(format!(
             "QEMU could not boot a guest ({}): {}",
             status.map_or("killed".to_owned(), |s| s.to_string()),
             super::host::last_lines(&log, 3)
         )));
     }
-    Ok(Outcome {
-        log,
-        log_path: log_path.to_path_buf(),
-        timed_out,
-        elapsed,
-    })
+    Ok(Outcome { log, log_path: log_path.to_path_buf(), timed_out, elapsed })
 }
 
 /// Polls the child until it exits or `timeout` passes; on timeout it is
 /// killed and reaped.
-fn wait_with_timeout(
-    child: &mut std::process::Child,
-    timeout: Duration,
-) -> Result<(Option<ExitStatus>, bool)> {
+fn wait_with_timeout(child: &mut std::process::Child, timeout: Duration) -> Result<(Option<ExitStatus>, bool)> {
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(status) = child.try_wait()? {
