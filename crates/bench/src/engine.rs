@@ -270,10 +270,8 @@ fn run_uring(work: &Workload<'_>, depth: usize, progress: Progress<'_>) -> Resul
     let mut failure: Option<EngineError> = None;
 
     loop {
-        if failure.is_none()
-            && let Err(e) = check_interrupt()
-        {
-            failure = Some(e);
+        if failure.is_none() {
+            failure = check_interrupt().err();
         }
         // Refill the ring up to the queue depth.
         let now = Instant::now();

@@ -152,7 +152,9 @@ fn largest_writable(mounts: &[Mount]) -> Option<&Mount> {
 }
 
 fn filesystem_size(dir: &Path) -> u64 {
-    nix::sys::statvfs::statvfs(dir).map(|s| s.blocks().saturating_mul(s.fragment_size())).unwrap_or(0)
+    // The casts widen: statvfs's fields are u32 on 32-bit ARM, too small for a disk over 4 GiB.
+    #[allow(clippy::unnecessary_cast)]
+    nix::sys::statvfs::statvfs(dir).map(|s| (s.blocks() as u64).saturating_mul(s.fragment_size() as u64)).unwrap_or(0)
 }
 
 fn destructive_target(

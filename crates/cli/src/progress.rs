@@ -20,9 +20,7 @@ impl Bars {
     }
 
     pub fn finish(&self) {
-        if let Ok(mut current) = self.current.lock()
-            && let Some(bar) = current.take()
-        {
+        if let Some(bar) = self.current.lock().ok().and_then(|mut current| current.take()) {
             bar.finish_and_clear();
         }
     }
@@ -47,10 +45,10 @@ impl Observer for Bars {
     }
 
     fn progress(&self, done: u64) {
-        if let Ok(current) = self.current.lock()
-            && let Some(bar) = current.as_ref()
-        {
-            bar.set_position(done);
+        if let Ok(current) = self.current.lock() {
+            if let Some(bar) = current.as_ref() {
+                bar.set_position(done);
+            }
         }
     }
 

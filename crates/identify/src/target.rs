@@ -282,10 +282,9 @@ fn mount_of_dir(dir: &Path, st_dev: u64, roots: &Roots) -> Option<Mount> {
 /// The block device behind a mount. Filesystems such as btrfs report an
 /// anonymous device number (major 0), so the mount source is followed too.
 fn block_of_mount(mount: &Mount, roots: &Roots) -> Option<BlockDev> {
-    if mount.major != 0
-        && let Some(dev) = block_by_devnum(roots, mount.major, mount.minor)
-    {
-        return Some(dev);
+    let by_number = if mount.major != 0 { block_by_devnum(roots, mount.major, mount.minor) } else { None };
+    if by_number.is_some() {
+        return by_number;
     }
     let meta = fs::metadata(&mount.source).ok()?;
     if !meta.file_type().is_block_device() {
