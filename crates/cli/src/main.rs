@@ -9,102 +9,12 @@ mod render;
 mod run;
 mod score_cmd;
 
-use std::path::PathBuf;
-
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::Parser;
 use storage_identify::Roots;
 
 pub use failure::Failure;
-
-#[derive(Debug, Parser)]
-#[command(
-    name = "storage-score",
-    version,
-    about = "How good is this storage, really? Identifies the device and runs the PiBenchmarks test set natively.",
-    args_conflicts_with_subcommands = true
-)]
-struct Cli {
-    #[command(subcommand)]
-    command: Option<Command>,
-    /// With no subcommand: the same as `run`.
-    #[command(flatten)]
-    run: RunArgs,
-    /// Read identification from a captured sysfs tree instead of /sys.
-    #[arg(long, global = true, env = "STORAGE_SCORE_SYSFS_ROOT", value_name = "DIR")]
-    sysfs_root: Option<PathBuf>,
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Identify the device, then run the test set and score it.
-    Run(RunArgs),
-    /// Identify the device only (read-only, no benchmark).
-    Identify(IdentifyArgs),
-    /// Score a saved report, or a bare measurements object ("-" reads stdin).
-    Score(ScoreArgs),
-}
-
-#[derive(Debug, Args, Default)]
-struct RunArgs {
-    /// A whole disk (/dev/mmcblk0), a partition (/dev/sda2) or a directory.
-    #[arg(default_value = "/")]
-    target: String,
-    /// Print the report as one JSON document on stdout.
-    #[arg(long)]
-    json: bool,
-    /// Also write the JSON report to FILE.
-    #[arg(long, short, value_name = "FILE")]
-    output: Option<PathBuf>,
-    /// compat (PiBenchmarks sizes, comparable score) or quick (shortened).
-    #[arg(long, value_enum, default_value_t = ProfileArg::Compat)]
-    profile: ProfileArg,
-    /// Run only these measurement keys, comma-separated.
-    #[arg(long, value_delimiter = ',', value_name = "KEY[,KEY…]")]
-    only: Vec<String>,
-    /// Write to the raw device (it must be unmounted). ALL DATA ON IT IS LOST.
-    #[arg(long)]
-    destructive: bool,
-    /// Do not ask for confirmation before a destructive run.
-    #[arg(long, requires = "destructive")]
-    yes: bool,
-    /// Queue-depth engine: io_uring, or threads of pread/pwrite.
-    #[arg(long, value_enum, default_value_t = EngineArg::Auto)]
-    engine: EngineArg,
-}
-
-#[derive(Debug, Args)]
-struct IdentifyArgs {
-    /// A whole disk, a partition or a directory.
-    #[arg(default_value = "/")]
-    target: String,
-    /// Print the target and device as JSON.
-    #[arg(long)]
-    json: bool,
-}
-
-#[derive(Debug, Args)]
-struct ScoreArgs {
-    /// A report or measurements JSON file; "-" for stdin.
-    file: String,
-    #[arg(long)]
-    json: bool,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum, Default)]
-enum ProfileArg {
-    #[default]
-    Compat,
-    Quick,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum, Default)]
-enum EngineArg {
-    #[default]
-    Auto,
-    #[value(name = "io_uring")]
-    IoUring,
-    Threads,
-}
+use storage_score::args::{Cli, Command};
+pub(crate) use storage_score::args::{EngineArg, IdentifyArgs, ProfileArg, RunArgs, ScoreArgs};
 
 fn main() {
     // Die quietly on a closed pipe (`storage-score identify | head`), as

@@ -1,0 +1,107 @@
+//! The command line's shape: every subcommand, flag and help text, as clap
+//! derive types. It is a library module so that `cargo xtask dist` can
+//! generate the man page and shell completions from these same definitions.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "storage-score",
+    version,
+    about = "How good is this storage, really? Identifies the device and runs the PiBenchmarks test set natively.",
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// With no subcommand: the same as `run`.
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Read identification from a captured sysfs tree instead of /sys.
+    #[arg(long, global = true, env = "STORAGE_SCORE_SYSFS_ROOT", value_name = "DIR")]
+    pub sysfs_root: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Identify the device, then run the test set and score it.
+    Run(RunArgs),
+    /// Identify the device only (read-only, no benchmark).
+    Identify(IdentifyArgs),
+    /// Score a saved report, or a bare measurements object ("-" reads stdin).
+    Score(ScoreArgs),
+}
+
+#[derive(Debug, Args, Default)]
+pub struct RunArgs {
+    /// A whole disk (/dev/mmcblk0), a partition (/dev/sda2) or a directory.
+    #[arg(default_value = "/")]
+    pub target: String,
+    /// Print the report as one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the JSON report to FILE.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// compat (PiBenchmarks sizes, comparable score) or quick (shortened).
+    #[arg(long, value_enum, default_value_t = ProfileArg::Compat)]
+    pub profile: ProfileArg,
+    /// Run only these measurement keys, comma-separated.
+    #[arg(long, value_delimiter = ',', value_name = "KEY[,KEY…]")]
+    pub only: Vec<String>,
+    /// Write to the raw device (it must be unmounted). ALL DATA ON IT IS LOST.
+    #[arg(long)]
+    pub destructive: bool,
+    /// Do not ask for confirmation before a destructive run.
+    #[arg(long, requires = "destructive")]
+    pub yes: bool,
+    /// Queue-depth engine: io_uring, or threads of pread/pwrite.
+    #[arg(long, value_enum, default_value_t = EngineArg::Auto)]
+    pub engine: EngineArg,
+}
+
+#[derive(Debug, Args)]
+pub struct IdentifyArgs {
+    /// A whole disk, a partition or a directory.
+    #[arg(default_value = "/")]
+    pub target: String,
+    /// Print the target and device as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ScoreArgs {
+    /// A report or measurements JSON file; "-" for stdin.
+    pub file: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, Default)]
+pub enum ProfileArg {
+    #[default]
+    Compat,
+    Quick,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, Default)]
+pub enum EngineArg {
+    #[default]
+    Auto,
+    #[value(name = "io_uring")]
+    IoUring,
+    Threads,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn definitions_are_consistent() {
+        super::Cli::command().debug_assert();
+    }
+}
