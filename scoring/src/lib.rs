@@ -5,6 +5,7 @@
 //! the leaderboard server and any other consumer of reports can use it alone.
 
 pub mod input;
+pub mod privacy;
 pub mod schema;
 pub mod score;
 pub mod verdict;

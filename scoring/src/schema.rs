@@ -23,6 +23,9 @@ pub struct Report {
     pub target: Option<Target>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<Device>,
+    /// The machine the run was made on, for grouping by board (DESIGN §10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<System>,
     /// `compat` (the default, comparable with PiBenchmarks) or `quick`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
@@ -52,6 +55,24 @@ impl Report {
             ..Report::default()
         }
     }
+}
+
+/// The machine a run was made on. No hostname, no user name.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct System {
+    /// The device tree's `model` (`Raspberry Pi 4 Model B Rev 1.4`), or DMI's
+    /// vendor and product name on a PC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub board: Option<String>,
+    /// The kernel release, e.g. `6.6.51`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    /// The machine architecture as uname reports it: `aarch64`, `armv7l`, `x86_64`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch: Option<String>,
+    /// The distribution's name and version, e.g. `Debian 12`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -140,6 +161,10 @@ pub struct Device {
     /// Disk serial number (sysfs). Dropped before any upload unless asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub serial: Option<String>,
+    /// A salted hash of the serial numbers, sent instead of them so that
+    /// repeat runs of one card can be grouped (see `privacy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial_hash: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logical_block_size: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -230,7 +255,9 @@ pub struct SdCid {
     pub product_name: String,
     /// `N.M` from PRV's two nibbles.
     pub product_revision: String,
-    pub serial: u32,
+    /// PSN. Absent in an uploaded report (DESIGN §10): see `privacy`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<u32>,
     /// `YYYY-MM`.
     pub manufactured: String,
 }
@@ -381,7 +408,9 @@ pub struct MmcCid {
     pub oem_id: String,
     pub product_name: String,
     pub product_revision: String,
-    pub serial: u32,
+    /// PSN. Absent in an uploaded report (DESIGN §10): see `privacy`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<u32>,
     pub manufactured: String,
 }
 

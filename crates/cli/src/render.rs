@@ -152,7 +152,7 @@ fn sd_rows(t: &mut Table, sd: &SdInfo) {
         row(t, "manufacturer", Some(format!("{maker} (MID 0x{:02x})", cid.manufacturer_id)));
         row(t, "OEM", Some(format!("{} (0x{:04x})", cid.oem_id, cid.oem_id_raw)));
         row(t, "product", Some(format!("{} rev {}", cid.product_name, cid.product_revision)));
-        row(t, "serial", Some(format!("0x{:08x}", cid.serial)));
+        row(t, "serial", cid.serial.map(|psn| format!("0x{psn:08x}")));
         row(t, "manufactured", Some(cid.manufactured.clone()));
     }
     if let Some(csd) = &sd.csd {

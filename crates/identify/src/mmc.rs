@@ -37,7 +37,7 @@ pub fn decode_cid(hex: &str, ext_csd_rev: Option<u8>) -> Result<MmcCid, DecodeEr
         oem_id: format!("0x{:02x}", bits(&r, 111, 104)),
         product_name: ascii_field(&pnm),
         product_revision: format!("{}.{}", bits(&r, 55, 52), bits(&r, 51, 48)),
-        serial: bits(&r, 47, 16) as u32,
+        serial: Some(bits(&r, 47, 16) as u32),
         manufactured: format!("{year:04}-{month:02}"),
     })
 }
@@ -120,7 +120,7 @@ mod tests {
         assert_eq!(cid.oem_id, "0x00");
         assert_eq!(cid.product_name, "AAG2GA");
         assert_eq!(cid.product_revision, "0.1");
-        assert_eq!(cid.serial, 0xc4ce4a0f);
+        assert_eq!(cid.serial, Some(0xc4ce4a0f));
         assert_eq!(cid.manufactured, "2010-07");
         assert_eq!(decode_cid(hex, None).unwrap().manufactured, "2010-07");
     }

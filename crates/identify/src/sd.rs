@@ -34,7 +34,7 @@ pub fn decode_cid(hex: &str) -> Result<SdCid, DecodeError> {
         oem_id_raw: oid,
         product_name: ascii_field(&pnm),
         product_revision: format!("{}.{}", bits(&r, 63, 60), bits(&r, 59, 56)),
-        serial: bits(&r, 55, 24) as u32,
+        serial: Some(bits(&r, 55, 24) as u32),
         manufactured: format!("{year:04}-{month:02}"),
     })
 }
@@ -441,7 +441,7 @@ mod tests {
         assert_eq!(cid.oem_id_raw, 0x5449);
         assert_eq!(cid.product_name, "SD64G");
         assert_eq!(cid.product_revision, "6.1");
-        assert_eq!(cid.serial, 1217398282);
+        assert_eq!(cid.serial, Some(1217398282));
         assert_eq!(cid.manufactured, "2023-05");
     }
 
@@ -472,7 +472,7 @@ mod tests {
         assert_eq!(cid.oem_id, "XY");
         assert_eq!(cid.product_name, "QEMU!");
         assert_eq!(cid.product_revision, "0.1");
-        assert_eq!(cid.serial, 0xdeadbeef);
+        assert_eq!(cid.serial, Some(0xdeadbeef));
         assert_eq!(cid.manufactured, "2006-02");
         // `sd_set_csd` for a 64 MiB image: CSD 1.0, C_SIZE 255, C_SIZE_MULT 7,
         // READ_BL_LEN 9, TRAN_SPEED 0x5a.
