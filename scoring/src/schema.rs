@@ -199,13 +199,21 @@ pub struct Device {
     pub notes: Vec<String>,
 }
 
-/// A hint that the card is not what it says it is.
+/// Evidence that the card may not be what it says it is. A hint is not an
+/// accusation: it carries its weight and the public source it rests on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hint {
-    /// Stable machine-readable code, e.g. `fake-mid-oid`.
+    /// Stable machine-readable code, e.g. `unassigned-mid`.
     pub code: String,
     /// One sentence a buyer can act on, saying why the hint was raised.
     pub message: String,
+    /// `strong` (no card made to the specification by a licensed maker shows
+    /// it) or `weak` (seen on fakes, but a genuine card can show it too).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub weight: String,
+    /// The public source the rule rests on.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub source: String,
 }
 
 /// A register that could not be decoded. The rest of identification goes on.
@@ -248,6 +256,10 @@ pub struct SdCid {
     /// From the manufacturer table; absent when the MID is unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manufacturer: Option<String>,
+    /// The MID is shared by more than one maker (a brand and no-name cards),
+    /// so `manufacturer` lists the candidates rather than naming one.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub manufacturer_contested: bool,
     /// The two OID bytes as ASCII where printable, else as `0xHHHH`.
     pub oem_id: String,
     /// The raw 16-bit OID.
@@ -268,6 +280,10 @@ pub struct SdCid {
 pub struct SdCsd {
     /// 1, 2 or 3 for CSD structure 1.0, 2.0, 3.0.
     pub csd_version: u8,
+    /// `SDSC`, `SDHC`, `SDXC` or `SDUC`, from the CSD structure and the
+    /// capacity (the sysfs OCR never carries CCS).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub capacity_type: String,
     pub capacity_bytes: u64,
     /// TRAN_SPEED decoded, bits per second.
     pub max_transfer_rate_bps: u64,
@@ -290,7 +306,7 @@ pub struct SdCsd {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SdScr {
-    /// `1.0x` … `9.xx`.
+    /// `1.0x` … `9.xx`, or `unknown` for a reserved or future combination.
     pub spec_version: String,
     pub bus_widths: Vec<u8>,
     /// Commands the card flags in CMD_SUPPORT, e.g. `[20, 23]`.
@@ -340,24 +356,21 @@ pub struct SdSsr {
     pub card_maintenance: bool,
     pub discard: bool,
     pub fule: bool,
+    /// Fields holding a code the SD specification reserves, e.g.
+    /// `UHS_AU_SIZE 0x3`; their decoded value above is 0.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reserved: Vec<String>,
 }
 
-/// OCR register.
+/// The OCR as Linux shows it: `card->ocr` after `mmc_select_voltage`, the
+/// voltage window the host selected. CCS, S18A and the busy bit are never in
+/// it, so they are not shown (the capacity type comes from the CSD).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Ocr {
     pub raw: u32,
-    /// e.g. `2.7-3.6 V`.
+    /// e.g. `3.2-3.4 V`.
     pub voltage_window: String,
-    /// Card Capacity Status: SDHC/SDXC (block addressed).
-    pub ccs: bool,
-    /// Switching to 1.8 V accepted.
-    pub s18a: bool,
-    #[serde(default)]
-    pub uhs2: bool,
-    /// Power-up routine finished.
-    #[serde(default)]
-    pub powered_up: bool,
 }
 
 /// The host controller's view of the bus, from debugfs `mmc*/ios`.
@@ -375,9 +388,18 @@ pub struct HostIos {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signal_voltage: Option<String>,
     /// The host controller has a command-queue engine (debugfs `caps2`,
-    /// `MMC_CAP2_CQE`); `false` means the card's command queue goes unused.
+    /// `MMC_CAP2_CQE`). This says nothing about the card: mainline Linux
+    /// never runs SD command queueing, and an eMMC engine may sit unused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command_queue: Option<bool>,
+    /// Command queueing is shown to be running for this card (the kernel
+    /// said so); absent when nothing shows it, which is the usual case.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub card_command_queue: Option<bool>,
+    /// The host controller, as its device tree names it (`compatible`, e.g.
+    /// `brcm,bcm2711-emmc2`) or else its driver; decides the host's IOPS ceiling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller: Option<String>,
 }
 
 /// eMMC facts.
@@ -402,6 +424,9 @@ pub struct MmcCid {
     pub manufacturer_id: u8,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manufacturer: Option<String>,
+    /// The MID is shared or disputed between makers; see [`SdCid`].
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub manufacturer_contested: bool,
     /// CBX: 0 removable, 1 BGA (eMMC), 2 POP.
     pub device_type: u8,
     /// One OID byte, as `0xHH`.
@@ -633,6 +658,10 @@ fn yes() -> bool {
     true
 }
 
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
 /// Does the card meet the class it claims?
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Verdict {
@@ -647,6 +676,10 @@ pub struct Verdict {
     /// The verdict in one plain sentence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
+    /// The run was too short to judge a class (the `quick` profile): the
+    /// verdict is indicative only.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub indicative: bool,
 }
 
 /// One requirement of one class mark, against the measured figure.
@@ -669,4 +702,8 @@ pub struct Check {
     /// Whether the card claims this mark.
     #[serde(default)]
     pub claimed: bool,
+    /// Why `pass` is null although the figure was measured: the host caps it,
+    /// command queueing is not shown active, or it lies within the margin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }

@@ -125,7 +125,11 @@ pub fn identification(target: &Target, device: Option<&Device>) -> String {
             row(&mut t, "direct I/O", yes_no(l.direct_io));
         }
         notes.extend(d.notes.iter().cloned());
-        hints = d.hints.iter().map(|h| h.message.clone()).collect();
+        hints = d
+            .hints
+            .iter()
+            .map(|h| if h.weight.is_empty() { h.message.clone() } else { format!("[{} evidence] {}", h.weight, h.message) })
+            .collect();
     }
     let mut out = format!("{t}\n");
     for h in hints {
@@ -149,7 +153,8 @@ fn life(v: u8) -> String {
 fn sd_rows(t: &mut Table, sd: &SdInfo) {
     if let Some(cid) = &sd.cid {
         let maker = cid.manufacturer.clone().unwrap_or_else(|| "unknown".to_owned());
-        row(t, "manufacturer", Some(format!("{maker} (MID 0x{:02x})", cid.manufacturer_id)));
+        let shared = if cid.manufacturer_contested { "shared ID: " } else { "" };
+        row(t, "manufacturer", Some(format!("{shared}{maker} (MID 0x{:02x})", cid.manufacturer_id)));
         row(t, "OEM", Some(format!("{} (0x{:04x})", cid.oem_id, cid.oem_id_raw)));
         row(t, "product", Some(format!("{} rev {}", cid.product_name, cid.product_revision)));
         row(t, "serial", cid.serial.map(|psn| format!("0x{psn:08x}")));
@@ -160,7 +165,8 @@ fn sd_rows(t: &mut Table, sd: &SdInfo) {
             t,
             "CSD",
             Some(format!(
-                "version {}.0, max transfer {} Mb/s, classes {:?}",
+                "{} (CSD {}.0), max transfer {} Mb/s, classes {:?}",
+                if csd.capacity_type.is_empty() { "SD" } else { &csd.capacity_type },
                 csd.csd_version,
                 csd.max_transfer_rate_bps / 1_000_000,
                 csd.command_classes
@@ -177,8 +183,12 @@ fn sd_rows(t: &mut Table, sd: &SdInfo) {
                 .then(|| scr.cmd_support.iter().map(|c| format!("CMD{c}")).collect::<Vec<_>>().join(" ")),
         );
     }
-    row(t, "class (claimed)", sd.class_label.clone());
+    let no_class = sd.ssr.is_some() && sd.class_label.is_none();
+    row(t, "class (claimed)", if no_class { Some("the card reports no class".to_owned()) } else { sd.class_label.clone() });
     if let Some(ssr) = &sd.ssr {
+        if !ssr.reserved.is_empty() {
+            row(t, "reserved codes", Some(ssr.reserved.join(", ")));
+        }
         row(t, "AU size", Some(format!("{} KiB", ssr.au_size_bytes / 1024)));
         row(
             t,
@@ -192,16 +202,7 @@ fn sd_rows(t: &mut Table, sd: &SdInfo) {
         row(t, "cache / discard / FULE", Some(format!("{} / {} / {}", yn(ssr.cache), yn(ssr.discard), yn(ssr.fule))));
     }
     if let Some(ocr) = &sd.ocr {
-        row(
-            t,
-            "OCR",
-            Some(format!(
-                "{}, {}{}",
-                ocr.voltage_window,
-                if ocr.ccs { "SDHC/SDXC" } else { "SDSC" },
-                if ocr.s18a { ", 1.8 V" } else { "" }
-            )),
-        );
+        row(t, "OCR (host-selected)", Some(ocr.voltage_window.clone()));
     }
     host_rows(t, sd.host.as_ref());
 }
@@ -301,13 +302,17 @@ pub fn score_lines(score: &Score, verdict: Option<&Verdict>) -> String {
             let _ = writeln!(out, "verdict: {summary}");
         }
         for c in v.checks.iter().filter(|c| c.claimed) {
-            let status = match c.pass {
-                Some(true) => "pass",
-                Some(false) => "FAIL",
-                None => "not measured",
+            let status = match (c.pass, c.measured) {
+                (Some(true), _) => "pass",
+                (Some(false), _) => "below",
+                (None, Some(_)) => "undecided",
+                (None, None) => "not measured",
             };
             let measured = c.measured.map(|m| format!("{m} {}", c.unit)).unwrap_or_else(|| "—".to_owned());
             let _ = writeln!(out, "  {:<9} {:<40} measured {:<16} {status}", c.mark, c.requirement, measured);
+            if let Some(why) = &c.why {
+                let _ = writeln!(out, "            why: {why}");
+            }
         }
         for n in &v.notes {
             let _ = writeln!(out, "note: {n}");

@@ -56,7 +56,11 @@ pub fn run(args: &RunArgs, roots: &Roots) -> Result<(), Failure> {
     }
     let comparable = plan.profile == storage_bench::Profile::Compat;
     report.score = Some(storage_scoring::score::pibenchmarks(&outcome.measurements, comparable));
-    report.verdict = Some(storage_scoring::verdict::verdict(report.device.as_ref(), &outcome.measurements));
+    report.verdict = Some(storage_scoring::verdict::verdict_for(
+        report.device.as_ref(),
+        &outcome.measurements,
+        report.profile.as_deref(),
+    ));
 
     let json = to_json(&report)?;
     if let Some(path) = &args.output {

@@ -43,11 +43,23 @@ pub fn identify(disk: &BlockDev, roots: &Roots) -> Device {
     let mmc_type = read_attr(&dev_dir.join("type"));
     let resolved_dev_dir = sysfs::resolve_dir(&dev_dir);
     device.kind = classify(&disk.name, mmc_type.as_deref(), &resolved_dev_dir);
+    if let Some(other) = mmc_type.as_deref().filter(|t| !is_known_mmc_type(t)) {
+        device.notes.push(format!(
+            "the MMC card type is {other:?}, neither an SD memory card nor an eMMC: its registers are not decoded"
+        ));
+    }
 
     match device.kind {
         DeviceKind::Sd => identify_sd(&dev_dir, &resolved_dev_dir, roots, &mut device),
         DeviceKind::Emmc => identify_emmc(&dev_dir, &resolved_dev_dir, roots, &mut device),
-        DeviceKind::Usb => identify_usb(&dev_dir, &resolved_dev_dir, &mut device),
+        DeviceKind::Usb => {
+            identify_usb(&dev_dir, &resolved_dev_dir, &mut device);
+            device.notes.push(
+                "the card or drive sits behind a USB bridge, which hides the card's own registers (CID, CSD, SSR): \
+                 its maker, date and claimed class cannot be read through it"
+                    .to_owned(),
+            );
+        }
         DeviceKind::Nvme => identify_nvme(&dev_dir, &mut device),
         DeviceKind::Sata | DeviceKind::Other => identify_scsi(&dev_dir, &mut device),
         DeviceKind::Virtio => {
@@ -70,9 +82,13 @@ pub fn identify(disk: &BlockDev, roots: &Roots) -> Device {
 fn classify(name: &str, mmc_type: Option<&str>, dev_dir: &Path) -> DeviceKind {
     let path = dev_dir.to_string_lossy();
     if name.starts_with("mmcblk") {
+        // drivers/mmc/core/bus.c `type`: "MMC", "SD", "SDIO" or "SDcombo".
+        // A captured tree without the file is read as SD, as before; any
+        // other type is not an SD memory card and is not decoded as one.
         return match mmc_type {
             Some("MMC") => DeviceKind::Emmc,
-            _ => DeviceKind::Sd,
+            None | Some("SD" | "SDcombo") => DeviceKind::Sd,
+            Some(_) => DeviceKind::Other,
         };
     }
     if name.starts_with("loop") {
@@ -88,6 +104,10 @@ fn classify(name: &str, mmc_type: Option<&str>, dev_dir: &Path) -> DeviceKind {
     } else {
         DeviceKind::Other
     }
+}
+
+fn is_known_mmc_type(mmc_type: &str) -> bool {
+    matches!(mmc_type, "MMC" | "SD" | "SDcombo")
 }
 
 /// Reads one register file; records a note when absent, an error when garbled.
@@ -139,17 +159,42 @@ fn identify_sd(dev_dir: &Path, resolved: &Path, roots: &Roots, device: &mut Devi
                 .to_owned(),
         );
     }
-    info.class_label = info.ssr.as_ref().map(sd::class_label);
+    info.class_label = info.ssr.as_ref().and_then(sd::class_label);
+    if info.ssr.is_some() && info.class_label.is_none() {
+        device.notes.push("the card reports no class: its SD Status holds no speed, UHS, video or A class".to_owned());
+    }
+    if let Some(ssr) = info.ssr.as_ref().filter(|ssr| !ssr.reserved.is_empty()) {
+        device.notes.push(format!(
+            "the SD Status holds codes the specification reserves ({}): they are shown as reserved, not decoded",
+            ssr.reserved.join(", ")
+        ));
+    }
     if let Some(cid) = &info.cid {
         device.model = Some(cid.product_name.clone());
-        device.vendor = cid.manufacturer.clone().or_else(|| Some(format!("MID 0x{:02x}", cid.manufacturer_id)));
+        device.vendor = Some(vendor(cid.manufacturer.as_deref(), cid.manufacturer_contested, cid.manufacturer_id));
         device.firmware = Some(cid.product_revision.clone());
+        if sd::placeholder_name(cid) {
+            device.notes.push(format!(
+                "the product name {:?} is the placeholder of white-label firmware: the card's maker sells it under \
+                 other brands' labels (Samsung's own OEM cards carry it too), so the name says nothing about the brand",
+                cid.product_name
+            ));
+        }
     }
     if let Some(csd) = &info.csd {
         device.capacity_bytes.get_or_insert(csd.capacity_bytes);
     }
-    device.hints = sd::counterfeit_hints(info.cid.as_ref(), info.csd.as_ref(), current_year());
+    device.hints = sd::counterfeit_hints(info.cid.as_ref(), info.csd.as_ref(), &roots.clock.read());
     info.host = host_ios(resolved, roots, &mut device.notes);
+    // A Realtek USB reader (rtsx_usb) shows the card as mmcblk with its own
+    // registers, but every byte still crosses the reader's USB link.
+    if let Some(usb) = usb_above(resolved, &mut device.notes) {
+        device.notes.push(format!(
+            "the card is read through a USB card reader ({}): the reader's USB link, not the card, may cap the speeds",
+            usb.bridge.clone().unwrap_or_else(|| format!("USB ID {}", usb.id))
+        ));
+        device.usb = Some(usb);
+    }
     device.sd = Some(info);
 }
 
@@ -172,9 +217,20 @@ fn identify_emmc(dev_dir: &Path, resolved: &Path, roots: &Roots, device: &mut De
     let rev = info.ext_csd.as_ref().map(|e| e.ext_csd_rev);
     let (regs, errs) = (&mut info.registers, &mut info.errors);
     info.cid = register(dev_dir, "cid", regs, errs, |hex| mmc::decode_cid(hex, rev));
-    if let Some(cid) = &info.cid {
+    // The kernel's `date` carries the EXT_CSD revision's year mapping and its
+    // own quirks, and is world-readable where EXT_CSD is not: it wins.
+    let kernel_date = read_attr(&dev_dir.join("date")).and_then(|d| mmc::parse_sysfs_date(&d));
+    if let Some(cid) = &mut info.cid {
+        if let Some(date) = kernel_date {
+            cid.manufactured = date;
+        } else if rev.is_none() {
+            device.notes.push(
+                "the manufacturing year assumes the 1997 base: neither the kernel's date nor EXT_CSD was readable"
+                    .to_owned(),
+            );
+        }
         device.model = Some(cid.product_name.clone());
-        device.vendor = cid.manufacturer.clone().or_else(|| Some(format!("MID 0x{:02x}", cid.manufacturer_id)));
+        device.vendor = Some(vendor(cid.manufacturer.as_deref(), cid.manufacturer_contested, cid.manufacturer_id));
         device.firmware = Some(cid.product_revision.clone());
     }
     if let Some(fw) = info.ext_csd.as_ref().and_then(|e| e.firmware_version.clone()) {
@@ -182,6 +238,15 @@ fn identify_emmc(dev_dir: &Path, resolved: &Path, roots: &Roots, device: &mut De
     }
     info.host = host_ios(resolved, roots, &mut device.notes);
     device.emmc = Some(info);
+}
+
+/// The vendor line: the maker, the candidates of a contested MID, or the MID.
+fn vendor(manufacturer: Option<&str>, contested: bool, mid: u8) -> String {
+    match manufacturer {
+        Some(name) if contested => format!("MID 0x{mid:02x}, shared: {name}"),
+        Some(name) => name.to_owned(),
+        None => format!("MID 0x{mid:02x}"),
+    }
 }
 
 /// The MMC host (`mmc0`) a card hangs off, from its device name `mmc0:aaaa`.
@@ -215,6 +280,7 @@ fn host_ios(resolved_dev_dir: &Path, roots: &Roots, notes: &mut Vec<String>) -> 
             ios.command_queue = read_attr(&roots.debugfs.join(&host).join("caps2"))
                 .and_then(|caps2| sysfs::parse_u64(&caps2))
                 .map(|caps2| caps2 & MMC_CAP2_CQE != 0);
+            ios.controller = host_controller(resolved_dev_dir);
             Some(ios)
         }
         Err(e) => {
@@ -228,23 +294,39 @@ fn host_ios(resolved_dev_dir: &Path, roots: &Roots, notes: &mut Vec<String>) -> 
     }
 }
 
-fn identify_usb(dev_dir: &Path, resolved: &Path, device: &mut Device) {
-    identify_scsi(dev_dir, device);
-    // Walk up from the SCSI device to the USB device that carries idVendor.
-    let usb_dev = resolved.ancestors().find(|p| p.join("idVendor").exists());
-    let Some(usb_dev) = usb_dev else {
-        device.notes.push("the USB device above this disk was not found in sysfs".to_owned());
-        return;
-    };
+/// The host controller of a card directory `…/<controller>/mmc_host/mmcN/mmcN:RCA`:
+/// its device-tree `compatible` (first entry), else its driver's name.
+fn host_controller(resolved_dev_dir: &Path) -> Option<String> {
+    let controller = resolved_dev_dir.ancestors().find(|p| p.file_name().is_some_and(|n| n == "mmc_host"))?.parent()?;
+    let compatible = fs::read(controller.join("of_node/compatible")).ok().and_then(|bytes| {
+        let first = bytes.split(|&b| b == 0).next()?;
+        let text = String::from_utf8_lossy(first).trim().to_owned();
+        (!text.is_empty()).then_some(text)
+    });
+    compatible.or_else(|| {
+        let link = fs::read_link(controller.join("driver")).ok()?;
+        Some(link.file_name()?.to_string_lossy().into_owned())
+    })
+}
+
+/// The USB device above a card directory, when the card's host sits on USB
+/// (Realtek readers driven by `rtsx_usb_sdmmc`).
+fn usb_above(resolved: &Path, notes: &mut Vec<String>) -> Option<UsbInfo> {
+    let usb_dev = resolved.ancestors().find(|p| p.join("idVendor").exists())?;
+    Some(usb_info(usb_dev, resolved, notes))
+}
+
+/// The USB facts of `usb_dev`: IDs, bridge name, link speed, driver.
+fn usb_info(usb_dev: &Path, resolved: &Path, notes: &mut Vec<String>) -> UsbInfo {
     let vid = read_attr(&usb_dev.join("idVendor")).unwrap_or_default();
     let pid = read_attr(&usb_dev.join("idProduct")).unwrap_or_default();
     let bridge = match (u16::from_str_radix(&vid, 16), u16::from_str_radix(&pid, 16)) {
         (Ok(v), Ok(p)) => usb::bridge_name(v, p).map(str::to_owned),
         _ => None,
     };
-    // The interface between the USB device and the SCSI host (`2-1:1.0`, the
-    // USB device's child on the way down) carries the driver. The SCSI device
-    // itself has a `driver` link too, to `sd`, so it must not be the one read.
+    // The interface between the USB device and what hangs below it (`2-1:1.0`,
+    // the USB device's child on the way down) carries the driver. The SCSI
+    // device itself has a `driver` link too, to `sd`, so it must not be the one read.
     let driver = resolved
         .ancestors()
         .find(|p| p.parent() == Some(usb_dev))
@@ -254,21 +336,34 @@ fn identify_usb(dev_dir: &Path, resolved: &Path, device: &mut Device) {
     let speed_mbps = read_attr(&speed_path).and_then(|s| {
         let mbps = usb::parse_speed_mbps(&s);
         if mbps.is_none() {
-            device.notes.push(format!("the USB link speed is unknown: {} holds {s:?}", speed_path.display()));
+            notes.push(format!("the USB link speed is unknown: {} holds {s:?}", speed_path.display()));
         }
         mbps
     });
-    device.usb = Some(UsbInfo {
+    UsbInfo {
         id: format!("{vid}:{pid}"),
         bridge,
         manufacturer: read_attr(&usb_dev.join("manufacturer")),
         product: read_attr(&usb_dev.join("product")),
         speed_mbps,
         driver,
-        scsi_vendor: device.vendor.clone(),
-        scsi_model: device.model.clone(),
-        scsi_revision: device.firmware.clone(),
-    });
+        ..UsbInfo::default()
+    }
+}
+
+fn identify_usb(dev_dir: &Path, resolved: &Path, device: &mut Device) {
+    identify_scsi(dev_dir, device);
+    // Walk up from the SCSI device to the USB device that carries idVendor.
+    let usb_dev = resolved.ancestors().find(|p| p.join("idVendor").exists());
+    let Some(usb_dev) = usb_dev else {
+        device.notes.push("the USB device above this disk was not found in sysfs".to_owned());
+        return;
+    };
+    let mut usb = usb_info(usb_dev, resolved, &mut device.notes);
+    usb.scsi_vendor = device.vendor.clone();
+    usb.scsi_model = device.model.clone();
+    usb.scsi_revision = device.firmware.clone();
+    device.usb = Some(usb);
 }
 
 fn identify_scsi(dev_dir: &Path, device: &mut Device) {
@@ -296,12 +391,6 @@ fn virtio_vendor(raw: &str) -> String {
         Some(0x1af4) => "virtio (Red Hat 0x1af4)".to_owned(),
         _ => raw.to_owned(),
     }
-}
-
-fn current_year() -> u16 {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    // 365.2425 days per Gregorian year: exact enough to bound a year.
-    (1970 + secs / 31_556_952) as u16
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! identification from sysfs/debugfs, and pure decoders for the SD and eMMC
 //! registers.
 
+pub mod clock;
 pub mod device;
 pub mod hex;
 pub mod host;

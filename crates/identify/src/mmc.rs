@@ -10,17 +10,22 @@ use storage_scoring::schema::{ExtCsd, MmcCid};
 
 pub use crate::hex::DecodeError;
 use crate::hex::{ascii_field, bits, parse_register};
-use crate::manufacturers::mmc_manufacturer;
+use crate::manufacturers::mmc_maker;
 
 /// Decodes an eMMC CID (JEDEC layout of MMC 4.0 and later), as bit
 /// ranges: MID 127:120, CBX 113:112, OID 111:104, PNM 103:56, PRV 55:48,
 /// PSN 47:16, MDT 15:8.
 ///
 /// The year nibble of MDT counts from 1997, but from EXT_CSD_REV 5 (eMMC
-/// 4.41) on, JESD84-B451 remaps it to cover 2013..=2025 and 2010..=2012.
-/// Pass the device's EXT_CSD_REV when known; like Linux (`mmc_decode_ext_csd`
-/// adds 16 to years before 2010 when the revision is 5 or more), `None`
-/// keeps the 1997 base.
+/// 4.41) on, JESD84-B451 remaps it to cover 2013..=2025 and 2010..=2012, and
+/// from EXT_CSD_REV 9, JESD84-B51B (September 2025) rolls it over again to
+/// 2026..=2038 and 2023..=2025. Pass the device's EXT_CSD_REV when known;
+/// like Linux (`mmc_decode_ext_csd`: 16 is added to years before 2010 from
+/// revision 5, and again to years before 2023 from revision 9, mainline
+/// commit 3e487a634bc0 "mmc: core: Adjust MDT beyond 2025"), `None` keeps the
+/// 1997 base. Without root EXT_CSD is unreadable, so identification prefers
+/// the kernel's own `device/date`, which applies the revision and the
+/// kernel's quirks (see [`parse_sysfs_date`]).
 pub fn decode_cid(hex: &str, ext_csd_rev: Option<u8>) -> Result<MmcCid, DecodeError> {
     let r = parse_register(hex, 16)?;
     let mid = bits(&r, 127, 120) as u8;
@@ -30,9 +35,14 @@ pub fn decode_cid(hex: &str, ext_csd_rev: Option<u8>) -> Result<MmcCid, DecodeEr
     if ext_csd_rev.is_some_and(|rev| rev > 4) && year < 2010 {
         year += 16;
     }
+    if ext_csd_rev.is_some_and(|rev| rev >= 9) && year < 2023 {
+        year += 16;
+    }
+    let maker = mmc_maker(mid);
     Ok(MmcCid {
         manufacturer_id: mid,
-        manufacturer: mmc_manufacturer(mid).map(str::to_owned),
+        manufacturer: maker.map(|m| m.name.to_owned()),
+        manufacturer_contested: maker.is_some_and(|m| m.contested),
         device_type: bits(&r, 113, 112) as u8,
         oem_id: format!("0x{:02x}", bits(&r, 111, 104)),
         product_name: ascii_field(&pnm),
@@ -40,6 +50,15 @@ pub fn decode_cid(hex: &str, ext_csd_rev: Option<u8>) -> Result<MmcCid, DecodeEr
         serial: Some(bits(&r, 47, 16) as u32),
         manufactured: format!("{year:04}-{month:02}"),
     })
+}
+
+/// The kernel's `date` attribute (`MM/YYYY`, drivers/mmc/core/bus.c prints
+/// `card->cid.month` and `year` after every date fix-up) as `YYYY-MM`.
+pub fn parse_sysfs_date(text: &str) -> Option<String> {
+    let (month, year) = text.trim().split_once('/')?;
+    let month: u8 = month.parse().ok()?;
+    let year: u16 = year.parse().ok()?;
+    (1..=12).contains(&month).then(|| format!("{year:04}-{month:02}"))
 }
 
 /// EXT_CSD byte offsets (JESD84-B51 section 7.4).
@@ -136,6 +155,29 @@ mod tests {
         assert_eq!(cid.manufacturer.as_deref(), Some("SK hynix"));
         assert_eq!(cid.product_name, "HAG2e");
         assert_eq!(cid.oem_id, "0x4a");
+    }
+
+    /// The mapping table of JESD84-B51B as the mainline commit gives it.
+    #[test]
+    fn mdt_year_from_revision_9() {
+        // Year nibble 0: 1997 / 2013 / 2029; 12: 2009 / 2025 / 2025;
+        // 13: 2010 / 2010 / 2026; 9: 2006 / 2022 / 2038.
+        let year = |nibble: u8, rev: Option<u8>| {
+            let hex = format!("90014a48414732652011223344555{nibble:x}00");
+            decode_cid(&hex, rev).unwrap().manufactured[..4].to_owned()
+        };
+        assert_eq!([year(0, None), year(0, Some(8)), year(0, Some(9))], ["1997", "2013", "2029"]);
+        assert_eq!([year(12, None), year(12, Some(8)), year(12, Some(9))], ["2009", "2025", "2025"]);
+        assert_eq!([year(13, None), year(13, Some(8)), year(13, Some(9))], ["2010", "2010", "2026"]);
+        assert_eq!([year(9, None), year(9, Some(8)), year(9, Some(9))], ["2006", "2022", "2038"]);
+    }
+
+    #[test]
+    fn sysfs_dates() {
+        assert_eq!(parse_sysfs_date("05/2013\n").as_deref(), Some("2013-05"));
+        assert_eq!(parse_sysfs_date("13/2013"), None);
+        assert_eq!(parse_sysfs_date("2013-05"), None);
+        assert_eq!(parse_sysfs_date(""), None);
     }
 
     #[test]

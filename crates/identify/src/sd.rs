@@ -9,9 +9,10 @@
 
 use storage_scoring::schema::{Hint, Ocr, SdCid, SdCsd, SdScr, SdSsr};
 
+use crate::clock::ClockReading;
 pub use crate::hex::DecodeError;
 use crate::hex::{ascii_field, bit, bits, parse_register};
-use crate::manufacturers::sd_manufacturer;
+use crate::manufacturers::sd_maker;
 
 /// Decodes the 128-bit CID as sysfs prints it (32 hex digits).
 pub fn decode_cid(hex: &str) -> Result<SdCid, DecodeError> {
@@ -27,9 +28,11 @@ pub fn decode_cid(hex: &str) -> Result<SdCid, DecodeError> {
     let pnm: Vec<u8> = (0..5).map(|i| bits(&r, 103 - 8 * i, 96 - 8 * i) as u8).collect();
     let year = 2000 + bits(&r, 19, 12);
     let month = bits(&r, 11, 8);
+    let maker = sd_maker(mid);
     Ok(SdCid {
         manufacturer_id: mid,
-        manufacturer: sd_manufacturer(mid).map(str::to_owned),
+        manufacturer: maker.map(|m| m.name.to_owned()),
+        manufacturer_contested: maker.is_some_and(|m| m.contested),
         oem_id,
         oem_id_raw: oid,
         product_name: ascii_field(&pnm),
@@ -77,8 +80,18 @@ pub fn decode_csd(hex: &str) -> Result<SdCsd, DecodeError> {
         }
     };
     let ccc = bits(&r, 95, 84) as u16;
+    // SD spec 5.3: CSD 1.0 is SDSC; CSD 2.0 is SDHC up to 32 GB and SDXC from
+    // C_SIZE 0x00FFFF on; CSD 3.0 is SDUC. The sysfs OCR cannot say this
+    // (Linux keeps only the selected voltage bits there).
+    let capacity_type = match structure {
+        0 => "SDSC",
+        1 if bits(&r, 69, 48) >= SDXC_MIN_C_SIZE => "SDXC",
+        1 => "SDHC",
+        _ => "SDUC",
+    };
     Ok(SdCsd {
         csd_version: structure as u8 + 1,
+        capacity_type: capacity_type.to_owned(),
         capacity_bytes,
         max_transfer_rate_bps: tran_speed_bps(bits(&r, 103, 96) as u8),
         ccc,
@@ -113,6 +126,11 @@ fn spec_version(spec: u64, spec3: bool, spec4: bool, specx: u64) -> Option<&'sta
 }
 
 /// Decodes the 64-bit SCR (16 hex digits).
+///
+/// A reserved or future combination of SD_SPEC, SD_SPEC3, SD_SPEC4 and
+/// SD_SPECX gives `spec_version` "unknown" with every other field decoded:
+/// Linux (`mmc_decode_scr`) keeps such cards working. Only SCR_STRUCTURE
+/// other than 0 is an error, as it is for Linux, which then refuses the card.
 pub fn decode_scr(hex: &str) -> Result<SdScr, DecodeError> {
     let r = parse_register(hex, 8)?;
     let structure = bits(&r, 63, 60);
@@ -121,11 +139,7 @@ pub fn decode_scr(hex: &str) -> Result<SdScr, DecodeError> {
     }
     let spec = bits(&r, 59, 56);
     let (spec3, spec4, specx) = (bit(&r, 47), bit(&r, 42), bits(&r, 41, 38));
-    let spec_version = spec_version(spec, spec3, spec4, specx).ok_or(DecodeError::Reserved {
-        register: "SCR",
-        field: "SD_SPEC/SD_SPEC3/SD_SPEC4/SD_SPECX",
-        value: spec << 8 | u64::from(spec3) << 5 | u64::from(spec4) << 4 | specx,
-    })?;
+    let spec_version = spec_version(spec, spec3, spec4, specx).unwrap_or("unknown");
     let widths = bits(&r, 51, 48);
     let bus_widths = [(0, 1u8), (2, 4u8)].into_iter().filter(|&(b, _)| widths >> b & 1 == 1).map(|(_, w)| w).collect();
     // CMD_SUPPORT, bits 35:32: CMD58/59, CMD48/49, CMD23, CMD20.
@@ -144,7 +158,8 @@ pub fn decode_scr(hex: &str) -> Result<SdScr, DecodeError> {
     })
 }
 
-/// AU_SIZE and UHS_AU_SIZE codes in bytes (0 = not defined).
+/// AU_SIZE and UHS_AU_SIZE codes in bytes (0 = not defined). UHS_AU_SIZE
+/// reserves codes 1 to 6 (spec 4.10.2.4), so those are never read as sizes.
 const AU_BYTES: [u64; 16] = {
     const K: u64 = 1024;
     const M: u64 = 1024 * 1024;
@@ -191,14 +206,41 @@ pub fn decode_ssr(hex: &str) -> Result<SdSsr, DecodeError> {
         2 => 4,
         _ => 0,
     };
-    let speed_class = match bits(&r, 447, 440) {
+    let mut reserved = Vec::new();
+    let speed_code = bits(&r, 447, 440);
+    let speed_class = match speed_code {
+        0 => 0,
         1 => 2,
         2 => 4,
         3 => 6,
         4 => 10,
-        _ => 0,
+        code => {
+            reserved.push(format!("SPEED_CLASS 0x{code:02x}"));
+            0
+        }
     };
-    let au = |hi| AU_BYTES[bits(&r, hi, hi - 3) as usize & 0xf];
+    let au_size_bytes = AU_BYTES[bits(&r, 431, 428) as usize & 0xf];
+    let uhs_au_code = bits(&r, 395, 392);
+    let uhs_au_size_bytes = if (1..=6).contains(&uhs_au_code) {
+        reserved.push(format!("UHS_AU_SIZE 0x{uhs_au_code:x}"));
+        0
+    } else {
+        AU_BYTES[uhs_au_code as usize & 0xf]
+    };
+    // Grades and classes the spec does not define stay as read (the verdict
+    // says they were not checked) and are listed as reserved.
+    let uhs_grade = bits(&r, 399, 396) as u8;
+    if !matches!(uhs_grade, 0 | 1 | 3) {
+        reserved.push(format!("UHS_SPEED_GRADE 0x{uhs_grade:x}"));
+    }
+    let video_class = bits(&r, 391, 384) as u8;
+    if !matches!(video_class, 0 | 6 | 10 | 30 | 60 | 90) {
+        reserved.push(format!("VIDEO_SPEED_CLASS 0x{video_class:02x}"));
+    }
+    let app_class = bits(&r, 339, 336) as u8;
+    if app_class > 2 {
+        reserved.push(format!("APP_PERF_CLASS 0x{app_class:x}"));
+    }
     // PERFORMANCE_ENHANCE: bit 0 card-initiated maintenance, bit 1
     // host-initiated maintenance, bit 2 cache, bits 7:3 command queue
     // (0 = none, n = depth n + 1).
@@ -211,41 +253,37 @@ pub fn decode_ssr(hex: &str) -> Result<SdSsr, DecodeError> {
         protected_area_bytes: bits(&r, 479, 448),
         speed_class,
         performance_move_mb_s: bits(&r, 439, 432) as u8,
-        au_size_bytes: au(431),
+        au_size_bytes,
         erase_size_au: bits(&r, 423, 408) as u16,
         erase_timeout_s: bits(&r, 407, 402) as u8,
         erase_offset_s: bits(&r, 401, 400) as u8,
-        uhs_grade: bits(&r, 399, 396) as u8,
-        uhs_au_size_bytes: au(395),
-        video_class: bits(&r, 391, 384) as u8,
+        uhs_grade,
+        uhs_au_size_bytes,
+        video_class,
         vsc_au_size_mib: bits(&r, 377, 368) as u16,
         sus_addr: bits(&r, 367, 346) as u32,
-        app_class: bits(&r, 339, 336) as u8,
+        app_class,
         command_queue_depth: if queue == 0 { 0 } else { queue + 1 },
         cache: perf & 0b100 != 0,
         host_maintenance: perf & 0b010 != 0,
         card_maintenance: perf & 0b001 != 0,
         discard: bit(&r, 313),
         fule: bit(&r, 312),
+        reserved,
     })
 }
 
 /// Decodes the OCR as sysfs prints it (`0x%08x`).
 ///
-/// On Linux this is the OCR the host negotiated, so the voltage window is
-/// the part of the card's range the host selected (often `3.2-3.4 V`), not
-/// the card's full range.
+/// On Linux this is `card->ocr`, the result of `mmc_select_voltage`
+/// (drivers/mmc/core/core.c): the card's voltage bits masked to the host's
+/// and then to the two lowest in common, e.g. `0x00300000` (3.2-3.4 V). CCS,
+/// S18A and the busy bit never survive that, so only the window is decoded;
+/// whether a card is SDHC comes from its CSD.
 pub fn decode_ocr(text: &str) -> Result<Ocr, DecodeError> {
     let r = parse_register(text, 4)?;
     let raw = r.iter().fold(0u32, |acc, &b| (acc << 8) | u32::from(b));
-    Ok(Ocr {
-        raw,
-        voltage_window: voltage_window(raw),
-        ccs: raw >> 30 & 1 == 1,
-        s18a: raw >> 24 & 1 == 1,
-        uhs2: raw >> 29 & 1 == 1,
-        powered_up: raw >> 31 & 1 == 1,
-    })
+    Ok(Ocr { raw, voltage_window: voltage_window(raw) })
 }
 
 /// The VDD window of OCR bits 15..=23 (2.7-2.8 V … 3.5-3.6 V), from the
@@ -267,7 +305,13 @@ fn voltage_window(raw: u32) -> String {
 /// The class label as PiBenchmarks builds it: `A<n> ` when the application
 /// class is above 0, then `Class <c>`, then ` V<n>` and ` U<n>` when the
 /// video class and UHS grade are above 0. E.g. `A2 Class 10 V30 U3`.
-pub fn class_label(ssr: &SdSsr) -> String {
+///
+/// `None` when the SSR claims no class at all (every class field 0, as in an
+/// all-zero SSR): the card reports no class, which is not "Class 0".
+pub fn class_label(ssr: &SdSsr) -> Option<String> {
+    if ssr.app_class == 0 && ssr.speed_class == 0 && ssr.video_class == 0 && ssr.uhs_grade == 0 {
+        return None;
+    }
     let mut label = String::new();
     if ssr.app_class > 0 {
         label.push_str(&format!("A{} ", ssr.app_class));
@@ -279,7 +323,7 @@ pub fn class_label(ssr: &SdSsr) -> String {
     if ssr.uhs_grade > 0 {
         label.push_str(&format!(" U{}", ssr.uhs_grade));
     }
-    label
+    Some(label)
 }
 
 /// OEM IDs that name one brand's own cards, with that brand's MID. A CID
@@ -294,46 +338,110 @@ const CSD2_MAX_C_SIZE: u64 = 0x3F_FEFF;
 /// SDXC starts at C_SIZE 0x00FFFF (32 GB).
 const SDXC_MIN_C_SIZE: u64 = 0x00_FFFF;
 
-/// Signs in the registers that a card is not what its label says: a
+/// Months of slack before a manufacturing date counts as in the future: a
+/// card made this month may carry next month's date, and a clock synced by
+/// NTP can still be a few weeks off after a long offline stretch.
+const FUTURE_SLACK_MONTHS: u64 = 12;
+
+/// Weight of a hint that no card made to the specification by a licensed
+/// maker shows.
+pub const STRONG: &str = "strong";
+/// Weight of a hint that fakes show and a genuine card could show too.
+pub const WEAK: &str = "weak";
+
+/// One counterfeit rule: its code, weight and public source. The table in
+/// the closing note of issue 9 and `tests/fixtures/README.md` list them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rule {
+    pub code: &'static str,
+    pub weight: &'static str,
+    pub source: &'static str,
+}
+
+pub const UNASSIGNED_MID: Rule = Rule {
+    code: "unassigned-mid",
+    weight: STRONG,
+    source: "SD Physical Layer Simplified Specification 5.2 (MID is assigned by SD-3C); no table of assigned MIDs \
+             (Linux card.h, mmc-utils lsmmc.c, sdinfo) lists 0x00",
+};
+pub const OID_MID_MISMATCH: Rule = Rule {
+    code: "oid-mid-mismatch",
+    weight: STRONG,
+    source: "SD spec 5.2 (OID is assigned by SD-3C with the MID); SanDisk \"SD\"/0x03, Samsung \"SM\"/0x1b, \
+             Kingston \"42\"/0x41 in sdinfo's table and in the fixtures' genuine cards",
+};
+pub const INVALID_DATE: Rule = Rule {
+    code: "invalid-date",
+    weight: STRONG,
+    source: "SD spec 5.2, MDT: the month field is 1 to 12",
+};
+pub const FUTURE_DATE: Rule = Rule {
+    code: "future-date",
+    weight: WEAK,
+    source: "SD spec 5.2, MDT; only with a clock adjtimex reports synchronised, and a year of slack",
+};
+pub const DATE_BEFORE_FORMAT: Rule = Rule {
+    code: "date-before-format",
+    weight: STRONG,
+    source: "SD Physical Layer spec history: SDHC (CSD 2.0) from version 2.00 (2006), SDXC from 3.00 (2009), \
+             SDUC from 7.0 (2018)",
+};
+pub const CSD_INVALID: Rule = Rule {
+    code: "csd-invalid",
+    weight: STRONG,
+    source: "SD spec 5.3: CSD 1.0 READ_BL_LEN is 9, 10 or 11; CSD 2.0 C_SIZE lies in 0x001010..=0x3FFEFF",
+};
+
+/// Every counterfeit rule, in the order they are checked.
+pub const RULES: [Rule; 6] = [UNASSIGNED_MID, OID_MID_MISMATCH, INVALID_DATE, FUTURE_DATE, DATE_BEFORE_FORMAT, CSD_INVALID];
+
+/// Whether a CID carries the placeholder product name of white-label
+/// firmware (`00000` or blank). Not a hint: Samsung's own OEM cards carry
+/// 0x1b/"SM"/"00000" (the Raspberry Pi-branded card among them, CIDs in
+/// sdinfo's table), and store brands such as Gigastone ship it too.
+pub fn placeholder_name(cid: &SdCid) -> bool {
+    let name = cid.product_name.trim();
+    name.is_empty() || name == "00000"
+}
+
+/// Evidence in the registers that a card is not what its label says: a
 /// counterfeit, a relabelled generic card, or a forged CSD. Each hint says
-/// why it was raised. `today_year` bounds the manufacturing date.
+/// why it was raised, how much it weighs and which public source it rests
+/// on (see [`RULES`]); none fires on a genuine card of the fixture set.
 ///
-/// Rules, and why each is sound:
-/// - MID 0x00: the SD Association never assigns it, so no licensed maker
-///   programmed the CID.
-/// - A brand's own OEM ID under another MID (see `BRAND_OIDS`): the CID
-///   copies a brand it does not come from.
-/// - Product name `00000` or empty: placeholder of unbranded firmware
-///   (fixtures 02, 03, 10 and 27 are all no-name or relabelled cards).
-/// - Month 0 or above 12, or a year after `today_year`: the date cannot be
-///   real.
-/// - A date before the card's format existed: SDHC (CSD 2.0) came with SD
-///   2.00 in 2006, SDXC (CSD 2.0 at 32 GB and up) with SD 3.00 in 2009, SDUC
-///   (CSD 3.0) with SD 7.0 in 2018.
-/// - A CSD that no genuine card can hold: CSD 1.0 with a block length other
-///   than 512, 1024 or 2048 bytes (it then claims more than 4 GB), or CSD
-///   2.0 with C_SIZE outside 0x001010..=0x3FFEFF.
+/// `clock` bounds the manufacturing date: a date in the future is only
+/// evidence when the clock is known to be synchronised (a Pi before the 5
+/// has no RTC and an offline boot restores an old time), and then only more
+/// than [`FUTURE_SLACK_MONTHS`] ahead.
 ///
 /// MID 0x12 with OID "4V" is deliberately not flagged: Linux lists 0x12 as
-/// Gigastone (`CID_MANFID_GIGASTONE`) from a genuine card.
-pub fn counterfeit_hints(cid: Option<&SdCid>, csd: Option<&SdCsd>, today_year: u16) -> Vec<Hint> {
+/// Gigastone (`CID_MANFID_GIGASTONE`) from a genuine card. A placeholder
+/// product name is not flagged either (see [`placeholder_name`]).
+pub fn counterfeit_hints(cid: Option<&SdCid>, csd: Option<&SdCsd>, clock: &ClockReading) -> Vec<Hint> {
     let mut hints = Vec::new();
-    let mut hint = |code: &str, message: String| hints.push(Hint { code: code.to_owned(), message });
+    let mut hint = |rule: Rule, message: String| {
+        hints.push(Hint {
+            code: rule.code.to_owned(),
+            message,
+            weight: rule.weight.to_owned(),
+            source: rule.source.to_owned(),
+        })
+    };
     let date = cid.and_then(|c| parse_date(&c.manufactured));
 
     if let Some(cid) = cid {
         if cid.manufacturer_id == 0 {
             hint(
-                "unassigned-mid",
-                "The card's manufacturer ID is 0x00, which the SD Association never assigns: no licensed maker \
-                 programmed this card, as is usual for no-name and counterfeit cards."
+                UNASSIGNED_MID,
+                "The card's manufacturer ID is 0x00, which the SD Association never assigns: its identity was not \
+                 programmed by a licensed maker, as is usual for no-name and counterfeit cards."
                     .to_owned(),
             );
         }
         for (oid, mid, brand) in BRAND_OIDS {
             if cid.oem_id == oid && cid.manufacturer_id != mid {
                 hint(
-                    "oid-mid-mismatch",
+                    OID_MID_MISMATCH,
                     format!(
                         "The OEM ID \"{oid}\" is {brand}'s (manufacturer ID 0x{mid:02x}), but this card's manufacturer \
                          ID is 0x{:02x}: its identity imitates a {brand} card.",
@@ -342,31 +450,28 @@ pub fn counterfeit_hints(cid: Option<&SdCid>, csd: Option<&SdCsd>, today_year: u
                 );
             }
         }
-        let name = cid.product_name.trim();
-        if name.is_empty() || name == "00000" {
-            hint(
-                "generic-product-name",
-                format!(
-                    "The product name is \"{name}\", a placeholder of unbranded card firmware: this is a generic card, \
-                     whatever brand its label shows."
-                ),
-            );
-        }
         match date {
             Some((_, month)) if month == 0 || month > 12 => hint(
-                "invalid-date",
+                INVALID_DATE,
                 format!(
                     "The manufacturing date {} has no valid month, so it was not set by a real production line.",
                     cid.manufactured
                 ),
             ),
-            Some((year, _)) if today_year > 0 && year > u64::from(today_year) => hint(
-                "future-date",
-                format!(
-                    "The manufacturing date {} lies in the future, so the card's identity is forged.",
-                    cid.manufactured
-                ),
-            ),
+            Some((year, month)) if clock.synchronized == Some(true) && clock.year > 0 => {
+                let made = year * 12 + month;
+                let now = u64::from(clock.year) * 12 + u64::from(clock.month);
+                if made > now + FUTURE_SLACK_MONTHS {
+                    hint(
+                        FUTURE_DATE,
+                        format!(
+                            "The manufacturing date {} lies more than a year after today ({:04}-{:02}, from a \
+                             synchronised clock), so the card's identity was not set by a real production line.",
+                            cid.manufactured, clock.year, clock.month
+                        ),
+                    );
+                }
+            }
             _ => {}
         }
     }
@@ -385,7 +490,7 @@ pub fn counterfeit_hints(cid: Option<&SdCid>, csd: Option<&SdCsd>, today_year: u
         };
         if let Some((format, since, cid)) = too_early {
             hint(
-                "date-before-format",
+                DATE_BEFORE_FORMAT,
                 format!(
                     "The card says it was made in {}, but {format} cards only exist since {since}: its \
                      identity or its capacity is forged.",
@@ -395,7 +500,7 @@ pub fn counterfeit_hints(cid: Option<&SdCid>, csd: Option<&SdCsd>, today_year: u
         }
         match csd.csd_version {
             1 if !matches!(csd.read_block_len, 512 | 1024 | 2048) => hint(
-                "csd-invalid",
+                CSD_INVALID,
                 format!(
                     "The CSD 1.0 block length of {} bytes is not one an SD card may use, so its capacity of {} bytes is \
                      forged.",
@@ -403,7 +508,7 @@ pub fn counterfeit_hints(cid: Option<&SdCid>, csd: Option<&SdCsd>, today_year: u
                 ),
             ),
             2 if !(CSD2_MIN_C_SIZE..=CSD2_MAX_C_SIZE).contains(&c_size) => hint(
-                "csd-invalid",
+                CSD_INVALID,
                 format!(
                     "The CSD 2.0 capacity of {} bytes lies outside the SDHC/SDXC range (2 GB to 2 TB), so the CSD is \
                      forged or corrupt.",

@@ -7,6 +7,8 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::clock::ClockSource;
+
 /// Where the kernel interfaces are mounted (or where a capture of them lies).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Roots {
@@ -18,6 +20,8 @@ pub struct Roots {
     pub debugfs: PathBuf,
     /// True when `sys` is a captured tree rather than the live `/sys`.
     pub captured: bool,
+    /// Today's date and whether the clock is synchronised (a seam tests set).
+    pub clock: ClockSource,
 }
 
 impl Default for Roots {
@@ -34,6 +38,7 @@ impl Roots {
             proc: PathBuf::from("/proc"),
             debugfs: PathBuf::from("/sys/kernel/debug"),
             captured: false,
+            clock: ClockSource::System,
         }
     }
 
@@ -42,7 +47,13 @@ impl Roots {
     /// path given by the user lives on this machine.
     pub fn captured(sys: impl Into<PathBuf>) -> Self {
         let sys = sys.into();
-        Roots { debugfs: sys.join("kernel/debug"), sys, proc: PathBuf::from("/proc"), captured: true }
+        Roots {
+            debugfs: sys.join("kernel/debug"),
+            sys,
+            proc: PathBuf::from("/proc"),
+            captured: true,
+            clock: ClockSource::System,
+        }
     }
 }
 
