@@ -4,6 +4,7 @@
 //! Tasks:
 //! - `bench`: storage-score next to hdparm, dd and fio on throttled loop
 //!   devices, and its io_uring engine next to fio's (see [`bench`]).
+//! - `fuzz`: every cargo-fuzz target for 10 million executions (see [`fuzz`]).
 //! - `test`: every test of the project (see [`test`]); the README's command.
 //! - `vm-identify`: boots a Debian kernel under QEMU with an emulated SD card
 //!   (`sdhci-pci` + `sd-card`), runs `storage-score identify /dev/mmcblk0 --json`
@@ -16,6 +17,7 @@
 use std::process::ExitCode;
 
 mod bench;
+mod fuzz;
 mod test;
 mod vm;
 
@@ -28,6 +30,11 @@ tasks:
       throttled loop device (ratios ours/theirs, wall time, peak RSS), and its
       io_uring engine against fio's on /dev/shm (N runs each, default 3).
       Writes target/bench/latest.json.
+  fuzz [--runs N] [--target NAME]
+      Every cargo-fuzz target in fuzz/ (the register decoders, debugfs ios,
+      USB speed, `score` input) for N executions each (default 10000000),
+      seeded from tests/fixtures. Needs nightly and cargo-fuzz; writes
+      target/fuzz/latest.json.
   test
       Every test: cargo test --workspace (device tests included where this
       machine can make loop devices and blkio throttles, skipped otherwise),
@@ -43,6 +50,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("bench") => bench::main(&args[1..]),
+        Some("fuzz") => fuzz::main(&args[1..]),
         Some("test") => test::main(&args[1..]),
         Some("vm-identify") => match vm::Options::parse(&args[1..]) {
             Ok(opts) => vm::main(&opts),
