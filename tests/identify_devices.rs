@@ -103,8 +103,37 @@ fn usb2_card_reader_with_an_sd_card() {
     assert_eq!(usb["scsi_vendor"], "Generic-");
     assert_eq!(usb["scsi_model"], "Micro SD/M2");
     assert_eq!(usb["scsi_revision"], "1.08");
-    // Behind a USB reader the card's own registers are out of reach.
+    // Behind a USB reader the card's own registers are out of reach, and
+    // the report says so.
     assert!(d.get("sd").is_none());
+    let notes = notes(d);
+    assert!(notes.iter().any(|n| n.contains("hides the card's own registers")), "{notes:?}");
+}
+
+#[test]
+fn realtek_usb_reader_shows_the_card_as_mmcblk_behind_its_usb_link() {
+    let doc = identify(&devices_dir("usb2-realtek-reader-mmcblk"), "mmcblk0");
+    let d = &doc["device"];
+    assert_eq!(d["kind"], "sd");
+    assert_eq!(d["vendor"], "SanDisk");
+    assert_eq!(d["sd"]["csd"]["capacity_type"], "SDXC");
+    let usb = &d["usb"];
+    assert_eq!(usb["id"], "0bda:0129");
+    assert_eq!(usb["bridge"], "Realtek RTS5129 card reader");
+    assert_eq!(usb["speed_mbps"], 480);
+    assert_eq!(usb["driver"], "rtsx_usb");
+    let notes = notes(d);
+    assert!(notes.iter().any(|n| n.contains("USB card reader (Realtek RTS5129 card reader)")), "{notes:?}");
+    // The verdict caps what the USB 2.0 link cannot carry: V30 is undecided,
+    // not failed, even at a speed far below it.
+    let mut device: storage_scoring::schema::Device = serde_json::from_value(d.clone()).expect("device");
+    let ssr = storage_scoring::schema::SdSsr { speed_class: 10, uhs_grade: 3, video_class: 30, ..Default::default() };
+    device.sd.as_mut().expect("sd").ssr = Some(ssr);
+    let m = storage_scoring::schema::Measurements { seq_write_mb_s: Some(20.0), ..Default::default() };
+    let v = storage_scoring::verdict::verdict(Some(&device), &m);
+    let v30 = v.checks.iter().find(|c| c.mark == "V30").expect("V30 check");
+    assert_eq!(v30.pass, None);
+    assert!(v30.why.as_deref().expect("why").contains("USB 2.0 link"), "{:?}", v30.why);
 }
 
 #[test]
@@ -241,7 +270,9 @@ fn qemu_sd_card_through_its_real_sysfs_tree() {
     for class in ["speed_class", "uhs_grade", "video_class", "app_class", "au_size_bytes"] {
         assert_eq!(ssr[class], 0, "{class}");
     }
-    assert_eq!(sd["class_label"], "Class 0");
+    // An all-zero SSR claims nothing: "the card reports no class", never "Class 0".
+    assert!(sd.get("class_label").is_none(), "{}", sd["class_label"]);
+    assert!(d["notes"].to_string().contains("the card reports no class"));
     let host = &sd["host"];
     assert_eq!(host["clock_hz"], 50_000_000);
     assert_eq!(host["actual_clock_hz"], 26_000_000);
@@ -257,6 +288,7 @@ fn qemu_sd_card_through_its_real_sysfs_tree() {
             "csd_version" | "capacity_bytes" => &sd["csd"][key],
             "spec_version" | "bus_widths" => &sd["scr"][key],
             "class_label" => &sd["class_label"],
+            "capacity_type" => &sd["csd"][key],
             k if k.starts_with("host_") => &host[&k["host_".len()..]],
             k => &ssr[k],
         };
@@ -297,9 +329,10 @@ fn a_truncated_ext_csd_is_an_error_and_the_cid_still_decodes() {
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert_eq!(errors[0]["register"], "ext_csd");
     assert!(errors[0]["message"].as_str().expect("message").contains("1024"), "{errors:?}");
-    // Without EXT_CSD_REV the CID's year keeps the 1997 base.
+    // Without EXT_CSD_REV the kernel's own `date` (05/2013) still gives the
+    // year; the raw CID alone would say 1997.
     assert_eq!(emmc["cid"]["product_name"], "M8G1GC");
-    assert_eq!(emmc["cid"]["manufactured"], "1997-05");
+    assert_eq!(emmc["cid"]["manufactured"], "2013-05");
     assert_eq!(doc["device"]["firmware"], "0.3");
     assert_eq!(emmc["host"]["timing"], "mmc HS200");
     // The file was read: no note blaming debugfs permissions.
@@ -315,7 +348,15 @@ fn an_unreadable_debugfs_is_a_note_not_a_failure() {
     let d = &doc["device"];
     assert_eq!(d["kind"], "emmc");
     assert!(d["emmc"].get("ext_csd").is_none() && d["emmc"].get("host").is_none());
-    assert_eq!(d["emmc"]["cid"]["manufactured"], "1997-05");
+    // No root, no EXT_CSD: the world-readable `date` carries the kernel's
+    // year mapping. Without it too, the 1997 base is all there is, and the
+    // report says so.
+    assert_eq!(d["emmc"]["cid"]["manufactured"], "2013-05");
+    std::fs::remove_file(root.path().join("devices/platform/6b030000.esdhc/mmc_host/mmc0/mmc0:0001/date"))
+        .expect("rm date");
+    let doc = identify(root.path(), "mmcblk0");
+    assert_eq!(doc["device"]["emmc"]["cid"]["manufactured"], "1997-05");
+    assert!(notes(&doc["device"]).iter().any(|n| n.contains("assumes the 1997 base")));
     let notes = notes(d);
     assert!(notes.iter().any(|n| n.contains("EXT_CSD is not readable")), "{notes:?}");
     assert!(notes.iter().any(|n| n.contains("bus clock and timing are unknown")), "{notes:?}");

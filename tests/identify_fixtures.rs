@@ -15,7 +15,7 @@ fn lookup<'a>(doc: &'a Value, key: &str) -> &'a Value {
         "manufacturer_id" | "oem_id" | "product_name" | "product_revision" | "serial" | "manufactured" => {
             &sd["cid"][key]
         }
-        "csd_version" => &sd["csd"][key],
+        "csd_version" | "capacity_type" => &sd["csd"][key],
         "capacity_bytes" => &sd["csd"][key],
         "spec_version" => &sd["scr"][key],
         "speed_class" | "uhs_grade" | "video_class" | "app_class" | "au_size_bytes" => &sd["ssr"][key],
@@ -59,7 +59,34 @@ fn fixture_through_the_environment_variable_and_bare_name() {
     let doc = stdout_json(&out);
     assert_eq!(doc["device"]["sd"]["class_label"], "A2 Class 10 V30 U3");
     assert_eq!(doc["device"]["sd"]["ssr"]["command_queue_depth"], 32);
-    assert_eq!(doc["device"]["vendor"], "Kingston");
+    // MID 0x9f is shared by Kingston and no-name cards: no single brand.
+    assert_eq!(doc["device"]["vendor"], "MID 0x9f, shared: Kingston, also no-name cards");
+    assert_eq!(doc["device"]["sd"]["cid"]["manufacturer_contested"], true);
+}
+
+#[test]
+fn genuine_samsung_00000_cards_raise_no_hint() {
+    for name in ["36-raspberry-pi-branded-samsung-00000", "37-samsung-32gb-sdhc-c10-00000"] {
+        let dir = fixture_dir(name);
+        let doc = stdout_json(&run(&["identify", "--json", "--sysfs-root", dir.to_str().expect("utf8"), "mmcblk0"]));
+        assert!(doc["device"].get("hints").is_none(), "{name}: {}", doc["device"]["hints"]);
+        assert_eq!(doc["device"]["vendor"], "Samsung");
+        let notes = doc["device"]["notes"].to_string();
+        assert!(notes.contains("placeholder of white-label firmware"), "{notes}");
+    }
+}
+
+#[test]
+fn sdhc_comes_from_the_csd_and_the_real_ocr_is_only_a_voltage_window() {
+    let dir = fixture_dir("38-sandisk-sn512-real-ocr");
+    let doc = stdout_json(&run(&["identify", "--json", "--sysfs-root", dir.to_str().expect("utf8"), "mmcblk0"]));
+    let sd = &doc["device"]["sd"];
+    assert_eq!(sd["csd"]["capacity_type"], "SDXC");
+    assert_eq!(sd["ocr"], serde_json::json!({"raw": 0x0020_0000, "voltage_window": "3.3-3.4 V"}));
+    let table = String::from_utf8_lossy(&run(&["identify", "--sysfs-root", dir.to_str().expect("utf8"), "mmcblk0"]).stdout)
+        .into_owned();
+    assert!(table.contains("SDXC (CSD 2.0)"), "{table}");
+    assert!(!table.contains("SDSC"), "{table}");
 }
 
 #[test]

@@ -531,6 +531,8 @@ fn parse_date(text: &str) -> Option<(u64, u64)> {
 mod tests {
     use super::*;
 
+    const SYNCED_2026: ClockReading = ClockReading { year: 2026, month: 11, synchronized: Some(true) };
+
     /// Fixture 23, Kingston Canvas Go! Plus 64 GB.
     const KINGSTON_SSR: &str = concat!(
         "000000000800000004009000010f391e000800000002ff000300000000000000",
@@ -586,7 +588,7 @@ mod tests {
         assert_eq!(csd.capacity_bytes, 64 << 20);
         assert_eq!(csd.max_transfer_rate_bps, 50_000_000);
         assert_eq!(csd.read_block_len, 512);
-        assert!(counterfeit_hints(Some(&cid), Some(&csd), 2026).is_empty());
+        assert!(counterfeit_hints(Some(&cid), Some(&csd), &SYNCED_2026).is_empty());
     }
 
     #[test]
@@ -662,11 +664,25 @@ mod tests {
     }
 
     #[test]
-    fn rejects_reserved_scr() {
+    fn reserved_scr_versions_are_kept() {
+        // SCR_STRUCTURE 1: Linux refuses the card, and so does the decoder.
         assert!(decode_scr("1235800000000000").is_err());
-        assert!(decode_scr("0335800000000000").is_err());
-        // SD_SPECX 6 has no version yet.
-        assert!(decode_scr("0235818000000000").is_err());
+        // SD_SPEC 3 (reserved) and SD_SPECX 6 (no version yet): kept, as
+        // Linux keeps them, with the other fields decoded.
+        let scr = decode_scr("0335800000000000").unwrap();
+        assert_eq!(scr.spec_version, "unknown");
+        assert_eq!(scr.bus_widths, [1, 4]);
+        let scr = decode_scr("0235818300000000").unwrap();
+        assert_eq!(scr.spec_version, "unknown");
+        assert_eq!(scr.cmd_support, [20, 23]);
+    }
+
+    #[test]
+    fn capacity_type_from_the_csd() {
+        assert_eq!(decode_csd("002600325f5983ae7efbcfff924040d6").unwrap().capacity_type, "SDSC");
+        assert_eq!(decode_csd("400e00325b5900003a0d7f800a40008d").unwrap().capacity_type, "SDHC");
+        assert_eq!(decode_csd("400e00325b590001cf9f7f800a400000").unwrap().capacity_type, "SDXC");
+        assert_eq!(decode_csd("800e00325b59004000007f800a400000").unwrap().capacity_type, "SDUC");
     }
 
     #[test]
@@ -691,7 +707,8 @@ mod tests {
         assert_eq!(ssr.command_queue_depth, 32);
         assert!(ssr.cache && ssr.host_maintenance && ssr.card_maintenance);
         assert!(ssr.discard && ssr.fule);
-        assert_eq!(class_label(&ssr), "A2 Class 10 V30 U3");
+        assert_eq!(class_label(&ssr).as_deref(), Some("A2 Class 10 V30 U3"));
+        assert!(ssr.reserved.is_empty());
     }
 
     #[test]
@@ -701,7 +718,17 @@ mod tests {
         let ssr = decode_ssr(&hex).unwrap();
         assert_eq!(ssr.bus_width, 4);
         assert_eq!(ssr.command_queue_depth, 0);
-        assert_eq!(class_label(&ssr), "Class 0");
+        // All zero: the card reports no class, which is not "Class 0".
+        assert_eq!(class_label(&ssr), None);
+        // SPEED_CLASS 0x05 and UHS_AU_SIZE 0x3 are reserved: shown as such.
+        let mut bytes = [0u8; 64];
+        bytes[8] = 0x05; // SPEED_CLASS, bits 447:440
+        bytes[14] = 0x13; // UHS_SPEED_GRADE 1, UHS_AU_SIZE 3 (bits 399:392)
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let ssr = decode_ssr(&hex).unwrap();
+        assert_eq!((ssr.speed_class, ssr.uhs_grade, ssr.uhs_au_size_bytes), (0, 1, 0));
+        assert_eq!(ssr.reserved, ["SPEED_CLASS 0x05", "UHS_AU_SIZE 0x3"]);
+        assert_eq!(class_label(&ssr).as_deref(), Some("Class 0 U1"));
         let ssr = decode_ssr(&format!("4000{}", "0".repeat(124))).unwrap();
         assert_eq!(ssr.bus_width, 0);
     }
@@ -709,20 +736,18 @@ mod tests {
     #[test]
     fn class_labels() {
         let ssr = SdSsr { speed_class: 10, uhs_grade: 1, ..SdSsr::default() };
-        assert_eq!(class_label(&ssr), "Class 10 U1");
+        assert_eq!(class_label(&ssr).as_deref(), Some("Class 10 U1"));
         let ssr = SdSsr { speed_class: 10, app_class: 1, video_class: 10, ..SdSsr::default() };
-        assert_eq!(class_label(&ssr), "A1 Class 10 V10");
+        assert_eq!(class_label(&ssr).as_deref(), Some("A1 Class 10 V10"));
     }
 
     #[test]
     fn decodes_ocr() {
-        let ocr = decode_ocr("0x40300000\n").unwrap();
-        assert_eq!(ocr.raw, 0x4030_0000);
-        assert_eq!(ocr.voltage_window, "3.2-3.4 V");
-        assert!(ocr.ccs && !ocr.s18a && !ocr.uhs2 && !ocr.powered_up);
-        let ocr = decode_ocr("0xc1ff8000").unwrap();
-        assert_eq!(ocr.voltage_window, "2.7-3.6 V");
-        assert!(ocr.ccs && ocr.s18a && ocr.powered_up);
+        // What Linux shows for a real card: the two selected voltage bits.
+        let ocr = decode_ocr("0x00300000\n").unwrap();
+        assert_eq!(ocr, Ocr { raw: 0x0030_0000, voltage_window: "3.2-3.4 V".into() });
+        assert_eq!(decode_ocr("0x00200000").unwrap().voltage_window, "3.3-3.4 V");
+        assert_eq!(decode_ocr("0xc1ff8000").unwrap().voltage_window, "2.7-3.6 V");
         assert_eq!(decode_ocr("0x00000080").unwrap().voltage_window, "1.70-1.95 V");
         assert_eq!(decode_ocr("0x00000000").unwrap().voltage_window, "none");
         assert!(decode_ocr("0x4030000").is_err());
@@ -737,36 +762,43 @@ mod tests {
         // Fixture 05: MID 0x00 with Kingston's OID "42".
         let cid = decode_cid("003432534431364720000003fb0192d5").unwrap();
         let csd = decode_csd("400e00325b590000770b7f800a40004f").unwrap();
-        assert_eq!(codes(&counterfeit_hints(Some(&cid), Some(&csd), 2026)), ["unassigned-mid", "oid-mid-mismatch"]);
-        // Fixture 10: Samsung's MID and OID with a placeholder name.
-        let cid = decode_cid("1b534d303030303010d9fb539c00e8b1").unwrap();
-        assert_eq!(codes(&counterfeit_hints(Some(&cid), None, 2026)), ["generic-product-name"]);
+        assert_eq!(codes(&counterfeit_hints(Some(&cid), Some(&csd), &SYNCED_2026)), ["unassigned-mid", "oid-mid-mismatch"]);
+        let hints = counterfeit_hints(Some(&cid), Some(&csd), &SYNCED_2026);
+        assert!(hints.iter().all(|h| h.weight == STRONG && !h.source.is_empty()));
+        // Samsung's own OEM cards: MID 0x1b, OID "SM", name "00000" (the
+        // Raspberry Pi-branded card). A placeholder name is no hint.
+        let cid = decode_cid("1b534d3030303030100337410200d13b").unwrap();
+        assert!(placeholder_name(&cid));
+        assert!(counterfeit_hints(Some(&cid), None, &SYNCED_2026).is_empty());
     }
 
     #[test]
     fn no_hints_on_genuine_cards() {
         let cid = decode_cid("035344414747434580dd1c1144011355").unwrap();
         let csd = decode_csd("400e00325b590001dbd37f800a4040df").unwrap();
-        assert!(counterfeit_hints(Some(&cid), Some(&csd), 2026).is_empty());
+        assert!(counterfeit_hints(Some(&cid), Some(&csd), &SYNCED_2026).is_empty());
         let cid = decode_cid("41343253443847423043f65dc900f4a1").unwrap();
-        assert!(counterfeit_hints(Some(&cid), None, 2026).is_empty());
-        assert!(counterfeit_hints(None, None, 2026).is_empty());
+        assert!(counterfeit_hints(Some(&cid), None, &SYNCED_2026).is_empty());
+        assert!(counterfeit_hints(None, None, &SYNCED_2026).is_empty());
     }
 
     #[test]
     fn hints_on_impossible_dates_and_sizes() {
         // The Kingston CID made in 2023-05, checked in 2022.
         let cid = decode_cid("9f54495344363447614890060a017500").unwrap();
-        assert_eq!(codes(&counterfeit_hints(Some(&cid), None, 2022)), ["future-date"]);
+        let synced_2022 = ClockReading { year: 2022, month: 1, synchronized: Some(true) };
+        assert_eq!(codes(&counterfeit_hints(Some(&cid), None, &synced_2022)), ["future-date"]);
+        let unsynced = ClockReading { synchronized: Some(false), ..synced_2022 };
+        assert!(counterfeit_hints(Some(&cid), None, &unsynced).is_empty());
         // Month 0, and an SDXC capacity (64 GB) dated 2005.
         let cid = decode_cid("9f54495344363447614890060a005000").unwrap();
         let csd = decode_csd("400e00325b590001cf9f7f800a400000").unwrap();
-        assert_eq!(codes(&counterfeit_hints(Some(&cid), Some(&csd), 2026)), ["invalid-date", "date-before-format"]);
+        assert_eq!(codes(&counterfeit_hints(Some(&cid), Some(&csd), &SYNCED_2026)), ["invalid-date", "date-before-format"]);
         // CSD 2.0 describing 1 GB.
         let csd = decode_csd("400e00325b59000007ff7f800a400000").unwrap();
-        assert_eq!(codes(&counterfeit_hints(None, Some(&csd), 2026)), ["csd-invalid"]);
+        assert_eq!(codes(&counterfeit_hints(None, Some(&csd), &SYNCED_2026)), ["csd-invalid"]);
         // CSD 1.0 with a 32 KiB block length: 64 GB claimed.
         let csd = decode_csd("002600325f5f83aefefbcfff928040de").unwrap();
-        assert_eq!(codes(&counterfeit_hints(None, Some(&csd), 2026)), ["csd-invalid"]);
+        assert_eq!(codes(&counterfeit_hints(None, Some(&csd), &SYNCED_2026)), ["csd-invalid"]);
     }
 }

@@ -2,7 +2,10 @@
 //! the right length always decodes or fails cleanly.
 
 use proptest::prelude::*;
+use storage_identify::clock::ClockReading;
 use storage_identify::{hex, host, mmc, sd, usb};
+
+const SYNCED_2026: ClockReading = ClockReading { year: 2026, month: 11, synchronized: Some(true) };
 
 fn to_hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -17,8 +20,10 @@ fn decode_everything(text: &str) {
         let _ = sd::class_label(&ssr);
     }
     let _ = sd::decode_ocr(text);
-    let _ = sd::counterfeit_hints(cid.as_ref(), csd.as_ref(), 2026);
+    let _ = sd::counterfeit_hints(cid.as_ref(), csd.as_ref(), &SYNCED_2026);
     let _ = mmc::decode_cid(text, None);
+    let _ = mmc::decode_cid(text, Some(9));
+    let _ = mmc::parse_sysfs_date(text);
     let _ = mmc::decode_cid(text, Some(8));
     let _ = mmc::decode_ext_csd(text);
     let _ = host::parse_ios(text);
@@ -96,7 +101,7 @@ proptest! {
             Ok(csd) => {
                 prop_assert!((1..=3).contains(&csd.csd_version));
                 prop_assert!(csd.capacity_bytes > 0);
-                let _ = sd::counterfeit_hints(None, Some(&csd), 2026);
+                let _ = sd::counterfeit_hints(None, Some(&csd), &SYNCED_2026);
             }
             Err(e) => {
                 prop_assert_eq!(bytes[0] >> 6, 3);
@@ -118,7 +123,8 @@ proptest! {
         }
         let ssr = sd::decode_ssr(&to_hex(&ssr)).unwrap();
         prop_assert!(matches!(ssr.speed_class, 0 | 2 | 4 | 6 | 10));
-        prop_assert!(sd::class_label(&ssr).contains("Class "));
+        let claims = ssr.app_class > 0 || ssr.speed_class > 0 || ssr.video_class > 0 || ssr.uhs_grade > 0;
+        prop_assert_eq!(sd::class_label(&ssr).is_some_and(|l| l.contains("Class ")), claims);
         let decoded = sd::decode_ocr(&format!("0x{ocr:08x}\n")).unwrap();
         prop_assert_eq!(decoded.raw, ocr);
         let ext = mmc::decode_ext_csd(&to_hex(&ext)).unwrap();

@@ -46,6 +46,8 @@ pub struct Expected {
 impl Expected {
     /// The default `sd-card` of QEMU 7.2 behind an image of `image_bytes`.
     pub fn qemu_card(image_bytes: u64) -> Expected {
+        // hw/sd/sd.c: CSD 1.0 up to SDSC_MAX_CAPACITY (2 GiB), CSD 2.0 above.
+        let (csd_version, capacity_type) = if image_bytes > 2 << 30 { (2, "SDHC") } else { (1, "SDSC") };
         Expected {
             fields: vec![
                 ("/target/disk", json!("/dev/mmcblk0")),
@@ -57,7 +59,8 @@ impl Expected {
                 ("/device/sd/cid/product_revision", json!("0.1")),
                 ("/device/sd/cid/serial", json!(0xdead_beef_u32)),
                 ("/device/sd/cid/manufactured", json!("2006-02")),
-                ("/device/sd/csd/csd_version", json!(1)),
+                ("/device/sd/csd/csd_version", json!(csd_version)),
+                ("/device/sd/csd/capacity_type", json!(capacity_type)),
                 ("/device/sd/csd/capacity_bytes", json!(image_bytes)),
                 ("/device/sd/scr/spec_version", json!("2.00")),
                 ("/device/sd/scr/bus_widths", json!([1, 4])),

@@ -46,9 +46,11 @@ mod qemu;
 pub const MODULES: &[&str] = &["mmc_core", "cqhci", "sdhci", "sdhci-pci", "mmc_block"];
 
 /// The emulated card's size. QEMU refuses sizes that are not a power of two
-/// ("SD card size has to be a power of 2"); 64 MiB keeps it a standard-capacity
-/// card, which QEMU gives a version 1.0 CSD.
-pub const SD_IMAGE_BYTES: u64 = 64 << 20;
+/// ("SD card size has to be a power of 2"). QEMU's `sd_set_csd` (hw/sd/sd.c)
+/// gives a card up to 2 GiB a version 1.0 CSD (SDSC) and a larger one a
+/// version 2.0 CSD (SDHC), on sdhci-pci as on the Pi's controllers: 4 GiB, a
+/// sparse file, makes it the SDHC card most users have.
+pub const SD_IMAGE_BYTES: u64 = 4 << 30;
 
 /// Options of `cargo xtask vm-identify`.
 #[derive(Debug, Clone)]
