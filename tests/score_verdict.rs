@@ -137,17 +137,24 @@ fn an_a1_level_card_claiming_a2_is_measured_a1() {
     assert_eq!(doc["verdict"]["claimed"], "A2 Class 10 V30 U3");
     let measured = doc["verdict"]["measured"].as_str().expect("measured");
     assert!(measured.starts_with("A1 "), "{measured}");
-    let a2 = failing_checks(&doc, "A2");
-    let keys: Vec<&str> = a2.iter().map(|(k, _)| k.as_str()).collect();
-    assert_eq!(keys, ["rand_read_4k_qd64_iops", "rand_write_4k_qd64_iops"], "{a2:?}");
-    for (key, value) in &a2 {
-        let figure = doc["measurements"][key].as_f64().expect("figure");
-        assert_eq!(*value, figure, "{key}: the check carries the measured value");
+    // Nothing shows the card's command queue running (no debugfs in this
+    // tree), so A2's IOPS checks are "not verifiable on this host", never a
+    // fail, and they carry the measured values.
+    assert!(failing_checks(&doc, "A2").is_empty());
+    let checks = doc["verdict"]["checks"].as_array().expect("checks");
+    let a2_iops: Vec<&Value> =
+        checks.iter().filter(|c| c["mark"] == "A2" && c["key"] != "seq_write_mb_s").collect();
+    assert_eq!(a2_iops.len(), 2, "{a2_iops:?}");
+    for c in &a2_iops {
+        assert!(c["pass"].is_null(), "{c}");
+        assert!(c["why"].as_str().expect("why").ends_with("not verifiable on this host"), "{c}");
+        let key = c["key"].as_str().expect("key");
+        assert_eq!(c["measured"].as_f64(), doc["measurements"][key].as_f64(), "{key}: the check carries the measured value");
     }
     assert!(failing_checks(&doc, "A1").is_empty());
     assert!(doc["score"]["pibenchmarks"].as_u64().unwrap_or(0) > 0);
     let summary = doc["verdict"]["summary"].as_str().expect("summary");
-    assert!(summary.contains("claims A2") && summary.contains("< 2000 required for A2"), "{summary}");
+    assert!(summary.contains("claims A2") && summary.contains("not decided: random read for A2"), "{summary}");
 }
 
 #[test]

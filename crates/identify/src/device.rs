@@ -43,6 +43,7 @@ pub fn identify(disk: &BlockDev, roots: &Roots) -> Device {
     let mmc_type = read_attr(&dev_dir.join("type"));
     let resolved_dev_dir = sysfs::resolve_dir(&dev_dir);
     device.kind = classify(&disk.name, mmc_type.as_deref(), &resolved_dev_dir);
+    let mmc_type = mmc_type.filter(|_| disk.name.starts_with("mmcblk"));
     if let Some(other) = mmc_type.as_deref().filter(|t| !is_known_mmc_type(t)) {
         device.notes.push(format!(
             "the MMC card type is {other:?}, neither an SD memory card nor an eMMC: its registers are not decoded"
@@ -54,11 +55,18 @@ pub fn identify(disk: &BlockDev, roots: &Roots) -> Device {
         DeviceKind::Emmc => identify_emmc(&dev_dir, &resolved_dev_dir, roots, &mut device),
         DeviceKind::Usb => {
             identify_usb(&dev_dir, &resolved_dev_dir, &mut device);
-            device.notes.push(
-                "the card or drive sits behind a USB bridge, which hides the card's own registers (CID, CSD, SSR): \
-                 its maker, date and claimed class cannot be read through it"
-                    .to_owned(),
-            );
+            // A card reader sets the SCSI removable bit (RMB); drive
+            // enclosures do not.
+            let reader = device.removable == Some(true)
+                || device.usb.as_ref().and_then(|u| u.bridge.as_deref()).is_some_and(|b| b.contains("reader"));
+            if reader {
+                let bridge = device.usb.as_ref().and_then(|u| u.bridge.clone());
+                device.notes.push(format!(
+                    "the USB card reader{} hides the card's own registers (CID, CSD, SSR): the card's maker, date and \
+                     claimed class cannot be read through it",
+                    bridge.map(|b| format!(" ({b})")).unwrap_or_default()
+                ));
+            }
         }
         DeviceKind::Nvme => identify_nvme(&dev_dir, &mut device),
         DeviceKind::Sata | DeviceKind::Other => identify_scsi(&dev_dir, &mut device),

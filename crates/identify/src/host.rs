@@ -83,7 +83,7 @@ mod tests {
                 bus_width_bits: Some(4),
                 timing: Some("sd high-speed".to_owned()),
                 signal_voltage: Some("3.30 V".to_owned()),
-                command_queue: None,
+                ..HostIos::default()
             }
         );
     }

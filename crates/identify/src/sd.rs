@@ -543,7 +543,9 @@ mod tests {
     fn decodes_kingston_cid() {
         let cid = decode_cid("9f54495344363447614890060a017500\n").unwrap();
         assert_eq!(cid.manufacturer_id, 0x9f);
-        assert_eq!(cid.manufacturer.as_deref(), Some("Kingston"));
+        // 0x9f is Kingston's, and no-name cards' too: marked contested.
+        assert_eq!(cid.manufacturer.as_deref(), Some("Kingston, also no-name cards"));
+        assert!(cid.manufacturer_contested);
         assert_eq!(cid.oem_id, "TI");
         assert_eq!(cid.oem_id_raw, 0x5449);
         assert_eq!(cid.product_name, "SD64G");
