@@ -108,7 +108,9 @@ fn usb2_card_reader_with_an_sd_card() {
     assert!(d.get("sd").is_none());
     let notes = notes(d);
     assert!(
-        notes.iter().any(|n| n.contains("USB card reader (Genesys Logic microSD card reader) hides the card's own registers")),
+        notes
+            .iter()
+            .any(|n| n.contains("USB card reader (Genesys Logic microSD card reader) hides the card's own registers")),
         "{notes:?}"
     );
 }

@@ -83,8 +83,9 @@ fn sdhc_comes_from_the_csd_and_the_real_ocr_is_only_a_voltage_window() {
     let sd = &doc["device"]["sd"];
     assert_eq!(sd["csd"]["capacity_type"], "SDXC");
     assert_eq!(sd["ocr"], serde_json::json!({"raw": 0x0020_0000, "voltage_window": "3.3-3.4 V"}));
-    let table = String::from_utf8_lossy(&run(&["identify", "--sysfs-root", dir.to_str().expect("utf8"), "mmcblk0"]).stdout)
-        .into_owned();
+    let table =
+        String::from_utf8_lossy(&run(&["identify", "--sysfs-root", dir.to_str().expect("utf8"), "mmcblk0"]).stdout)
+            .into_owned();
     assert!(table.contains("SDXC (CSD 2.0)"), "{table}");
     assert!(!table.contains("SDSC"), "{table}");
 }

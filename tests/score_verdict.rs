@@ -142,14 +142,17 @@ fn an_a1_level_card_claiming_a2_is_measured_a1() {
     // fail, and they carry the measured values.
     assert!(failing_checks(&doc, "A2").is_empty());
     let checks = doc["verdict"]["checks"].as_array().expect("checks");
-    let a2_iops: Vec<&Value> =
-        checks.iter().filter(|c| c["mark"] == "A2" && c["key"] != "seq_write_mb_s").collect();
+    let a2_iops: Vec<&Value> = checks.iter().filter(|c| c["mark"] == "A2" && c["key"] != "seq_write_mb_s").collect();
     assert_eq!(a2_iops.len(), 2, "{a2_iops:?}");
     for c in &a2_iops {
         assert!(c["pass"].is_null(), "{c}");
         assert!(c["why"].as_str().expect("why").ends_with("not verifiable on this host"), "{c}");
         let key = c["key"].as_str().expect("key");
-        assert_eq!(c["measured"].as_f64(), doc["measurements"][key].as_f64(), "{key}: the check carries the measured value");
+        assert_eq!(
+            c["measured"].as_f64(),
+            doc["measurements"][key].as_f64(),
+            "{key}: the check carries the measured value"
+        );
     }
     assert!(failing_checks(&doc, "A1").is_empty());
     assert!(doc["score"]["pibenchmarks"].as_u64().unwrap_or(0) > 0);

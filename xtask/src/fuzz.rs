@@ -102,7 +102,9 @@ fn run(opts: &Options) -> Result<(usize, usize)> {
     let fuzz_dir = root.join("fuzz");
     let has_fuzz = Command::new("cargo").args(["+nightly", "fuzz", "--version"]).output();
     if !has_fuzz.is_ok_and(|o| o.status.success()) {
-        bail!("cargo-fuzz on the nightly toolchain is missing: run `rustup toolchain install nightly` and `cargo install cargo-fuzz`");
+        bail!(
+            "cargo-fuzz on the nightly toolchain is missing: run `rustup toolchain install nightly` and `cargo install cargo-fuzz`"
+        );
     }
     let status = Command::new("cargo")
         .args(["+nightly", "fuzz", "build", "-s", "none", "--fuzz-dir"])

@@ -125,11 +125,17 @@ pub fn identification(target: &Target, device: Option<&Device>) -> String {
             row(&mut t, "direct I/O", yes_no(l.direct_io));
         }
         notes.extend(d.notes.iter().cloned());
-        hints = d
-            .hints
-            .iter()
-            .map(|h| if h.weight.is_empty() { h.message.clone() } else { format!("[{} evidence] {}", h.weight, h.message) })
-            .collect();
+        hints =
+            d.hints
+                .iter()
+                .map(|h| {
+                    if h.weight.is_empty() {
+                        h.message.clone()
+                    } else {
+                        format!("[{} evidence] {}", h.weight, h.message)
+                    }
+                })
+                .collect();
     }
     let mut out = format!("{t}\n");
     for h in hints {
@@ -184,7 +190,11 @@ fn sd_rows(t: &mut Table, sd: &SdInfo) {
         );
     }
     let no_class = sd.ssr.is_some() && sd.class_label.is_none();
-    row(t, "class (claimed)", if no_class { Some("the card reports no class".to_owned()) } else { sd.class_label.clone() });
+    row(
+        t,
+        "class (claimed)",
+        if no_class { Some("the card reports no class".to_owned()) } else { sd.class_label.clone() },
+    );
     if let Some(ssr) = &sd.ssr {
         if !ssr.reserved.is_empty() {
             row(t, "reserved codes", Some(ssr.reserved.join(", ")));

@@ -20,9 +20,10 @@ pub fn score(args: &ScoreArgs) -> Result<(), Failure> {
     let input =
         storage_scoring::input::parse_score_input(&text).map_err(|e| Failure::Usage(format!("{}: {e}", args.file)))?;
     let score = storage_scoring::score::pibenchmarks(&input.measurements, input.comparable());
-    let verdict = input.device.as_ref().map(|d| {
-        storage_scoring::verdict::verdict_for(Some(d), &input.measurements, input.profile.as_deref())
-    });
+    let verdict = input
+        .device
+        .as_ref()
+        .map(|d| storage_scoring::verdict::verdict_for(Some(d), &input.measurements, input.profile.as_deref()));
     if args.json {
         let doc = ScoreDoc { score, verdict };
         let json = serde_json::to_string_pretty(&doc).map_err(|e| Failure::Run(format!("cannot encode JSON: {e}")))?;

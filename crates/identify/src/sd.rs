@@ -370,11 +370,8 @@ pub const OID_MID_MISMATCH: Rule = Rule {
     source: "SD spec 5.2 (OID is assigned by SD-3C with the MID); SanDisk \"SD\"/0x03, Samsung \"SM\"/0x1b, \
              Kingston \"42\"/0x41 in sdinfo's table and in the fixtures' genuine cards",
 };
-pub const INVALID_DATE: Rule = Rule {
-    code: "invalid-date",
-    weight: STRONG,
-    source: "SD spec 5.2, MDT: the month field is 1 to 12",
-};
+pub const INVALID_DATE: Rule =
+    Rule { code: "invalid-date", weight: STRONG, source: "SD spec 5.2, MDT: the month field is 1 to 12" };
 pub const FUTURE_DATE: Rule = Rule {
     code: "future-date",
     weight: WEAK,
@@ -393,7 +390,8 @@ pub const CSD_INVALID: Rule = Rule {
 };
 
 /// Every counterfeit rule, in the order they are checked.
-pub const RULES: [Rule; 6] = [UNASSIGNED_MID, OID_MID_MISMATCH, INVALID_DATE, FUTURE_DATE, DATE_BEFORE_FORMAT, CSD_INVALID];
+pub const RULES: [Rule; 6] =
+    [UNASSIGNED_MID, OID_MID_MISMATCH, INVALID_DATE, FUTURE_DATE, DATE_BEFORE_FORMAT, CSD_INVALID];
 
 /// Whether a CID carries the placeholder product name of white-label
 /// firmware (`00000` or blank). Not a hint: Samsung's own OEM cards carry
@@ -764,7 +762,10 @@ mod tests {
         // Fixture 05: MID 0x00 with Kingston's OID "42".
         let cid = decode_cid("003432534431364720000003fb0192d5").unwrap();
         let csd = decode_csd("400e00325b590000770b7f800a40004f").unwrap();
-        assert_eq!(codes(&counterfeit_hints(Some(&cid), Some(&csd), &SYNCED_2026)), ["unassigned-mid", "oid-mid-mismatch"]);
+        assert_eq!(
+            codes(&counterfeit_hints(Some(&cid), Some(&csd), &SYNCED_2026)),
+            ["unassigned-mid", "oid-mid-mismatch"]
+        );
         let hints = counterfeit_hints(Some(&cid), Some(&csd), &SYNCED_2026);
         assert!(hints.iter().all(|h| h.weight == STRONG && !h.source.is_empty()));
         // Samsung's own OEM cards: MID 0x1b, OID "SM", name "00000" (the
@@ -795,7 +796,10 @@ mod tests {
         // Month 0, and an SDXC capacity (64 GB) dated 2005.
         let cid = decode_cid("9f54495344363447614890060a005000").unwrap();
         let csd = decode_csd("400e00325b590001cf9f7f800a400000").unwrap();
-        assert_eq!(codes(&counterfeit_hints(Some(&cid), Some(&csd), &SYNCED_2026)), ["invalid-date", "date-before-format"]);
+        assert_eq!(
+            codes(&counterfeit_hints(Some(&cid), Some(&csd), &SYNCED_2026)),
+            ["invalid-date", "date-before-format"]
+        );
         // CSD 2.0 describing 1 GB.
         let csd = decode_csd("400e00325b59000007ff7f800a400000").unwrap();
         assert_eq!(codes(&counterfeit_hints(None, Some(&csd), &SYNCED_2026)), ["csd-invalid"]);

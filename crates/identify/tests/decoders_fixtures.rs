@@ -121,7 +121,8 @@ fn counterfeit_hints_on_fixtures() {
         }
     }
     let fixture05 = vec!["05-gigastone-10x-high-endurance-16gb-mlc-microsd-hc".to_owned()];
-    let expected = BTreeMap::from([("oid-mid-mismatch".to_owned(), fixture05.clone()), ("unassigned-mid".to_owned(), fixture05)]);
+    let expected =
+        BTreeMap::from([("oid-mid-mismatch".to_owned(), fixture05.clone()), ("unassigned-mid".to_owned(), fixture05)]);
     assert_eq!(fired, expected);
     // The table of the closing note: every rule and the fixtures it fires on.
     for rule in sd::RULES {

@@ -261,4 +261,3 @@ pub fn claimed_marks(ssr: &SdSsr) -> (Vec<ClassMark>, Vec<String>) {
     }
     (marks, notes)
 }
-

@@ -29,12 +29,7 @@ fn sd_card(ssr: SdSsr, host: Option<HostIos>) -> Device {
 }
 
 fn host(clock_hz: u64, timing: &str) -> HostIos {
-    HostIos {
-        clock_hz: Some(clock_hz),
-        bus_width_bits: Some(4),
-        timing: Some(timing.to_owned()),
-        ..HostIos::default()
-    }
+    HostIos { clock_hz: Some(clock_hz), bus_width_bits: Some(4), timing: Some(timing.to_owned()), ..HostIos::default() }
 }
 
 /// Every requirement of every defined mark, on both sides of its boundary.
@@ -175,7 +170,9 @@ fn no_claim() {
     let unread = Device { kind: DeviceKind::Sd, sd: Some(SdInfo::default()), ..Device::default() };
     let v = verdict(Some(&unread), &m);
     assert_eq!(v.claimed, None);
-    assert!(v.summary.unwrap().starts_with("the card's claimed class is unknown (its SD Status was not read); measures"));
+    assert!(
+        v.summary.unwrap().starts_with("the card's claimed class is unknown (its SD Status was not read); measures")
+    );
     let v = verdict(None, &m);
     assert!(v.summary.unwrap().starts_with("no identification was given"));
     let nvme = Device { kind: DeviceKind::Nvme, ..Device::default() };
@@ -289,8 +286,20 @@ fn legacy_one_bit_bus_caps_iops() {
     let device = sd_card(ssr(1, 10, 0, 1), Some(h));
     let v = verdict(Some(&device), &meas(Some(2.8), Some(700.0), Some(400.0)));
     // 25 MHz × 1 bit / 8 = 3.125 MB/s raw, × 0.92 = 2.875 → "2.9"; /4096 B → 702 IOPS.
-    assert!(v.notes.iter().any(|n| n.starts_with("the host's 25 MHz default speed bus (1-bit) caps sequential speed near 2.9 MB/s: A1/Class 10/U1 (10 MB/s)")), "{:?}", v.notes);
-    assert!(v.notes.iter().any(|n| n.starts_with("4 KiB transfers over the host's 25 MHz default speed bus top out near 702 IOPS: A1 (1500 random read IOPS)")), "{:?}", v.notes);
+    assert!(
+        v.notes.iter().any(|n| n.starts_with(
+            "the host's 25 MHz default speed bus (1-bit) caps sequential speed near 2.9 MB/s: A1/Class 10/U1 (10 MB/s)"
+        )),
+        "{:?}",
+        v.notes
+    );
+    assert!(
+        v.notes.iter().any(|n| n.starts_with(
+            "4 KiB transfers over the host's 25 MHz default speed bus top out near 702 IOPS: A1 (1500 random read IOPS)"
+        )),
+        "{:?}",
+        v.notes
+    );
     // Random write 400 against A1's 500 is within reach of the bus and fails.
     let a1_write = v.checks.iter().find(|c| c.mark == "A1" && c.key == RAND_WRITE).unwrap();
     assert_eq!(a1_write.pass, Some(false));
@@ -369,7 +378,9 @@ fn quick_profile_is_indicative() {
     let device = sd_card(ssr(0, 10, 10, 1), None);
     let v = verdict_for(Some(&device), &meas(Some(20.0), None, None), Some("quick"));
     assert!(v.indicative);
-    assert!(v.summary.unwrap().starts_with("indicative only (quick profile, shortened tests): meets its claimed class"));
+    assert!(
+        v.summary.unwrap().starts_with("indicative only (quick profile, shortened tests): meets its claimed class")
+    );
     assert!(v.notes.iter().any(|n| n.contains("indicative only")));
     assert!(!verdict(Some(&device), &meas(Some(20.0), None, None)).indicative);
 }

@@ -19,11 +19,7 @@ pub(super) struct SummaryFacts<'a> {
 /// The verdict in one sentence.
 pub(super) fn summarize(f: &SummaryFacts<'_>) -> String {
     let sentence = sentence(f);
-    if f.indicative {
-        format!("indicative only (quick profile, shortened tests): {sentence}")
-    } else {
-        sentence
-    }
+    if f.indicative { format!("indicative only (quick profile, shortened tests): {sentence}") } else { sentence }
 }
 
 fn sentence(f: &SummaryFacts<'_>) -> String {
