@@ -5,6 +5,7 @@
 //! registers.
 
 pub mod clock;
+pub mod counterfeit;
 pub mod device;
 pub mod hex;
 pub mod host;
