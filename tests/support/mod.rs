@@ -52,7 +52,21 @@ impl LoopDev {
     /// A loop device with direct I/O on over an existing `file`, which the
     /// caller keeps alive for as long as the device.
     pub fn attach(file: &Path) -> LoopDev {
-        let node = sh("losetup", &["-f", "--show", "--direct-io=on", file.to_str().expect("utf8")]);
+        LoopDev::attach_with(file, &[])
+    }
+
+    /// Like [`LoopDev::attach`], with the file's partition table read (`-P`).
+    pub fn attach_partitioned(file: &Path) -> LoopDev {
+        let mut dev = LoopDev::attach_with(file, &["-P"]);
+        dev._dir = None;
+        dev
+    }
+
+    fn attach_with(file: &Path, flags: &[&str]) -> LoopDev {
+        let mut args = vec!["-f", "--show", "--direct-io=on"];
+        args.extend(flags);
+        args.push(file.to_str().expect("utf8"));
+        let node = sh("losetup", &args);
         let node = PathBuf::from(node);
         let name = node.file_name().and_then(|n| n.to_str()).expect("name").to_owned();
         let dev = std::fs::read_to_string(format!("/sys/block/{name}/dev")).expect("dev");
@@ -372,6 +386,13 @@ struct FuseServer {
 
 impl FuseServer {
     fn start(bytes: u64, faults: &[&str]) -> FuseServer {
+        let mut args = vec![bytes.to_string()];
+        args.extend(faults.iter().map(|f| f.to_string()));
+        FuseServer::spawn(FAULTY_FUSE, &args)
+    }
+
+    /// Runs `script MOUNT BACKING args…` and waits until it serves disk.img.
+    fn spawn(script: &str, args: &[String]) -> FuseServer {
         assert!(
             Path::new("/dev/fuse").exists(),
             "no /dev/fuse: this kernel or container has no FUSE, which the fault tests need \
@@ -383,11 +404,10 @@ impl FuseServer {
         let log = dir.path().join("server.log");
         let log_file = std::fs::File::create(&log).expect("server log");
         let child = Command::new(fuse_python())
-            .arg(FAULTY_FUSE)
+            .arg(script)
             .arg(&mount)
             .arg(dir.path().join("backing.img"))
-            .arg(bytes.to_string())
-            .args(faults)
+            .args(args)
             .stdin(Stdio::null())
             .stdout(log_file.try_clone().expect("log"))
             .stderr(log_file)
@@ -396,16 +416,13 @@ impl FuseServer {
         // From here on, Drop stops the server whatever happens next.
         let mut server = FuseServer { child, mount, log, _dir: dir };
         let disk = server.mount.join("disk.img");
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        // The fake card fills its storage with random data first (1 GiB for the largest).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         while !disk.exists() {
             if let Some(status) = server.child.try_wait().expect("wait") {
-                panic!("faulty_fuse.py exited ({status}) before serving disk.img:\n{}", server.log());
+                panic!("{script} exited ({status}) before serving disk.img:\n{}", server.log());
             }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "faulty_fuse.py did not serve disk.img in 10 s:\n{}",
-                server.log()
-            );
+            assert!(std::time::Instant::now() < deadline, "{script} did not serve disk.img in 60 s:\n{}", server.log());
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
         server
@@ -455,5 +472,79 @@ impl Drop for FuseServer {
             std::thread::sleep(Duration::from_millis(20));
         }
         let _ = self.child.wait();
+    }
+}
+
+/// The script behind [`FakeFlash`].
+pub const FAKE_FLASH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/support/fake_flash.py");
+
+/// A fake-capacity card (DESIGN §11): a loop device, direct I/O on, over
+/// the `disk.img` that `fake_flash.py` serves through FUSE with direct I/O.
+/// It claims `announced` bytes, holds `real` bytes of random "user data",
+/// and behaves past them as `mode` says (`wrap`, `limbo-00`, `chain=128M`,
+/// …; see the script). Torn down like [`FaultyDisk`].
+pub struct FakeFlash {
+    pub dev: LoopDev,
+    server: FuseServer,
+    pub announced: u64,
+    pub real: u64,
+}
+
+impl FakeFlash {
+    pub fn new(announced: u64, real: u64, mode: &str, options: &[&str]) -> FakeFlash {
+        let mut args = vec![announced.to_string(), real.to_string(), mode.to_owned()];
+        args.extend(options.iter().map(|o| o.to_string()));
+        let server = FuseServer::spawn(FAKE_FLASH, &args);
+        let dev = LoopDev::attach(&server.mount.join("disk.img"));
+        FakeFlash { dev, server, announced, real }
+    }
+
+    pub fn path(&self) -> &str {
+        self.dev.path()
+    }
+
+    /// Sends a command to the card (`pause-at=write:100`, `resume`, `cache=4M`).
+    pub fn ctl(&self, command: &str) {
+        std::fs::write(self.server.mount.join("ctl"), command).unwrap_or_else(|e| panic!("ctl {command}: {e}"));
+    }
+
+    /// Requests and bytes the card served so far.
+    pub fn stats(&self) -> serde_json::Value {
+        let text = std::fs::read_to_string(self.server.mount.join("stats")).expect("stats");
+        serde_json::from_str(text.trim()).expect("stats JSON")
+    }
+
+    pub fn log(&self) -> String {
+        self.server.log()
+    }
+
+    /// A hash of the first `bytes` of the card, read through the loop
+    /// device with O_DIRECT (what any reader of the card would see).
+    pub fn hash(&self, bytes: u64) -> u64 {
+        use std::hash::Hasher;
+        use std::os::unix::fs::{FileExt, OpenOptionsExt};
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(&self.dev.node)
+            .expect("open the card");
+        let mut storage = vec![0u8; (1 << 20) + 4096];
+        let start = storage.as_ptr().align_offset(4096);
+        let buf = &mut storage[start..start + (1 << 20)];
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        let mut at = 0;
+        while at < bytes {
+            let len = (bytes - at).min(1 << 20) as usize;
+            file.read_exact_at(&mut buf[..len], at).unwrap_or_else(|e| panic!("reading the card at {at}: {e}"));
+            hasher.write(&buf[..len]);
+            at += len as u64;
+        }
+        hasher.finish()
+    }
+}
+
+impl BlockDev for FakeFlash {
+    fn path(&self) -> &str {
+        self.dev.path()
     }
 }

@@ -45,6 +45,21 @@ pub struct Header {
     pub created_unix: u64,
 }
 
+/// Makes `dir` and checks that it has room for a journal holding about
+/// `flush` bytes of backups (plus the probe blocks of every round).
+pub fn check_room(dir: &Path, flush: u64) -> io::Result<()> {
+    fs::create_dir_all(dir)?;
+    let st = nix::sys::statvfs::statvfs(dir).map_err(io::Error::from)?;
+    // The casts widen: statvfs's fields are u32 on 32-bit ARM.
+    #[allow(clippy::unnecessary_cast)]
+    let free = st.blocks_available() as u64 * st.fragment_size() as u64;
+    let need = flush + flush / 8 + (32 << 20);
+    if free < need {
+        return Err(io::Error::other(format!("{free} bytes free, and the journal needs about {need}")));
+    }
+    Ok(())
+}
+
 /// An open journal being written by a probe.
 #[derive(Debug)]
 pub struct Journal {

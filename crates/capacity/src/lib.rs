@@ -86,8 +86,9 @@ pub fn verify(
                     .map(|d| d.as_secs())
                     .unwrap_or(0),
             };
-            let journal = journal::Journal::create(dir, &header)
-                .map_err(|source| VerifyError::NoJournal { dir: dir.clone(), source })?;
+            let no_journal = |source| VerifyError::NoJournal { dir: dir.clone(), source };
+            journal::check_room(dir, options.cache_bound.min(disk.size() / 4)).map_err(no_journal)?;
+            let journal = journal::Journal::create(dir, &header).map_err(no_journal)?;
             Some(journal)
         }
     };

@@ -32,6 +32,8 @@ pub enum Command {
     Identify(IdentifyArgs),
     /// Score a saved report, or a bare measurements object ("-" reads stdin).
     Score(ScoreArgs),
+    /// Is this card as big as it says? Finds fake capacity; exit 4 when it is fake.
+    VerifyCapacity(VerifyCapacityArgs),
 }
 
 #[derive(Debug, Args, Default)]
@@ -78,6 +80,35 @@ pub struct ScoreArgs {
     pub file: String,
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyCapacityArgs {
+    /// The card's whole device, not mounted (/dev/sdb, /dev/mmcblk0); with --files, a directory on the mounted card.
+    pub device: String,
+    /// Print the finding as one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Write without backing anything up: faster, and ALL DATA ON THE CARD IS LOST.
+    #[arg(long)]
+    pub destructive: bool,
+    /// Do not ask for confirmation before a destructive run.
+    #[arg(long, requires = "destructive")]
+    pub yes: bool,
+    /// Write 1 GiB instead of 64 MiB between each probe and its check, to see through larger write caches.
+    #[arg(long)]
+    pub thorough: bool,
+    /// DEVICE is a directory on a mounted card: fill its free space with self-identifying data, read it back, free it.
+    #[arg(long, conflicts_with_all = ["destructive", "thorough"])]
+    pub files: bool,
+    /// Where the undo journal is kept: a directory on another disk than the card.
+    #[arg(
+        long,
+        env = "STORAGE_SCORE_JOURNAL_DIR",
+        value_name = "DIR",
+        default_value = "/var/lib/storage-score/journal"
+    )]
+    pub journal_dir: PathBuf,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, Default)]

@@ -6,6 +6,7 @@
 //! | 1 | the run failed (an I/O error, an interruption) |
 //! | 2 | bad usage or a bad target |
 //! | 3 | refused for safety |
+//! | 4 | verify-capacity found a fake (a finding, not a failure) |
 
 use std::fmt;
 
@@ -18,6 +19,8 @@ pub enum Failure {
     Usage(String),
     /// Refused to protect the user's data: exit 3.
     Refused(String),
+    /// verify-capacity found a fake card: exit 4.
+    Fake(String),
 }
 
 impl Failure {
@@ -26,13 +29,14 @@ impl Failure {
             Failure::Run(_) => 1,
             Failure::Usage(_) => 2,
             Failure::Refused(_) => 3,
+            Failure::Fake(_) => 4,
         }
     }
 }
 
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (Failure::Run(m) | Failure::Usage(m) | Failure::Refused(m)) = self;
+        let (Failure::Run(m) | Failure::Usage(m) | Failure::Refused(m) | Failure::Fake(m)) = self;
         // One line, always: fold any newline a lower layer let through.
         write!(f, "{}", m.replace('\n', " "))
     }

@@ -2,6 +2,7 @@
 //! libraries, render. Every error leaves through [`Failure`], which prints
 //! one line and picks the documented exit code (DESIGN.md §2).
 
+mod capacity_cmd;
 mod failure;
 mod plan;
 mod progress;
@@ -14,7 +15,7 @@ use storage_identify::Roots;
 
 pub use failure::Failure;
 use storage_score::args::{Cli, Command};
-pub(crate) use storage_score::args::{EngineArg, IdentifyArgs, ProfileArg, RunArgs, ScoreArgs};
+pub(crate) use storage_score::args::{EngineArg, IdentifyArgs, ProfileArg, RunArgs, ScoreArgs, VerifyCapacityArgs};
 
 fn main() {
     // Die quietly on a closed pipe (`storage-score identify | head`), as
@@ -31,6 +32,7 @@ fn main() {
         None => run::run(&cli.run, &roots),
         Some(Command::Identify(args)) => run::identify(&args, &roots),
         Some(Command::Score(args)) => score_cmd::score(&args),
+        Some(Command::VerifyCapacity(args)) => capacity_cmd::verify_capacity(&args, &roots),
     };
     if let Err(failure) = result {
         eprintln!("storage-score: {failure}");

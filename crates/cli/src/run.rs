@@ -83,7 +83,10 @@ pub fn run(args: &RunArgs, roots: &Roots) -> Result<(), Failure> {
         Some(e @ (RunError::Scratch(ScratchError::ReadOnly { .. }) | RunError::TooSmall { .. })) => {
             Err(Failure::Usage(e.to_string()))
         }
-        Some(e) => Err(Failure::Run(format!("the run failed: {e}; nothing was left behind"))),
+        Some(e) => Err(Failure::Run(format!(
+            "the run failed: {e}; nothing was left behind{}",
+            crate::capacity_cmd::hint_after_run_error(&e, &plan)
+        ))),
     }
 }
 

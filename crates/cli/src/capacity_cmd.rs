@@ -1,0 +1,231 @@
+//! `verify-capacity`: refuse or clear the device, replay an unfinished
+//! journal, probe, render. The work is `storage-capacity`'s; this maps its
+//! answers and errors onto output and exit codes (0 genuine, 4 fake).
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::Path;
+
+use storage_capacity::preflight::{self, Refusal};
+use storage_capacity::{Leftover, Options, ProbeError, RawDisk, Safety, VerifyError, Watch};
+use storage_identify::Roots;
+
+use crate::{Failure, VerifyCapacityArgs};
+
+/// Stage lines on a terminal; Ctrl-C and SIGTERM ask the probe to stop.
+struct Stages {
+    show: bool,
+}
+
+impl Watch for Stages {
+    fn stage(&self, what: &str) {
+        if self.show {
+            eprintln!("verify-capacity: {what}");
+        }
+    }
+
+    fn stop(&self) -> Option<&'static str> {
+        storage_bench::interrupt::requested()
+    }
+}
+
+/// `storage-score verify-capacity`.
+pub fn verify_capacity(args: &VerifyCapacityArgs, roots: &Roots) -> Result<(), Failure> {
+    storage_bench::interrupt::install().map_err(|e| Failure::Run(format!("cannot install signal handlers: {e}")))?;
+    let watch = Stages { show: !args.json && std::io::stderr().is_terminal() };
+    if args.files {
+        return files(args, &watch);
+    }
+    let cleared = preflight::check(&args.device, roots).map_err(|r| match r {
+        Refusal::Usage(m) => Failure::Usage(m),
+        Refusal::Unsafe(m) => Failure::Refused(m),
+    })?;
+    let mut disk = RawDisk::open(&cleared.node).map_err(|e| open_failure(&args.device, &e))?;
+
+    // An unfinished run of this card comes first, whatever else was asked.
+    match storage_capacity::replay_unfinished(&args.journal_dir, &args.device, &cleared.fingerprint, &mut disk) {
+        Ok(leftovers) => leftovers_said(&leftovers, &args.device)?,
+        Err(VerifyError::NoJournal { .. }) => {} // no journal directory to read: nothing to replay
+        Err(e) => return Err(Failure::Run(e.to_string())),
+    }
+
+    if args.destructive && !args.yes {
+        confirm(&args.device)?;
+    }
+    let safety = if args.destructive {
+        Safety::Destructive
+    } else {
+        Safety::Journal { dir: args.journal_dir.clone(), fingerprint: cleared.fingerprint.clone() }
+    };
+    let bound =
+        if args.thorough { storage_capacity::THOROUGH_CACHE_BOUND } else { storage_capacity::DEFAULT_CACHE_BOUND };
+    let report = storage_capacity::verify(&mut disk, &args.device, &safety, Options { cache_bound: bound }, &watch)
+        .map_err(|e| verify_failure(e, args))?;
+
+    if args.json {
+        println!("{}", to_json(&report)?);
+    } else {
+        print!("{}", report.text());
+    }
+    if report.verdict.is_fake() { Err(Failure::Fake(report.summary())) } else { Ok(()) }
+}
+
+fn files(args: &VerifyCapacityArgs, watch: &Stages) -> Result<(), Failure> {
+    let dir = Path::new(&args.device);
+    if !dir.is_dir() {
+        return Err(Failure::Usage(format!(
+            "--files wants a directory on the mounted card, and {} is not one; for the whole device, leave --files out",
+            args.device
+        )));
+    }
+    let report = storage_capacity::files::verify_files(dir, watch).map_err(|e| match e {
+        storage_capacity::files::FilesError::Stopped(ProbeError::Interrupted(signal)) => {
+            Failure::Run(format!("interrupted by {signal}; the scratch files had no names and are gone"))
+        }
+        storage_capacity::files::FilesError::NoRoom { .. } => Failure::Refused(e.to_string()),
+        other => Failure::Usage(other.to_string()),
+    })?;
+    if args.json {
+        println!("{}", to_json(&report)?);
+    } else {
+        let size = storage_capacity::verdict::size;
+        println!(
+            "{}: {}: {} of free space written and read back, {} held its data, {} did not ({} left free for the system)",
+            report.dir,
+            if report.verdict.is_fake() { format!("FAKE ({})", report.verdict.as_str()) } else { "genuine".to_owned() },
+            size(report.tested_bytes),
+            size(report.usable_bytes),
+            size(report.bad_bytes),
+            size(report.reserve_bytes)
+        );
+        for note in &report.notes {
+            println!("  note: {note}");
+        }
+    }
+    if report.verdict.is_fake() {
+        Err(Failure::Fake(format!(
+            "{} is on a fake card ({}): {} of the {} written there did not hold its data; copy your files off it",
+            report.dir,
+            report.verdict.as_str(),
+            storage_capacity::verdict::size(report.bad_bytes),
+            storage_capacity::verdict::size(report.tested_bytes)
+        )))
+    } else {
+        Ok(())
+    }
+}
+
+/// DESIGN §11, "From run": an I/O error at an offset may be a card that
+/// is smaller than it claims. Returns "; …verify-capacity…" for the error
+/// line, or nothing when the error is not of that kind.
+pub fn hint_after_run_error(error: &storage_bench::RunError, plan: &storage_bench::Plan) -> String {
+    use storage_bench::engine::EngineError;
+    use storage_bench::{RunError, WriteTarget};
+    let RunError::Engine { key, source } = error else { return String::new() };
+    let at_offset = match source {
+        EngineError::Io { source, .. } => source.raw_os_error() == Some(libc::EIO),
+        EngineError::Short { .. } => true,
+        _ => false,
+    };
+    if !at_offset {
+        return String::new();
+    }
+    let reads_device = matches!(key.as_str(), "seq_read_mib_s" | "cached_read_mib_s");
+    match (&plan.read_device, &plan.write_target) {
+        (Ok(device), _) if reads_device => format!(
+            "; a card that fails there may be smaller than it claims: check it with sudo storage-score verify-capacity {}",
+            device.display()
+        ),
+        (_, WriteTarget::Raw(device)) => format!(
+            "; a card that fails there may be smaller than it claims: check it with sudo storage-score verify-capacity {}",
+            device.display()
+        ),
+        (_, WriteTarget::Scratch(dir)) => format!(
+            "; a card that fails there may be smaller than it claims: check it with sudo storage-score verify-capacity {} --files",
+            dir.display()
+        ),
+        _ => String::new(),
+    }
+}
+
+fn open_failure(device: &str, e: &std::io::Error) -> Failure {
+    match e.raw_os_error() {
+        Some(libc::EBUSY) => Failure::Refused(format!(
+            "{device} is in use (another program holds it exclusively, or something on it is mounted); release it first, `sudo fuser -v {device}` shows who holds it"
+        )),
+        Some(libc::EACCES | libc::EPERM) => Failure::Usage(format!(
+            "cannot open {device}: permission denied; run as root: sudo storage-score verify-capacity {device}"
+        )),
+        Some(libc::EROFS) => Failure::Usage(format!(
+            "{device} is read-only (a write-protect switch?); make it writable: the probe must write to it"
+        )),
+        _ => Failure::Run(format!("cannot open {device}: {e}")),
+    }
+}
+
+fn leftovers_said(leftovers: &[Leftover], device: &str) -> Result<(), Failure> {
+    for leftover in leftovers {
+        match leftover {
+            Leftover::Replayed { journal, bytes } => eprintln!(
+                "storage-score: an earlier run on {device} did not finish; its {bytes} overwritten bytes were restored from {}",
+                journal.display()
+            ),
+            Leftover::Mismatch(pending) => {
+                return Err(Failure::Refused(format!(
+                    "{} holds the undo data of an unfinished run on another card that was in {device}; put that card back and rerun to restore it (or delete the file if that card is gone)",
+                    pending.path.display()
+                )));
+            }
+            Leftover::OtherDevice(pending) => eprintln!(
+                "storage-score: note: {} holds the undo data of an unfinished run on {}; to restore it, run: storage-score verify-capacity {}",
+                pending.path.display(),
+                pending.header.device,
+                pending.header.device
+            ),
+        }
+    }
+    Ok(())
+}
+
+fn verify_failure(e: VerifyError, args: &VerifyCapacityArgs) -> Failure {
+    match e {
+        VerifyError::NoJournal { dir, source } => Failure::Refused(format!(
+            "no writable place for the undo journal ({}: {source}); give --journal-dir DIR on another disk, or add --destructive --yes if every byte on {} may be lost",
+            dir.display(),
+            args.device
+        )),
+        VerifyError::Probe(ProbeError::Interrupted(signal)) => Failure::Run(format!(
+            "interrupted by {signal}; {}",
+            if args.destructive {
+                "the card was left as the probe had written it"
+            } else {
+                "every byte written was restored"
+            }
+        )),
+        VerifyError::Probe(e @ ProbeError::TooSmall(_)) => Failure::Usage(e.to_string()),
+        VerifyError::Probe(e) => Failure::Run(format!("the probe failed: {e}; every byte written was restored")),
+        e @ VerifyError::Undo { .. } => Failure::Run(e.to_string()),
+    }
+}
+
+/// Asks on the terminal; refuses when there is none to ask on.
+fn confirm(device: &str) -> Result<(), Failure> {
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        return Err(Failure::Refused(format!(
+            "refusing to overwrite {device} without confirmation: there is no terminal to ask on; add --yes if every byte on it may be lost"
+        )));
+    }
+    eprint!("storage-score: --destructive writes all over {device}; its data will be lost. Type 'yes' to go on: ");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    let _ = stdin.lock().read_line(&mut answer);
+    if answer.trim() == "yes" {
+        Ok(())
+    } else {
+        Err(Failure::Refused(format!("not confirmed: {device} was left untouched")))
+    }
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> Result<String, Failure> {
+    serde_json::to_string_pretty(value).map_err(|e| Failure::Run(format!("cannot encode the finding as JSON: {e}")))
+}

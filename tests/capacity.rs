@@ -1,0 +1,398 @@
+//! `storage-score verify-capacity` on fake cards that are real block
+//! devices (DESIGN §7, §11): loop devices over `tests/support/fake_flash.py`,
+//! which claims more than it holds and, past its real size, wraps around,
+//! drops writes (reading zeros, 0xFF or stale junk), chains, fails with EIO,
+//! or hides dropped writes behind a FIFO cache.
+//!
+//! Each test checks the verdict, the real size to within one probe granule,
+//! and that every byte of the card reads as before (a hash of the whole
+//! card). `kill -9` at several moments, then a rerun, must restore it too.
+//! The refusals (mounted, partition, swap, held, root disk, no journal) are
+//! checked on loop devices as well.
+//!
+//! These need root, /dev/fuse and fusepy (`cargo xtask test` installs
+//! Debian's python3-fusepy).
+
+mod support;
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::*;
+
+const MIB: u64 = 1 << 20;
+const GRANULE: u64 = 4096;
+
+/// Runs `verify-capacity DEVICE --json` with a private journal directory.
+fn verify(device: &str, journal: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["verify-capacity", device, "--json", "--journal-dir", journal.to_str().expect("utf8")];
+    args.extend(extra);
+    let out = run(&args);
+    eprintln!(
+        "storage-score {}: exit {:?}\n--- stdout:\n{}--- stderr:\n{}",
+        args.join(" "),
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn journals(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default()
+}
+
+/// Probes a fresh fake card and checks verdict, size and restoration.
+fn probe_fake(announced: u64, real: u64, mode: &str, options: &[&str], verdict: &str) -> Value {
+    let _lock = device_lock();
+    let card = FakeFlash::new(announced, real, mode, options);
+    let readable = if mode == "eio" { real } else { announced };
+    let before = card.hash(readable);
+    let journal = tempfile::tempdir().expect("journal dir");
+    let started = Instant::now();
+    let out = verify(card.path(), journal.path(), &[]);
+    eprintln!("took {:?}; card log:\n{}", started.elapsed(), card.log());
+    let doc = stdout_json(&out);
+    assert_eq!(doc["verdict"], verdict, "{doc}");
+    assert_eq!(doc["announced_bytes"], announced);
+    if verdict == "genuine" {
+        assert_eq!(out.status.code(), Some(0));
+        assert_eq!(doc["usable_bytes"], announced);
+        assert!(doc.get("first_bad_byte").is_none(), "{doc}");
+    } else {
+        let line = assert_one_line_error(&out, 4);
+        assert!(line.contains("fake") && line.contains(verdict), "{line}");
+        let usable = doc["usable_bytes"].as_u64().expect("usable");
+        let first_bad = doc["first_bad_byte"].as_u64().expect("first bad");
+        assert!(usable <= real && real - usable <= GRANULE, "usable {usable} for a real {real}");
+        assert!(first_bad >= real && first_bad - real < GRANULE, "first bad {first_bad} for a real {real}");
+        let partition = &doc["safe_partition"];
+        let end = partition["start_bytes"].as_u64().unwrap_or(0) + partition["size_bytes"].as_u64().unwrap_or(0);
+        assert!(end <= real && end + MIB > real, "safe partition ends at {end}: {partition}");
+        assert!(partition["sfdisk"].as_str().unwrap_or("").contains(card.path()), "{partition}");
+    }
+    assert!(journals(journal.path()).is_empty(), "a journal was left: {:?}", journals(journal.path()));
+    assert_eq!(card.hash(readable), before, "the card's data changed");
+    doc
+}
+
+#[test]
+#[ignore = "needs root: FUSE mount, loop device"]
+fn a_genuine_card_is_genuine() {
+    let doc = probe_fake(256 * MIB, 256 * MIB, "genuine", &[], "genuine");
+    assert_eq!(doc["rounds"], 1);
+}
+
+#[test]
+#[ignore = "needs root: FUSE mount, loop device"]
+fn wraparound() {
+    let doc = probe_fake(256 * MIB, 64 * MIB, "wrap", &[], "wraparound");
+    assert_eq!(doc["wraps_at_bytes"], 64 * MIB);
+}
+
+#[test]
+#[ignore = "needs root: FUSE mount, loop device"]
+fn limbo_reading_zeros() {
+    let doc = probe_fake(256 * MIB, 64 * MIB, "limbo-00", &[], "limbo");
+    assert_eq!(doc["limbo_reads"], "zeros");
+}
+
+#[test]
+#[ignore = "needs root: FUSE mount, loop device"]
+fn limbo_reading_ff() {
+    let doc = probe_fake(256 * MIB, 64 * MIB, "limbo-ff", &[], "limbo");
+    assert_eq!(doc["limbo_reads"], "ones");
+}
+
+#[test]
+#[ignore = "needs root: FUSE mount, loop device"]
+fn limbo_reading_stale_data() {
+    let doc = probe_fake(256 * MIB, 64 * MIB + 12 * GRANULE, "limbo-stale", &[], "limbo");
+    assert_eq!(doc["limbo_reads"], "other");
+}
+
+#[test]
+#[ignore = "needs root: FUSE mount, loop device"]
+fn chain() {
+    let doc = probe_fake(256 * MIB, 48 * MIB, "chain=128M", &[], "chain");
+    assert_eq!(doc["wraps_at_bytes"], 128 * MIB);
+}
+
+#[test]
+#[ignore = "needs root: FUSE mount, loop device"]
+fn io_errors_past_an_offset() {
+    probe_fake(256 * MIB, 64 * MIB, "eio", &[], "io-errors");
+}
+
+#[test]
+#[ignore = "needs root: FUSE mount, loop device"]
+fn limbo_behind_a_masking_cache() {
+    let doc = probe_fake(256 * MIB, 64 * MIB, "limbo-00", &["cache=4M"], "limbo");
+    let cache = &doc["cache"];
+    let (least, most) = (cache["at_least_bytes"].as_u64().unwrap_or(0), cache["at_most_bytes"].as_u64());
+    assert!(least <= 4 * MIB && most.is_some_and(|m| m >= 4 * MIB), "cache: {cache}");
+}
+
+#[test]
+#[ignore = "needs root: FUSE mount, loop device"]
+fn a_4_gib_card_with_1_gib_inside_is_a_1_gib_wraparound() {
+    // f3probe 8.0 called this one "damaged, usable 0 B" (issue 10).
+    let _lock = device_lock();
+    let card = FakeFlash::new(4096 * MIB, 1024 * MIB, "wrap", &[]);
+    let journal = tempfile::tempdir().expect("journal dir");
+    let out = verify(card.path(), journal.path(), &[]);
+    let doc = stdout_json(&out);
+    assert_eq!(out.status.code(), Some(4));
+    assert_eq!(doc["verdict"], "wraparound");
+    assert_eq!(doc["usable_bytes"], 1024 * MIB);
+    assert_eq!(doc["first_bad_byte"], 1024 * MIB);
+    assert!(journals(journal.path()).is_empty());
+}
+
+/// Starts a probe, kills it with SIGKILL when the card pauses at `pause`
+/// (`read:N` or `write:N`), then reruns: the card must read as before.
+fn kill_then_rerun(pause: &str) {
+    let _lock = device_lock();
+    let card = FakeFlash::new(256 * MIB, 64 * MIB, "wrap", &[]);
+    let before = card.hash(card.announced);
+    let journal = tempfile::tempdir().expect("journal dir");
+    card.ctl(&format!("pause-at={pause}"));
+    let mut child = Command::new(BIN)
+        .args(["verify-capacity", card.path(), "--json", "--journal-dir", journal.path().to_str().expect("utf8")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    wait_for_pause(&card, &mut child);
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGKILL)
+        .expect("kill -9");
+    // The killed process is blocked in that I/O; it dies as soon as it ends.
+    card.ctl("resume");
+    let status = child.wait().expect("wait");
+    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(9), "{status}");
+    assert_eq!(journals(journal.path()).len(), 1, "no journal after kill -9 at {pause}");
+
+    let out = verify(card.path(), journal.path(), &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("did not finish") && stderr.contains("restored"), "{stderr}");
+    assert_eq!(stdout_json(&out)["verdict"], "wraparound");
+    assert!(journals(journal.path()).is_empty());
+    assert_eq!(card.hash(card.announced), before, "the card's data changed after kill -9 at {pause} and a rerun");
+}
+
+fn wait_for_pause(card: &FakeFlash, child: &mut Child) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !card.log().contains("paused at") {
+        assert!(Instant::now() < deadline, "the card never paused:\n{}", card.log());
+        if let Some(status) = child.try_wait().expect("wait") {
+            panic!("the probe ended ({status}) before the pause:\n{}", card.log());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+#[ignore = "needs root: FUSE mount, loop device"]
+fn kill_9_mid_backup_of_the_first_probes() {
+    // The first reads are the backups of round 1's probe blocks.
+    kill_then_rerun("read:50");
+}
+
+#[test]
+#[ignore = "needs root: FUSE mount, loop device"]
+fn kill_9_mid_backup_of_the_flush_after_probe_writes() {
+    // ~256 probe backups, then the flush's backup in 128 KiB reads.
+    kill_then_rerun("read:400");
+}
+
+#[test]
+#[ignore = "needs root: FUSE mount, loop device"]
+fn kill_9_mid_write() {
+    kill_then_rerun("write:100");
+}
+
+#[test]
+#[ignore = "needs root: FUSE mount, loop device"]
+fn kill_9_mid_restore() {
+    // Count the writes of a whole run on an identical card; the restore's
+    // are the last ones.
+    let total = {
+        let _lock = device_lock();
+        let card = FakeFlash::new(256 * MIB, 64 * MIB, "wrap", &[]);
+        let journal = tempfile::tempdir().expect("journal dir");
+        let before = card.stats()["writes"].as_u64().expect("writes");
+        let out = verify(card.path(), journal.path(), &[]);
+        assert_eq!(out.status.code(), Some(4));
+        card.stats()["writes"].as_u64().expect("writes") - before
+    };
+    kill_then_rerun(&format!("write:{}", total - 20));
+}
+
+// --- refusals ---
+
+fn refused(args: &[&str], code: i32, words: &[&str]) -> String {
+    let out = run(args);
+    let line = assert_one_line_error(&out, code);
+    for word in words {
+        assert!(line.contains(word), "{word:?} not in: {line}");
+    }
+    assert!(out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
+    line
+}
+
+#[test]
+#[ignore = "needs root: loop device, ext4 mount"]
+fn a_mounted_card_is_refused_with_the_umount_command() {
+    let _lock = device_lock();
+    let fs = Ext4::new(64, "rw");
+    refused(&["verify-capacity", fs.dev.path()], 3, &["mounted", &format!("sudo umount {}", fs.mount_point())]);
+}
+
+#[test]
+#[ignore = "needs root: loop device"]
+fn a_partition_is_refused_with_the_whole_disk_command() {
+    let _lock = device_lock();
+    let dir = tempfile::Builder::new().prefix("ss-test-").tempdir_in("/var/tmp").expect("dir");
+    let file = dir.path().join("disk.img");
+    // A DOS label with one Linux partition from sector 2048 to the end.
+    let mut mbr = vec![0u8; 512];
+    mbr[446 + 4] = 0x83;
+    mbr[446 + 8..446 + 12].copy_from_slice(&2048u32.to_le_bytes());
+    mbr[446 + 12..446 + 16].copy_from_slice(&((64 * MIB / 512 - 2048) as u32).to_le_bytes());
+    mbr[510..].copy_from_slice(&[0x55, 0xAA]);
+    std::fs::write(&file, &mbr)
+        .and_then(|()| std::fs::OpenOptions::new().write(true).open(&file)?.set_len(64 * MIB))
+        .expect("file");
+    let disk = LoopDev::attach_partitioned(&file);
+    let part = format!("{}p1", disk.path());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !Path::new(&part).exists() {
+        assert!(Instant::now() < deadline, "{part} never appeared");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    refused(&["verify-capacity", &part], 3, &["partition", &format!("verify-capacity {}", disk.path())]);
+}
+
+#[test]
+#[ignore = "needs root: loop device, swapon"]
+fn a_swap_device_is_refused_with_the_swapoff_command() {
+    let _lock = device_lock();
+    let dev = LoopDev::new(64);
+    assert!(Command::new("mkswap").arg(dev.path()).stdout(Stdio::null()).status().expect("mkswap").success());
+    assert!(Command::new("swapon").arg(dev.path()).status().expect("swapon").success());
+    struct SwapOff<'a>(&'a str);
+    impl Drop for SwapOff<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("swapoff").arg(self.0).status();
+        }
+    }
+    let _off = SwapOff(dev.path());
+    refused(&["verify-capacity", dev.path()], 3, &["swap", "sudo swapoff"]);
+}
+
+#[test]
+#[ignore = "needs root: loop device"]
+fn a_card_held_open_by_another_process_is_refused() {
+    let _lock = device_lock();
+    let dev = LoopDev::new(64);
+    let mut holder = Command::new("bash")
+        .args(["-c", &format!("exec 3<>{}; sleep 60", dev.path())])
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("holder");
+    struct Reap<'a>(&'a mut Child);
+    impl Drop for Reap<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let pid = holder.id();
+    let _reap = Reap(&mut holder);
+    std::thread::sleep(Duration::from_millis(300));
+    refused(&["verify-capacity", dev.path()], 3, &["open in another program", &format!("kill {pid}")]);
+}
+
+#[test]
+#[ignore = "needs root: reads the root disk's identity"]
+fn the_root_disk_is_refused_with_the_files_command() {
+    let root = Command::new("findmnt").args(["-no", "SOURCE", "/"]).output().expect("findmnt");
+    let source = String::from_utf8_lossy(&root.stdout).trim().to_owned();
+    let Some(disk) = Command::new("lsblk")
+        .args(["-no", "PKNAME", &source])
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .map(|p| if p.is_empty() { source.clone() } else { format!("/dev/{p}") })
+        .filter(|d| d.starts_with("/dev/"))
+    else {
+        eprintln!("skipped: / is not on a block device here ({source})");
+        return;
+    };
+    refused(&["verify-capacity", &disk], 3, &["running system", "verify-capacity / --files"]);
+}
+
+#[test]
+#[ignore = "needs root: loop device"]
+fn without_a_journal_place_it_refuses_unless_destructive() {
+    let _lock = device_lock();
+    let dev = LoopDev::new(64);
+    refused(&["verify-capacity", dev.path(), "--journal-dir", "/proc/no-such-dir"], 3, &["journal", "--destructive"]);
+    refused(&["verify-capacity", dev.path(), "--destructive"], 3, &["--yes"]);
+    let out = run(&["verify-capacity", dev.path(), "--journal-dir", "/proc/no-such-dir", "--destructive", "--yes"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn a_directory_without_files_is_bad_usage() {
+    refused(&["verify-capacity", "/tmp"], 2, &["directory", "--files"]);
+}
+
+// --- a mounted card, checked in place ---
+
+#[test]
+#[ignore = "needs root: loop device, ext4 mount"]
+fn files_on_a_genuine_card_pass_and_leave_nothing() {
+    let _lock = device_lock();
+    let fs = Ext4::new(128, "rw");
+    let free = fs.free_bytes();
+    let out = run(&["verify-capacity", fs.mount_point(), "--files", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc = stdout_json(&out);
+    assert_eq!(doc["verdict"], "genuine");
+    assert!(doc["tested_bytes"].as_u64().unwrap_or(0) > 64 * MIB, "{doc}");
+    assert!(fs.entries().is_empty(), "{:?}", fs.entries());
+    assert!(fs.free_bytes() + MIB >= free, "free space not back: {} < {free}", fs.free_bytes());
+}
+
+#[test]
+#[ignore = "needs root: FUSE mount, loop device, ext4 mount"]
+fn files_on_a_fake_card_find_it() {
+    let _lock = device_lock();
+    let fs = Ext4::on(FakeFlash::new(256 * MIB, 64 * MIB, "limbo-00", &[]), "rw");
+    let out = run(&["verify-capacity", fs.mount_point(), "--files", "--json"]);
+    let line = assert_one_line_error(&out, 4);
+    assert!(line.contains("fake"), "{line}");
+    let doc = stdout_json(&out);
+    assert_eq!(doc["verdict"], "limbo");
+    assert!(doc["bad_bytes"].as_u64().unwrap_or(0) > 64 * MIB, "{doc}");
+    assert!(fs.entries().is_empty(), "{:?}", fs.entries());
+}
+
+// --- from run ---
+
+#[test]
+#[ignore = "needs root: FUSE mount, loop device"]
+fn a_read_error_in_run_names_verify_capacity() {
+    let _lock = device_lock();
+    let card = FakeFlash::new(256 * MIB, 64 * MIB, "eio", &[]);
+    let out = run(&["run", "--json", "--only", "seq_read_mib_s", card.path()]);
+    let line = assert_one_line_error(&out, 1);
+    assert!(line.contains(&format!("byte {}", 64 * MIB)), "{line}");
+    assert!(line.contains(&format!("verify-capacity {}", card.path())), "{line}");
+}
