@@ -116,10 +116,18 @@ impl Ext4 {
 impl<D: BlockDev> Ext4<D> {
     /// mkfs.ext4 on `dev`, then mounts it with `options`.
     pub fn on(dev: D, options: &str) -> Ext4<D> {
+        Ext4::on_with(dev, &[], options)
+    }
+
+    /// Like [`Ext4::on`], with extra mkfs.ext4 arguments (`-O ^has_journal`).
+    pub fn on_with(dev: D, mkfs_args: &[&str], options: &str) -> Ext4<D> {
         // Initialise inode tables and journal now: left lazy, ext4 zeroes them
         // in the background after mount, and those writes would eat into a
         // throttled device's bandwidth during the measurement.
-        sh("mkfs.ext4", &["-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", dev.path()]);
+        let mut args = vec!["-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"];
+        args.extend(mkfs_args);
+        args.push(dev.path());
+        sh("mkfs.ext4", &args);
         let dir = tempfile::Builder::new().prefix("ss-mnt-").tempdir().expect("mount dir");
         sh("mount", &["-o", options, dev.path(), dir.path().to_str().expect("utf8")]);
         Ext4 { dir, dev }
