@@ -20,7 +20,12 @@
 //!    runs each, alternating; medians of IOPS and of CPU time per I/O (user +
 //!    system time of the whole process from `getrusage`, so ours includes
 //!    laying out its file). `--rounds N` changes the number of runs.
-//! 4. Writes everything to `target/bench/latest.json` and ends with
+//! 4. **Fake capacity** ([`capacity`]). `verify-capacity` beside f3probe
+//!    on fake cards (`tests/support/fake_flash.py` behind loop): verdict,
+//!    usable size, time, bytes written and whether the data survived, in a
+//!    table and `target/bench/capacity.json`. `cargo xtask bench capacity`
+//!    runs this step alone.
+//! 5. Writes everything to `target/bench/latest.json` and ends with
 //!    `bench: N within 0.95-1.05, M outside`.
 //!
 //! Needs root; without it the task prints why and exits 0 ("skipped"). Every
@@ -30,6 +35,7 @@
 //! usage.
 
 mod agreement;
+mod capacity;
 mod efficiency;
 mod guard;
 mod parse;
@@ -47,6 +53,9 @@ pub const BAND: (f64, f64) = (0.95, 1.05);
 
 /// Runs the task; `args` are the words after `bench`.
 pub fn main(args: &[String]) -> ExitCode {
+    if args.first().map(String::as_str) == Some("capacity") {
+        return capacity_only();
+    }
     let rounds = match parse_rounds(args) {
         Ok(rounds) => rounds,
         Err(e) => {
@@ -72,6 +81,35 @@ pub fn main(args: &[String]) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `cargo xtask bench capacity`: step 4 alone.
+fn capacity_only() -> ExitCode {
+    if !sys::is_root() {
+        println!("bench: skipped: needs root (loop devices and FUSE); run it as root");
+        return ExitCode::SUCCESS;
+    }
+    sys::catch_interrupts();
+    let paths = Paths::locate();
+    match sys::build_release(&paths).and_then(|binary| run_capacity(&binary, &paths)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            println!("bench: FAILED: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Step 4: the table and `target/bench/capacity.json`.
+fn run_capacity(binary: &std::path::Path, paths: &Paths) -> Result<()> {
+    let rows = capacity::run(binary, &paths.workspace)?;
+    print!("{}", capacity::table(&rows));
+    std::fs::create_dir_all(&paths.out_dir).with_context(|| format!("creating {}", paths.out_dir.display()))?;
+    let out = paths.out_dir.join("capacity.json");
+    let text = serde_json::to_string_pretty(&capacity::to_json(&rows)).context("serializing")?;
+    std::fs::write(&out, text + "\n").with_context(|| format!("writing {}", out.display()))?;
+    println!("bench: capacity results in {}", out.display());
+    Ok(())
 }
 
 /// `[--rounds N]`: runs per side in the engine comparison (default 3).
@@ -102,6 +140,7 @@ fn run(rounds: usize) -> Result<Summary> {
     print!("{}", report::agreement_table(&agreement));
     let efficiency = efficiency::run(&binary, rounds)?;
     print!("{}", report::efficiency_table(&efficiency));
+    run_capacity(&binary, &paths)?;
 
     let json = report::to_json(&agreement, &efficiency);
     std::fs::create_dir_all(&paths.out_dir).with_context(|| format!("creating {}", paths.out_dir.display()))?;

@@ -29,7 +29,10 @@ tasks:
       As root: storage-score side by side with hdparm, dd and fio on a
       throttled loop device (ratios ours/theirs, wall time, peak RSS), and its
       io_uring engine against fio's on /dev/shm (N runs each, default 3).
-      Writes target/bench/latest.json.
+      Writes target/bench/latest.json. Then verify-capacity beside f3probe on
+      fake cards (FUSE behind loop): target/bench/capacity.json.
+  bench capacity
+      Only the verify-capacity vs f3probe comparison.
   fuzz [--runs N] [--target NAME]
       Every cargo-fuzz target in fuzz/ (the register decoders, debugfs ios,
       USB speed, `score` input) for N executions each (default 10000000),
