@@ -17,7 +17,11 @@
 //!    wraparound the low address keeps its own block and the high one reads
 //!    the low one's: the alias is seen from the high side, where it belongs.
 //! 3. A **flush**: at least the cache bound of other stamped writes, outside
-//!    (lo, hi), so that no write cache can answer for a probe block.
+//!    (lo, hi), so that no write cache can answer for a probe block. When a
+//!    *sentinel* (the top block in round 1, later a block known to drop
+//!    writes), written before the probes and read right after them, has
+//!    already vanished, no cache holds even that much, and a flush of twice
+//!    the probe bytes is enough.
 //! 4. Probe blocks are **read back** one at a time in shuffled order (f3
 //!    notes fakes whose sequential reads are cached, libprobe.c) and
 //!    classified: own block (good), another address's block (alias: the
@@ -339,11 +343,54 @@ impl Search {
         if hi - BLOCK > lo && hi - BLOCK >= FLOOR && !probes.contains(&(hi - BLOCK)) {
             probes.push(hi - BLOCK);
         }
-        let markers = self.markers();
+        // A block known to drop writes (or, in round 1, the top block) is
+        // written first and read back right after the probes: if it has
+        // vanished already, no write cache holds as much as was written
+        // after it, and a flush of twice that is enough (f3probe sizes its
+        // cache the same way, libprobe.c find_cache_size).
+        let sentinel = self.sentinel(number, hi);
+        let mut wanted = probes.clone();
+        wanted.extend(sentinel.filter(|s| !probes.contains(s)));
+        let mut failed = io.backup_blocks(&wanted)?;
+        for &p in &failed {
+            self.mark_bad(p, Bad::Io("read"));
+        }
+        let mut order: Vec<u64> = probes.clone();
+        order.sort_unstable_by(|a, b| b.cmp(a));
+        if let Some(s) = sentinel.filter(|s| !probes.contains(s)) {
+            order.insert(0, s);
+        }
+        let mut after_sentinel = 0;
+        for &p in &order {
+            io.check_stop()?;
+            if failed.contains(&p) {
+                continue;
+            }
+            if io.write_block(p).is_err() {
+                self.mark_bad(p, Bad::Io("write"));
+                failed.insert(p);
+            } else if Some(p) != sentinel {
+                after_sentinel += BLOCK;
+            }
+        }
+        let mut flush_bytes = self.flush_bytes;
+        if let Some(s) = sentinel.filter(|s| !failed.contains(s)) {
+            if let Ok(Seen::Foreign(kind)) = io.read_block(s) {
+                self.mark_bad(s, Bad::Vanished(kind));
+                flush_bytes = flush_bytes.min(2 * after_sentinel + (1 << 20));
+            }
+        }
+
+        // A full flush sizes a cache, when there is limbo to put markers in.
+        let markers = if flush_bytes == self.flush_bytes { self.markers() } else { Vec::new() };
+        for &m in &io.backup_blocks(&markers)? {
+            failed.insert(m);
+        }
         let marker_floor = markers.iter().copied().min().unwrap_or(self.size);
-        let mut holes: Vec<u64> = probes.iter().chain(&markers).copied().collect();
+        let mut holes: Vec<u64> = probes.iter().chain(&markers).chain(&sentinel).copied().collect();
         holes.sort_unstable();
-        let flush = carve(&self.flush_plan(marker_floor, holes.len() as u64), &holes);
+        holes.dedup();
+        let flush = carve(&self.flush_plan(marker_floor, flush_bytes, holes.len() as u64), &holes);
         io.watch.stage(&format!(
             "round {number}: {} probe blocks between byte {} and {}, then {} MiB of flush",
             probes.len(),
@@ -351,21 +398,6 @@ impl Search {
             hi,
             flush.iter().map(|(s, e)| e - s).sum::<u64>() >> 20
         ));
-
-        // Back up, then write the probes from the top down.
-        let mut wanted = probes.clone();
-        wanted.extend(&markers);
-        let mut failed = io.backup_blocks(&wanted)?;
-        for &p in &failed {
-            self.mark_bad(p, Bad::Io("read"));
-        }
-        for &p in probes.iter().rev() {
-            io.check_stop()?;
-            if !failed.contains(&p) && io.write_block(p).is_err() {
-                self.mark_bad(p, Bad::Io("write"));
-                failed.insert(p);
-            }
-        }
 
         // Flush, with a marker in limbo before each segment when sizing a cache.
         let unreadable = io.backup_extents(&flush)?;
@@ -420,6 +452,19 @@ impl Search {
         self.wrap = Some(gcd(self.wrap.unwrap_or(0), high - low));
     }
 
+    /// The block written first and checked first: the top block in round
+    /// 1, later one that is known to drop writes (the top one, if it does).
+    fn sentinel(&self, round: u32, hi: u64) -> Option<u64> {
+        let top = self.size - BLOCK;
+        if round == 1 {
+            return Some(top);
+        }
+        if matches!(self.bad.get(&top), Some(Bad::Vanished(_))) {
+            return Some(top);
+        }
+        self.bad.iter().rev().find(|(at, why)| **at >= hi && matches!(why, Bad::Vanished(_))).map(|(at, _)| *at)
+    }
+
     /// Marker blocks at the very top of the card, when that part is known to
     /// drop writes (and nothing aliases, which would keep markers readable).
     fn markers(&self) -> Vec<u64> {
@@ -438,8 +483,8 @@ impl Search {
     /// flush block lands on a probe block), then the interval itself. The
     /// probe blocks are cut out afterwards ([`carve`]), so `extra` blocks
     /// are added to make up for them.
-    fn flush_plan(&self, top: u64, extra: u64) -> Vec<(u64, u64)> {
-        let mut need = self.flush_bytes + extra * BLOCK;
+    fn flush_plan(&self, top: u64, bytes: u64, extra: u64) -> Vec<(u64, u64)> {
+        let mut need = bytes + extra * BLOCK;
         let mut plan = Vec::new();
         let good_end = (self.lo + BLOCK) / BLOCK * BLOCK;
         take(&mut need, &mut plan, FLOOR, good_end);
@@ -612,7 +657,7 @@ mod tests {
     fn the_lattice_is_bounded_and_inside() {
         let points = lattice(FLOOR - BLOCK, 256 << 20);
         assert!(points.len() as u64 >= LATTICE && (points.len() as u64) < 2 * LATTICE + 2, "{}", points.len());
-        assert!(points.iter().all(|&p| p >= FLOOR && p < 256 << 20 && p % BLOCK == 0));
+        assert!(points.iter().all(|&p| (FLOOR..256 << 20).contains(&p) && p % BLOCK == 0));
         let fine = lattice(63 << 20, 64 << 20);
         assert_eq!(fine.first(), Some(&((63 << 20) + BLOCK)));
         assert_eq!(fine.len() as u64, (1 << 20) / BLOCK - 1);
