@@ -230,7 +230,9 @@ fn kill_9_mid_restore() {
         assert_eq!(out.status.code(), Some(4));
         card.stats()["writes"].as_u64().expect("writes") - before
     };
-    kill_then_rerun(&format!("write:{}", total - 20));
+    // The restore is about 40% of the writes; the kernel may split a few
+    // requests differently from run to run, so stay well inside it.
+    kill_then_rerun(&format!("write:{}", total - total / 10));
 }
 
 // --- refusals ---

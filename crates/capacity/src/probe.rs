@@ -51,6 +51,9 @@ pub const BLOCK: u64 = 4096;
 pub const FLOOR: u64 = 1 << 20;
 /// Lattice points per round (at least this many, fewer than twice it).
 const LATTICE: u64 = 128;
+/// Lattice points per round once a sentinel showed that no cache needs a
+/// large flush: rounds are cheap then, so more of them with fewer blocks.
+const LATTICE_CHEAP: u64 = 16;
 /// Flush and backup I/O size.
 const CHUNK: u64 = 1 << 20;
 const MAX_ROUNDS: u32 = 16;
@@ -167,6 +170,7 @@ pub fn probe(
         cache: None,
         flush_bytes,
         flushed: u64::MAX,
+        cheap_rounds: false,
         notes: Vec::new(),
     };
     let mut rounds = 0;
@@ -333,13 +337,15 @@ struct Search {
     flush_bytes: u64,
     /// The smallest flush actually written in a round.
     flushed: u64,
+    /// The last round's sentinel allowed a small flush.
+    cheap_rounds: bool,
     notes: Vec<String>,
 }
 
 impl Search {
     fn round(&mut self, io: &mut Io<'_>, number: u32) -> Result<(), ProbeError> {
         let (lo, hi) = (self.lo, self.hi);
-        let mut probes = lattice(lo, hi);
+        let mut probes = lattice(lo, hi, if self.cheap_rounds { LATTICE_CHEAP } else { LATTICE });
         if hi - BLOCK > lo && hi - BLOCK >= FLOOR && !probes.contains(&(hi - BLOCK)) {
             probes.push(hi - BLOCK);
         }
@@ -380,6 +386,7 @@ impl Search {
                 flush_bytes = flush_bytes.min(2 * after_sentinel + (1 << 20));
             }
         }
+        self.cheap_rounds = flush_bytes < self.flush_bytes;
 
         // A full flush sizes a cache, when there is limbo to put markers in.
         let markers = if flush_bytes == self.flush_bytes { self.markers() } else { Vec::new() };
@@ -597,9 +604,9 @@ fn take(need: &mut u64, plan: &mut Vec<(u64, u64)>, start: u64, end: u64) {
 }
 
 /// Power-of-two lattice points strictly inside (lo, hi), at or above FLOOR.
-fn lattice(lo: u64, hi: u64) -> Vec<u64> {
+fn lattice(lo: u64, hi: u64, per_round: u64) -> Vec<u64> {
     let span = hi - lo;
-    let step = prev_power_of_two((span / (LATTICE + 1)).max(BLOCK)).max(BLOCK);
+    let step = prev_power_of_two((span / (per_round + 1)).max(BLOCK)).max(BLOCK);
     let mut points = Vec::new();
     let mut p = (lo / step + 1) * step;
     while p < hi {
@@ -655,10 +662,10 @@ mod tests {
 
     #[test]
     fn the_lattice_is_bounded_and_inside() {
-        let points = lattice(FLOOR - BLOCK, 256 << 20);
+        let points = lattice(FLOOR - BLOCK, 256 << 20, LATTICE);
         assert!(points.len() as u64 >= LATTICE && (points.len() as u64) < 2 * LATTICE + 2, "{}", points.len());
         assert!(points.iter().all(|&p| (FLOOR..256 << 20).contains(&p) && p % BLOCK == 0));
-        let fine = lattice(63 << 20, 64 << 20);
+        let fine = lattice(63 << 20, 64 << 20, LATTICE);
         assert_eq!(fine.first(), Some(&((63 << 20) + BLOCK)));
         assert_eq!(fine.len() as u64, (1 << 20) / BLOCK - 1);
     }
