@@ -1,0 +1,127 @@
+//! storage-score-leaderboard: the self-hostable results server of DESIGN §10.
+//!
+//! - [`intake`]: what a submitted report must pass, what is stripped, and
+//!   the server's own score and verdict;
+//! - [`card`]: the grouping key (card × board × bus × formula);
+//! - [`store`]: the [`store::Storage`] interface over SQLite and PostgreSQL,
+//!   with leaderboard rows kept up to date on every write;
+//! - [`api`] (JSON), [`export`] (JSON lines, CSV) and [`pages`] (HTML that
+//!   works without JavaScript), all over one [`App`];
+//! - [`config`]: the command line; [`serve`]: binding, the `listening on`
+//!   line, and a graceful stop on SIGTERM.
+//!
+//! Depends on `storage-scoring` and `storage-report` only (DESIGN §1).
+
+pub mod api;
+pub mod auth;
+pub mod card;
+pub mod config;
+pub mod error;
+pub mod export;
+pub mod intake;
+pub mod pages;
+pub mod ratelimit;
+pub mod store;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Router;
+use axum::extract::{ConnectInfo, Request};
+use axum::middleware::Next;
+use axum::response::Response;
+use axum::routing::{get, post};
+
+use crate::config::{Config, Database};
+use crate::ratelimit::RateLimiter;
+use crate::store::Storage;
+use crate::store::postgres::PgStore;
+use crate::store::sqlite::SqliteStore;
+
+/// The server's shared state.
+#[derive(Debug)]
+pub struct App<S> {
+    pub store: S,
+    /// `STORAGE_SCORE_LEADERBOARD_ADMIN_TOKEN`; moderation is off without it.
+    pub admin_token: Option<String>,
+    pub limiter: Option<RateLimiter>,
+}
+
+/// Every route of DESIGN §10.
+pub fn router<S: Storage>(app: Arc<App<S>>) -> Router {
+    Router::new()
+        .route("/api/v1/results", post(api::submit::<S>))
+        .route("/api/v1/results/{id}", get(api::get_result::<S>).delete(api::delete_result::<S>))
+        .route("/api/v1/results/{id}/{action}", post(api::moderate::<S>))
+        .route("/api/v1/leaderboard", get(api::leaderboard::<S>))
+        .route("/export.json", get(export::json::<S>))
+        .route("/export.csv", get(export::csv::<S>))
+        .route("/", get(pages::leaderboard::<S>))
+        .route("/cards/{key}", get(pages::card::<S>))
+        .route("/results/{id}", get(pages::result::<S>))
+        .fallback(pages::not_found)
+        .layer(axum::middleware::from_fn(log_request))
+        .with_state(app)
+}
+
+/// One line per request on stderr: client, method, path, status, time.
+/// The query string is left out (it may hold whatever a visitor typed).
+async fn log_request(request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let client = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip().to_string());
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let response = next.run(request).await;
+    eprintln!(
+        "{} {method} {path} {} {:.1}ms",
+        client.as_deref().unwrap_or("-"),
+        response.status().as_u16(),
+        started.elapsed().as_secs_f64() * 1000.0
+    );
+    response
+}
+
+/// Binds, opens the database, prints `listening on http://HOST:PORT` and
+/// serves until SIGTERM or SIGINT; then finishes the requests under way and
+/// the queued writes, and returns.
+pub async fn serve(config: Config) -> Result<(), String> {
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}; pick another address with --listen", config.listen))?;
+    let address = listener.local_addr().map_err(|e| format!("cannot read the bound address: {e}"))?;
+    let limiter = (config.rate_limit > 0).then(|| RateLimiter::new(config.rate_limit));
+    match &config.database {
+        Database::Sqlite(path) => {
+            let store = SqliteStore::open(path).map_err(|e| format!("{e}; check --db"))?;
+            run(listener, address, App { store, admin_token: config.admin_token.clone(), limiter }).await
+        }
+        Database::Postgres(url) => {
+            let store = PgStore::open(url).await.map_err(|e| format!("{e}; check --db and that the server runs"))?;
+            run(listener, address, App { store, admin_token: config.admin_token.clone(), limiter }).await
+        }
+    }
+}
+
+async fn run<S: Storage>(listener: tokio::net::TcpListener, address: SocketAddr, app: App<S>) -> Result<(), String> {
+    let app = Arc::new(app);
+    eprintln!("listening on http://{address}");
+    axum::serve(listener, router(Arc::clone(&app)).into_make_service_with_connect_info::<SocketAddr>())
+        .with_graceful_shutdown(stop_signal())
+        .await
+        .map_err(|e| format!("the server failed: {e}"))?;
+    app.store.close().await;
+    eprintln!("stopped");
+    Ok(())
+}
+
+async fn stop_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    eprintln!("stopping: finishing the requests under way");
+}

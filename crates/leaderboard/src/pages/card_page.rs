@@ -1,0 +1,133 @@
+//! `/cards/{key}`: one card's results on every board and bus mode, as a
+//! strip plot (storage-report) and tables, with what the card claims beside
+//! what it measured.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::response::{Html, IntoResponse, Response};
+use storage_report::plot::strip::{StripPlot, StripRow};
+
+use super::{error_page, esc, layout};
+use crate::App;
+use crate::card::format_capacity;
+use crate::error::ApiError;
+use crate::store::{MIN_RANKED_SAMPLES, Storage, date_of};
+
+pub async fn card<S: Storage>(State(app): State<Arc<App<S>>>, Path(key): Path<String>) -> Response {
+    if key.len() != 16 || !key.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return error_page(ApiError::not_found("cards: no such card; follow a link from the leaderboard"));
+    }
+    let data = match app.store.card(key.clone()).await {
+        Ok(Some(data)) => data,
+        Ok(None) => return error_page(ApiError::not_found("cards: no such card, or all its results were deleted")),
+        Err(e) => return error_page(ApiError::unavailable(e)),
+    };
+    let card = &data.card;
+    let name = card.display_name();
+    let mut body = String::new();
+    let _ = write!(body, "<h2 id=\"card-name\">{}</h2>", esc(&name));
+
+    body.push_str("<table class=\"facts\" style=\"width:auto\">");
+    let mid = card.manufacturer_id.map(|m| format!("0x{m:02x} ({m})")).unwrap_or_default();
+    let capacity = card.capacity_bytes.map(|c| format!("{} ({c} bytes)", format_capacity(c))).unwrap_or_default();
+    for (label, value) in [
+        ("Kind", card.kind.as_str()),
+        ("Manufacturer ID", mid.as_str()),
+        ("Manufacturer", card.manufacturer.as_deref().unwrap_or("")),
+        ("OEM ID", card.oem_id.as_str()),
+        ("Product name", card.product_name.as_str()),
+        ("Revision", card.product_revision.as_str()),
+        ("Capacity", capacity.as_str()),
+        ("Claimed class (label)", card.class_label.as_deref().unwrap_or("")),
+    ] {
+        if !value.is_empty() {
+            let _ = write!(body, "<tr><th>{label}</th><td>{}</td></tr>", esc(value));
+        }
+    }
+    body.push_str("</table>");
+
+    // The strip plot: one row per board and bus mode.
+    let mut by_group: HashMap<&str, Vec<(f64, String)>> = HashMap::new();
+    for point in &data.points {
+        by_group.entry(point.group_key.as_str()).or_default().push((
+            point.score as f64,
+            format!("result {}: score {} ({})", point.id, point.score, date_of(point.created_at)),
+        ));
+    }
+    let plot = StripPlot {
+        title: format!("PiBenchmarks scores of {name}"),
+        x_title: "PiBenchmarks score".to_owned(),
+        rows: data
+            .rows
+            .iter()
+            .map(|row| StripRow {
+                label: format!("{} · {}", row.board, row.bus),
+                points: by_group.remove(row.group_key.as_str()).unwrap_or_default(),
+                band: (row.samples >= MIN_RANKED_SAMPLES).then_some((
+                    row.p10_score as f64,
+                    row.median_score as f64,
+                    row.p90_score as f64,
+                )),
+            })
+            .collect(),
+    };
+    let _ = write!(body, "<figure id=\"strip-plot\">{}</figure>", plot.render(1000.0));
+
+    body.push_str("<h3>By board and bus mode</h3><table><thead><tr><th>Board</th><th>Bus</th><th class=\"n\">Median</th><th class=\"n\">p10</th><th class=\"n\">p90</th><th class=\"n\">Results</th><th>Latest</th><th>Formula</th></tr></thead><tbody>");
+    for row in &data.rows {
+        let _ = write!(
+            body,
+            "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&row.board),
+            esc(&row.bus),
+            row.median_score,
+            row.p10_score,
+            row.p90_score,
+            row.samples,
+            esc(&row.latest),
+            esc(&row.formula)
+        );
+    }
+    body.push_str("</tbody></table>");
+    if data.rows.is_empty() {
+        body.push_str("<p>No public results: every result of this card is flagged (see below).</p>");
+    }
+
+    body.push_str("<h3>Claimed vs measured classes</h3><table id=\"classes\"><thead><tr><th>Claimed (from the card's SSR)</th><th>Measured</th><th class=\"n\">Results</th></tr></thead><tbody>");
+    for (claimed, measured, count) in &data.classes {
+        let _ = write!(
+            body,
+            "<tr><td>{}</td><td>{}</td><td class=\"n\">{count}</td></tr>",
+            esc(if claimed.is_empty() { "none claimed" } else { claimed }),
+            esc(if measured.is_empty() { "not measured" } else { measured })
+        );
+    }
+    body.push_str("</tbody></table>");
+
+    body.push_str("<h3>Recent results</h3><ul>");
+    for point in data.points.iter().take(50) {
+        let _ = write!(
+            body,
+            "<li><a href=\"/results/{0}\">result {0}</a>: score {1}, {2}</li>",
+            point.id,
+            point.score,
+            date_of(point.created_at)
+        );
+    }
+    body.push_str("</ul>");
+    if !data.flagged.is_empty() {
+        body.push_str("<h3>Flagged results (not ranked)</h3><ul>");
+        for (id, reasons) in &data.flagged {
+            let _ = write!(
+                body,
+                "<li><a href=\"/results/{id}\">result {id}</a>: <span class=\"flag\">{}</span></li>",
+                esc(&reasons.join("; "))
+            );
+        }
+        body.push_str("</ul>");
+    }
+    Html(layout(&name, &body)).into_response()
+}
