@@ -306,7 +306,10 @@ impl From<rusqlite::Error> for StoreError {
 
 impl From<tokio_postgres::Error> for StoreError {
     fn from(e: tokio_postgres::Error) -> Self {
-        StoreError(format!("postgres: {e}"))
+        match e.as_db_error() {
+            Some(db) => StoreError(format!("postgres: {}: {}", db.code().code(), db.message())),
+            None => StoreError(format!("postgres: {e}")),
+        }
     }
 }
 

@@ -106,15 +106,16 @@ pub const GROUP_COLUMNS: &str = "group_key, card_key, kind, manufacturer_id, man
 /// The leaderboard: filtered groups, ranked by median among rows with
 /// enough samples, then ordered and cut. `$1`..`$4` filter (NULL = any):
 /// kind, board, a class mark or label (matched as whole words of the label),
-/// bus; `$5` limit, `$6` offset.
+/// bus; `$5` limit, `$6` offset. The casts tell PostgreSQL the parameters'
+/// type where `IS NULL` alone would leave it unknown.
 pub fn leaderboard(order_by: &str, descending: bool) -> String {
     let dir = if descending { "DESC" } else { "ASC" };
     format!(
         "SELECT {GROUP_COLUMNS}, CASE WHEN samples >= 3 THEN RANK() OVER (PARTITION BY samples >= 3 ORDER BY median DESC) END AS rank \
          FROM groups \
-         WHERE ($1 IS NULL OR kind = $1) AND ($2 IS NULL OR board = $2) \
-         AND ($3 IS NULL OR (' ' || COALESCE(class_label, '') || ' ') LIKE ('% ' || $3 || ' %') OR class_label = $3) \
-         AND ($4 IS NULL OR bus = $4) \
+         WHERE (CAST($1 AS TEXT) IS NULL OR kind = $1) AND (CAST($2 AS TEXT) IS NULL OR board = $2) \
+         AND (CAST($3 AS TEXT) IS NULL OR (' ' || COALESCE(class_label, '') || ' ') LIKE ('% ' || $3 || ' %') OR class_label = $3) \
+         AND (CAST($4 AS TEXT) IS NULL OR bus = $4) \
          ORDER BY {order_by} {dir}, group_key LIMIT $5 OFFSET $6"
     )
 }

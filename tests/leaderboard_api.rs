@@ -1,0 +1,617 @@
+//! The leaderboard's API of DESIGN §10, against the real server binary on
+//! 127.0.0.1: on a real SQLite file, and the same tests on a real PostgreSQL
+//! cluster (initdb in a temp dir, private port; one cluster per run of this
+//! test binary, stopped at exit).
+
+#[path = "support/leaderboard.rs"]
+mod leaderboard;
+#[path = "support/postgres.rs"]
+mod postgres;
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use leaderboard::{Leaderboard, Options, Response, request};
+use serde_json::{Value, json};
+
+const REPORT: &str = include_str!("fixtures/leaderboard/report.json");
+const PSN_DECIMAL: &str = "915931237";
+const PSN_HEX: &str = "3698d765";
+const ADMIN: &str = "admin-token-for-tests-0123456789";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// The cluster shared by every PostgreSQL test of this binary; stopped by
+/// an exit handler, which runs however the tests end.
+fn cluster() -> &'static postgres::PgCluster {
+    static CLUSTER: OnceLock<Result<postgres::PgCluster, String>> = OnceLock::new();
+    extern "C" fn stop_cluster() {
+        if let Some(Ok(cluster)) = CLUSTER.get() {
+            // The process is exiting: stop the postmaster by its pid file.
+            stop_by_dir(cluster.path());
+        }
+    }
+    CLUSTER
+        .get_or_init(|| {
+            let started = postgres::PgCluster::start(false);
+            if started.is_ok() {
+                // SAFETY: registering a plain extern "C" fn with no captured state.
+                unsafe { libc::atexit(stop_cluster) };
+            }
+            started
+        })
+        .as_ref()
+        .unwrap_or_else(|e| panic!("cannot start PostgreSQL: {e}"))
+}
+
+/// Stops the postmaster whose pid file is in `dir`/data, and removes `dir`.
+fn stop_by_dir(dir: &std::path::Path) {
+    if let Ok(text) = std::fs::read_to_string(dir.join("data/postmaster.pid")) {
+        if let Some(pid) = text.lines().next().and_then(|l| l.trim().parse::<i32>().ok()) {
+            // SAFETY: sending a signal to a pid we started.
+            unsafe { libc::kill(pid, libc::SIGINT) };
+            for _ in 0..200 {
+                // SAFETY: signal 0 only checks that the process exists.
+                if unsafe { libc::kill(pid, 0) } != 0 {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+fn start(backend: Backend, mut options: Options) -> Leaderboard {
+    if backend == Backend::Postgres {
+        options.db = Some(cluster().new_database());
+    }
+    Leaderboard::start_with(options)
+}
+
+/// Rows in the results table, whatever their status.
+fn stored_count(backend: Backend, server: &Leaderboard, db: Option<&str>) -> i64 {
+    match backend {
+        Backend::Sqlite => {
+            let conn = rusqlite::Connection::open(server.sqlite_path.as_ref().expect("sqlite")).expect("open");
+            conn.query_row("SELECT COUNT(*) FROM results", [], |r| r.get(0)).expect("count")
+        }
+        Backend::Postgres => {
+            let db = postgres::PgCluster::database_of(db.expect("url"));
+            cluster().psql(db, "SELECT COUNT(*) FROM results").expect("count").parse().expect("number")
+        }
+    }
+}
+
+fn db_url(server: &Leaderboard) -> Option<String> {
+    // The server's --db is in its command line; the tests keep it instead.
+    server.sqlite_path.as_ref().map(|p| format!("sqlite:{}", p.display()))
+}
+
+fn key() -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    format!("test-{}-{:06}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
+}
+
+fn report() -> Value {
+    serde_json::from_str(REPORT).expect("fixture")
+}
+
+fn report_with(change: impl FnOnce(&mut Value)) -> String {
+    let mut value = report();
+    change(&mut value);
+    value.to_string()
+}
+
+/// A report of another card, with the given figures scaled by `factor`.
+fn variant(product: &str, board: &str, factor: f64) -> String {
+    report_with(|r| {
+        r["device"]["sd"]["cid"]["product_name"] = json!(product);
+        r["system"]["board"] = json!(board);
+        for (_, v) in r["measurements"].as_object_mut().unwrap() {
+            *v = json!(v.as_f64().unwrap() * factor);
+        }
+        if factor > 1.05 {
+            // Faster than a 50 MHz bus carries: the card runs at SDR104.
+            r["device"]["sd"]["host"] = json!({"clock_hz": 208000000, "timing": "sd uhs sdr104", "bus_width_bits": 4});
+        }
+    })
+}
+
+fn error_of(response: &Response) -> String {
+    response.json()["error"].as_str().unwrap_or_else(|| panic!("no error field: {}", response.text())).to_owned()
+}
+
+fn export_lines(server: &Leaderboard) -> Vec<Value> {
+    let response = server.get("/export.json");
+    assert_eq!(response.status, 200);
+    response.text().lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect()
+}
+
+// ---------------------------------------------------------------------------
+
+fn submit_recomputes_the_score_and_drops_serials(backend: Backend) {
+    let server = start(backend, Options::default());
+    // The client claims 99999; the figures say 1164.
+    let body = report_with(|r| r["score"]["pibenchmarks"] = json!(99999));
+    let reply = server.post_report(&body, &key());
+    assert_eq!(reply.status, 201, "{}", reply.text());
+    let created = reply.json();
+    assert_eq!(created["status"], "public", "{created}");
+    assert_eq!(created["score"]["pibenchmarks"], 1164);
+    assert!(created["delete_token"].as_str().is_some_and(|t| t.len() == 64));
+    let id = created["id"].as_i64().unwrap();
+    assert_eq!(created["url"], format!("{}/results/{id}", server.url));
+
+    let got = server.get(&format!("/api/v1/results/{id}"));
+    assert_eq!(got.status, 200);
+    let got = got.json();
+    assert_eq!(got["score"]["pibenchmarks"], 1164);
+    assert_eq!(got["score"]["formula"], "pibenchmarks-1");
+    assert_eq!(got["report"]["score"]["pibenchmarks"], 1164, "the stored report carries the server's score");
+    assert_eq!(got["verdict"]["claimed"], "A2 Class 10 V30 U3");
+    assert!(!got["verdict"]["checks"].as_array().unwrap().is_empty(), "the server's verdict has its checks");
+    assert!(got["report"]["device"]["sd"]["cid"].get("serial").is_none());
+    assert_eq!(got["report"]["device"]["sd"]["registers"]["cid"], "9f544953443634476100000000013b00");
+
+    let leaderboard = server.get("/api/v1/leaderboard").json();
+    let rows = leaderboard["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["median_score"], 1164);
+    assert_eq!(rows[0]["card"]["product_name"], "SD64G");
+    assert_eq!(rows[0]["bus"], "High Speed");
+    assert_eq!(rows[0]["board"], "Raspberry Pi 4 Model B Rev 1.4");
+    assert!(rows[0]["rank"].is_null(), "one sample: no rank");
+    assert_eq!(server.get("/api/v1/results/999999").status, 404);
+    assert_eq!(server.get("/api/v1/results/abc").status, 404);
+}
+
+fn idempotency_keys(backend: Backend) {
+    let server = start(backend, Options::default());
+    let db = db_url(&server);
+    let k = key();
+    let first = server.post_report(REPORT, &k);
+    assert_eq!(first.status, 201);
+    let again = server.post_report(REPORT, &k);
+    assert_eq!(again.status, 201, "{}", again.text());
+    assert_eq!(again.json()["id"], first.json()["id"], "the same answer");
+    assert_eq!(again.json()["status"], first.json()["status"]);
+    assert!(again.json().get("delete_token").is_none(), "the delete token is shown once");
+    assert_eq!(again.header("idempotent-replayed"), Some("true"));
+    let other = server.post_report(&variant("SD32G", "Pi 3", 0.5), &k);
+    assert_eq!(other.status, 422, "{}", other.text());
+    assert!(error_of(&other).starts_with("Idempotency-Key: "));
+
+    let no_key = request(server.addr, "POST", "/api/v1/results", &[], REPORT.as_bytes());
+    assert_eq!(no_key.status, 400);
+    assert!(error_of(&no_key).starts_with("Idempotency-Key: "));
+    for bad in ["short", "has space in it", &"x".repeat(129)] {
+        let r = request(server.addr, "POST", "/api/v1/results", &[("Idempotency-Key", bad)], REPORT.as_bytes());
+        assert_eq!(r.status, 400, "{bad:?}");
+    }
+    assert_eq!(stored_count(backend, &server, db.as_deref().or(server_db(&server).as_deref())), 1);
+}
+
+/// The --db URL of a server started by [`start`] (PostgreSQL), for counting.
+fn server_db(server: &Leaderboard) -> Option<String> {
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", server.pid()?)).ok()?;
+    let args: Vec<String> = cmdline.split(|b| *b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+    args.iter().position(|a| a == "--db").and_then(|i| args.get(i + 1).cloned())
+}
+
+fn count(backend: Backend, server: &Leaderboard) -> i64 {
+    stored_count(backend, server, server_db(server).as_deref())
+}
+
+fn bad_input_is_refused_naming_the_field(backend: Backend) {
+    let server = start(backend, Options::default());
+    let post = |body: &[u8]| request(server.addr, "POST", "/api/v1/results", &[("Idempotency-Key", &key())], body);
+    for (body, start_of_error) in [
+        (&b"{\"schema\": \"storage-score/1\", "[..], "body: not valid JSON"),
+        (&b""[..], "body: empty"),
+        (&b"[1, 2]"[..], "body: expected a storage-score/1 report"),
+        (&b"{\"schema\": \"other/9\", \"measurements\": {}}"[..], "schema: "),
+        (&b"{\"measurements\": {}}"[..], "schema: "),
+        (&b"{\"schema\": \"storage-score/1\", \"tool\": {\"name\": \"x\", \"version\": \"1\"}}"[..], "measurements: "),
+    ] {
+        let r = post(body);
+        assert_eq!(r.status, 400, "{}: {}", String::from_utf8_lossy(body), r.text());
+        assert!(error_of(&r).starts_with(start_of_error), "{}", error_of(&r));
+    }
+    let wrong_type = report_with(|r| r["measurements"]["rand_read_4k_qd64_iops"] = json!("many"));
+    let r = post(wrong_type.as_bytes());
+    assert_eq!(r.status, 400);
+    assert!(error_of(&r).starts_with("measurements.rand_read_4k_qd64_iops: "), "{}", error_of(&r));
+    let unknown = report_with(|r| r["measurements"]["seq_write_kb_s"] = json!(1));
+    let r = post(unknown.as_bytes());
+    assert_eq!(r.status, 400);
+    assert!(error_of(&r).contains("seq_write_kb_s"), "{}", error_of(&r));
+
+    // 10 MiB: refused from its Content-Length, before the body is sent.
+    let huge = vec![b' '; 10 << 20];
+    let r = request(
+        server.addr,
+        "POST",
+        "/api/v1/results",
+        &[("Idempotency-Key", &key()), ("Expect", "100-continue")],
+        &huge,
+    );
+    assert_eq!(r.status, 413, "{}", r.text());
+    assert!(error_of(&r).starts_with("body: larger than 256 KiB"));
+    // Just over the limit, sent whole: refused too.
+    let padded = report_with(|r| r["notes"] = json!(vec!["x".repeat(1000); 270]));
+    assert!(padded.len() > 256 * 1024);
+    assert_eq!(post(padded.as_bytes()).status, 413);
+
+    // SQL metacharacters and markup in every name-like string: 400 naming it.
+    let mut paths = Vec::new();
+    collect_string_paths(&report(), String::new(), &mut paths);
+    assert!(paths.len() >= 20, "{paths:?}");
+    for path in &paths {
+        if path == "schema" || path.starts_with("score") || path.starts_with("verdict") || path.starts_with("notes") {
+            continue;
+        }
+        for evil in ["x'); DROP TABLE results; --", "<b onmouseover=alert(1)>x</b>"] {
+            let body = report_with(|r| *pointer(r, path) = json!(evil));
+            let r = post(body.as_bytes());
+            assert_eq!(r.status, 400, "{path} = {evil:?}: {}", r.text());
+            assert!(error_of(&r).starts_with(&format!("{path}: ")), "{path}: {}", error_of(&r));
+        }
+    }
+    // Control characters anywhere, free text included.
+    let body = report_with(|r| r["notes"] = json!(["line\u{0}break"]));
+    let r = post(body.as_bytes());
+    assert_eq!(r.status, 400);
+    assert!(error_of(&r).starts_with("notes[0]: contains the control character U+0000"));
+    assert_eq!(count(backend, &server), 0, "nothing was stored");
+    assert!(export_lines(&server).is_empty());
+}
+
+/// Dotted paths of every string in `value` (`device.sd.cid.oem_id`, `notes[0]`).
+fn collect_string_paths(value: &Value, path: String, out: &mut Vec<String>) {
+    match value {
+        Value::String(_) => out.push(path),
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                collect_string_paths(item, format!("{path}[{i}]"), out);
+            }
+        }
+        Value::Object(map) => {
+            for (k, v) in map {
+                let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                collect_string_paths(v, p, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn pointer<'a>(value: &'a mut Value, path: &str) -> &'a mut Value {
+    let pointer: String = path.split('.').map(|p| format!("/{}", p.replace('[', "/").replace(']', ""))).collect();
+    value.pointer_mut(&pointer).unwrap_or_else(|| panic!("no {pointer}"))
+}
+
+fn impossible_figures_are_refused_or_flagged(backend: Backend) {
+    let server = start(backend, Options::default());
+    for figure in ["-1", "NaN", "1e300", "1e400", "Infinity", "-0.5"] {
+        let body = REPORT.replace("\"seq_write_mb_s\": 20.0", &format!("\"seq_write_mb_s\": {figure}"));
+        assert_ne!(body, REPORT);
+        let r = server.post_report(&body, &key());
+        assert_eq!(r.status, 422, "{figure}: {}", r.text());
+        assert!(error_of(&r).contains("seq_write_mb_s"), "{figure}: {}", error_of(&r));
+    }
+    assert_eq!(count(backend, &server), 0);
+    // 10 GB/s over a 50 MHz SD bus: stored, flagged, never ranked.
+    let body = report_with(|r| r["measurements"]["seq_write_mb_s"] = json!(10000.0));
+    let r = server.post_report(&body, &key());
+    assert_eq!(r.status, 201, "{}", r.text());
+    let created = r.json();
+    assert_eq!(created["status"], "flagged");
+    let reason = created["reasons"][0].as_str().unwrap();
+    assert!(
+        reason.starts_with("impossible figure: seq_write_mb_s 10000 is 10000.0 MB/s, beyond the 25.0 MB/s"),
+        "{reason}"
+    );
+    // Quick profile and an incomplete run: flagged with their reasons.
+    let quick = report_with(|r| r["profile"] = json!("quick"));
+    let r = server.post_report(&quick, &key()).json();
+    assert_eq!(r["status"], "flagged");
+    assert!(r["reasons"][0].as_str().unwrap().starts_with("quick profile"));
+    let partial = report_with(|r| {
+        r["measurements"].as_object_mut().unwrap().remove("rand_write_4k_qd64_iops");
+    });
+    let r = server.post_report(&partial, &key()).json();
+    assert_eq!(r["status"], "flagged");
+    assert!(r["score"]["pibenchmarks"].is_null());
+    assert!(r["reasons"][0].as_str().unwrap().starts_with("incomplete run: not measured: rand_write_4k_qd64_iops"));
+    assert_eq!(count(backend, &server), 3);
+    assert!(server.get("/api/v1/leaderboard").json()["rows"].as_array().unwrap().is_empty(), "flagged: never ranked");
+    assert!(export_lines(&server).is_empty(), "the export has public results only");
+    let card = Value::from(created["id"].clone());
+    let page = server.get(&format!("/results/{}", card));
+    assert!(page.text().contains("Status: <strong>flagged</strong>"));
+}
+
+fn leaderboard_groups_ranks_filters_and_exports(backend: Backend) {
+    let server = start(backend, Options::default());
+    // Card A on a Pi 4: five results (scores 1164 × factors); card B: two.
+    let factors = [1.0, 0.9, 1.05, 0.8, 0.95];
+    for f in factors {
+        assert_eq!(server.post_report(&variant("SD64G", "Raspberry Pi 4 Model B Rev 1.4", f), &key()).status, 201);
+    }
+    for f in [2.0, 2.2] {
+        assert_eq!(server.post_report(&variant("SD32G", "Raspberry Pi 5 Model B Rev 1.0", f), &key()).status, 201);
+    }
+    // An eMMC-less USB stick of another kind, for the kind filter.
+    let usb = report_with(|r| {
+        r["device"] = json!({"kind": "usb", "vendor": "SanDisk", "model": "Ultra Fit", "firmware": "1.00",
+                              "capacity_bytes": 32000000000u64, "usb": {"id": "0781:5583", "speed_mbps": 5000}});
+    });
+    assert_eq!(server.post_report(&usb, &key()).status, 201);
+
+    let rows = server.get("/api/v1/leaderboard").json()["rows"].as_array().unwrap().clone();
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    let a = rows.iter().find(|r| r["card"]["product_name"] == "SD64G").unwrap();
+    assert_eq!(a["samples"], 5);
+    // The five scores, sorted: nearest-rank p10 = 1st, median = 3rd, p90 = 5th.
+    let mut scores: Vec<i64> = export_lines(&server)
+        .iter()
+        .filter(|l| l["report"]["device"]["sd"]["cid"]["product_name"] == "SD64G")
+        .map(|l| l["score"]["pibenchmarks"].as_i64().unwrap())
+        .collect();
+    scores.sort();
+    assert_eq!(scores.len(), 5);
+    assert_eq!(
+        (a["p10_score"].as_i64(), a["median_score"].as_i64(), a["p90_score"].as_i64()),
+        (Some(scores[0]), Some(scores[2]), Some(scores[4]))
+    );
+    assert_eq!(a["rank"], 1, "five samples: ranked");
+    let b = rows.iter().find(|r| r["card"]["product_name"] == "SD32G").unwrap();
+    assert!(b["rank"].is_null(), "two samples: listed without a rank");
+    assert!(b["median_score"].as_i64() > a["median_score"].as_i64());
+    assert_eq!(rows[0]["card"]["product_name"], "SD32G", "sorted by median, highest first");
+
+    let query = |q: &str| server.get(&format!("/api/v1/leaderboard?{q}")).json()["rows"].as_array().unwrap().clone();
+    assert_eq!(query("kind=usb").len(), 1);
+    assert_eq!(query("kind=sd").len(), 2);
+    assert_eq!(query("board=Raspberry%20Pi%205%20Model%20B%20Rev%201.0").len(), 1);
+    assert_eq!(query("class=A2").len(), 2);
+    assert_eq!(query("class=A1").len(), 0, "A1 is not A2");
+    assert_eq!(query("class=Class%2010").len(), 2);
+    assert_eq!(query("bus=USB%205000%20Mb%2Fs").len(), 1);
+    let ascending = query("sort=median&dir=asc");
+    assert_eq!(ascending.last().unwrap()["card"]["product_name"], "SD32G");
+    assert_eq!(query("sort=samples")[0]["samples"], 5);
+    assert_eq!(server.get("/api/v1/leaderboard?sort=bogus").status, 400);
+    assert_eq!(server.get("/api/v1/leaderboard?limit=0").status, 400);
+
+    let lines = export_lines(&server);
+    assert_eq!(lines.len(), 8);
+    assert!(lines.iter().all(|l| l["status"] == "public"));
+    let csv = server.get("/export.csv");
+    assert_eq!(csv.status, 200);
+    assert!(csv.header("content-type").unwrap().starts_with("text/csv"));
+    let text = csv.text();
+    assert_eq!(text.lines().count(), 9, "{text}");
+    assert!(text.starts_with("id,created_at,kind,manufacturer_id"));
+
+    // The card page answers for the card, and 404 for others.
+    let card = a["card_key"].as_str().unwrap();
+    let page = server.get(&format!("/cards/{card}"));
+    assert_eq!(page.status, 200);
+    assert_eq!(page.text().matches("<circle").count(), 5);
+    assert_eq!(server.get("/cards/0000000000000000").status, 404);
+    assert_eq!(server.get("/cards/%3Cscript%3E").status, 404);
+}
+
+fn delete_needs_the_token(backend: Backend) {
+    let server = start(backend, Options::default());
+    let created = server.post_report(REPORT, &key()).json();
+    let id = created["id"].as_i64().unwrap();
+    let token = created["delete_token"].as_str().unwrap().to_owned();
+    let path = format!("/api/v1/results/{id}");
+    let none = request(server.addr, "DELETE", &path, &[], b"");
+    assert_eq!(none.status, 401);
+    assert_eq!(none.header("www-authenticate"), Some("Bearer"));
+    let wrong = request(server.addr, "DELETE", &path, &[("Authorization", "Bearer 0123456789abcdef")], b"");
+    assert_eq!(wrong.status, 403);
+    assert_eq!(server.get(&path).status, 200, "a wrong token changes nothing");
+    let bearer = format!("Bearer {token}");
+    let ok = request(server.addr, "DELETE", &path, &[("Authorization", &bearer)], b"");
+    assert_eq!(ok.status, 200, "{}", ok.text());
+    assert_eq!(server.get(&path).status, 404);
+    assert!(server.get("/api/v1/leaderboard").json()["rows"].as_array().unwrap().is_empty(), "its row is gone");
+    assert_eq!(request(server.addr, "DELETE", &path, &[("Authorization", &bearer)], b"").status, 404);
+    assert_eq!(count(backend, &server), 0);
+}
+
+fn moderation_needs_the_admin_token(backend: Backend) {
+    // Off without a token.
+    let server = start(backend, Options::default());
+    let id = server.post_report(REPORT, &key()).json()["id"].as_i64().unwrap();
+    let admin = format!("Bearer {ADMIN}");
+    let flag = |s: &Leaderboard, auth: Option<&str>, action: &str| {
+        let headers: Vec<(&str, &str)> = auth.map(|a| vec![("Authorization", a)]).unwrap_or_default();
+        request(
+            s.addr,
+            "POST",
+            &format!("/api/v1/results/{id}/{action}"),
+            &headers,
+            br#"{"reason": "figures copied from another result"}"#,
+        )
+    };
+    let r = flag(&server, Some(&admin), "flag");
+    assert_eq!(r.status, 403);
+    assert!(error_of(&r).starts_with("moderation is off"));
+    drop(server);
+
+    let server = start(backend, Options { admin_token: Some(ADMIN.into()), ..Options::default() });
+    let id = server.post_report(REPORT, &key()).json()["id"].as_i64().unwrap();
+    let rows = || server.get("/api/v1/leaderboard").json()["rows"].as_array().unwrap().len();
+    assert_eq!(rows(), 1);
+    assert_eq!(flag(&server, None, "flag").status, 401);
+    assert_eq!(flag(&server, Some("Bearer wrong-token-wrong-token"), "hide").status, 403);
+    assert_eq!(server.get(&format!("/api/v1/results/{id}")).json()["status"], "public", "401/403 changed nothing");
+    assert_eq!(rows(), 1);
+
+    let r = flag(&server, Some(&admin), "flag");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["status"], "flagged");
+    assert_eq!(rows(), 0, "flagged: not ranked");
+    let got = server.get(&format!("/api/v1/results/{id}")).json();
+    assert_eq!(got["reasons"][0], "flagged by a moderator: figures copied from another result");
+
+    assert_eq!(flag(&server, Some(&admin), "hide").json()["status"], "hidden");
+    assert_eq!(server.get(&format!("/api/v1/results/{id}")).status, 404);
+    assert_eq!(server.get(&format!("/results/{id}")).status, 404);
+    let as_admin = request(server.addr, "GET", &format!("/api/v1/results/{id}"), &[("Authorization", &admin)], b"");
+    assert_eq!(as_admin.json()["status"], "hidden");
+
+    assert_eq!(flag(&server, Some(&admin), "restore").json()["status"], "public");
+    assert_eq!(rows(), 1);
+    let r = request(server.addr, "POST", &format!("/api/v1/results/{id}/flag"), &[("Authorization", &admin)], b"{}");
+    assert_eq!(r.status, 400, "a flag needs a reason");
+    assert_eq!(flag(&server, Some(&admin), "promote").status, 404);
+}
+
+fn rate_limit_answers_429_with_retry_after(backend: Backend) {
+    let server = start(backend, Options { rate_limit: Some(2), ..Options::default() });
+    assert_eq!(server.post_report(REPORT, &key()).status, 201);
+    assert_eq!(server.post_report(&variant("SD32G", "Pi 3", 0.5), &key()).status, 201);
+    let third = server.post_report(&variant("SD16G", "Pi 3", 0.5), &key());
+    assert_eq!(third.status, 429, "{}", third.text());
+    let wait: u64 = third.header("retry-after").unwrap().parse().unwrap();
+    assert!((1..=30).contains(&wait), "{wait}");
+    let read = server.get("/api/v1/leaderboard");
+    assert_eq!(read.status, 200, "reading is not limited: {}", read.text());
+    assert_eq!(count(backend, &server), 2);
+}
+
+fn privacy_no_psn_in_database_or_logs(backend: Backend) {
+    let mut server = start(backend, Options::default());
+    assert!(REPORT.contains(PSN_DECIMAL) && REPORT.contains(PSN_HEX), "the fixture carries the PSN");
+    let db = server_db(&server);
+    let created = server.post_report(REPORT, &key()).json();
+    let id = created["id"].as_i64().unwrap();
+    // Every page and export that shows the result.
+    for path in [
+        format!("/results/{id}"),
+        format!("/api/v1/results/{id}"),
+        "/export.json".into(),
+        "/export.csv".into(),
+        "/".into(),
+    ] {
+        let text = server.get(&path).text().to_ascii_lowercase();
+        assert!(!text.contains(PSN_DECIMAL) && !text.contains(PSN_HEX), "{path} shows the PSN");
+    }
+    assert_eq!(server.stop().map(|s| s.code()), Some(Some(0)), "SIGTERM: exit 0");
+    let mut haystacks = vec![("server log".to_owned(), std::fs::read(&server.log_path).unwrap())];
+    assert!(String::from_utf8_lossy(&haystacks[0].1).contains("POST /api/v1/results 201"), "the log has the request");
+    match backend {
+        Backend::Sqlite => {
+            let path = server.sqlite_path.clone().unwrap();
+            for suffix in ["", "-wal", "-shm"] {
+                let file = format!("{}{suffix}", path.display());
+                if let Ok(bytes) = std::fs::read(&file) {
+                    haystacks.push((file, bytes));
+                }
+            }
+        }
+        Backend::Postgres => {
+            let name = postgres::PgCluster::database_of(db.as_deref().unwrap()).to_owned();
+            haystacks.push(("pg_dump".into(), cluster().dump(&name).into_bytes()));
+        }
+    }
+    let psn: u32 = PSN_DECIMAL.parse().unwrap();
+    let needles: Vec<Vec<u8>> = vec![
+        PSN_DECIMAL.as_bytes().to_vec(),
+        PSN_HEX.as_bytes().to_vec(),
+        PSN_HEX.to_ascii_uppercase().into_bytes(),
+        psn.to_be_bytes().to_vec(),
+        psn.to_le_bytes().to_vec(),
+    ];
+    for (name, bytes) in &haystacks {
+        for needle in &needles {
+            assert!(!bytes.windows(needle.len()).any(|w| w == needle.as_slice()), "{name} holds the PSN as {needle:?}");
+        }
+    }
+}
+
+fn pages_escape_what_users_wrote(backend: Backend) {
+    let server = start(backend, Options::default());
+    let note = "<script>document.title='pwned'</script> & '); DROP TABLE results; --";
+    let body = report_with(|r| r["notes"] = json!([note]));
+    let created = server.post_report(&body, &key()).json();
+    let id = created["id"].as_i64().unwrap();
+    let page = server.get(&format!("/results/{id}")).text();
+    assert!(!page.contains("<script>"), "{page}");
+    assert!(
+        page.contains(
+            "&lt;script&gt;document.title=&#39;pwned&#39;&lt;/script&gt; &amp; &#39;); DROP TABLE results; --"
+        )
+    );
+    // The note is stored verbatim (parameters, not SQL text) and the table survived.
+    assert_eq!(server.get(&format!("/api/v1/results/{id}")).json()["report"]["notes"][0], note);
+    assert_eq!(count(backend, &server), 1);
+    // A filter value from the URL is escaped too.
+    let page = server.get("/?board=%3Cscript%3Ealert(1)%3C%2Fscript%3E").text();
+    assert!(!page.contains("<script>alert(1)"));
+    assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert_eq!(server.get("/nope").status, 404);
+    assert_eq!(server.get("/api/v1/nope").json()["error"].as_str().map(|e| e.starts_with("/api/v1/nope")), Some(true));
+}
+
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(#[test] fn $name() { super::$name(super::Backend::Sqlite) })*
+        }
+        mod postgresql {
+            $(
+                #[test]
+                #[ignore = "needs PostgreSQL (initdb): cargo xtask test installs and runs it"]
+                fn $name() { super::$name(super::Backend::Postgres) }
+            )*
+        }
+    };
+}
+
+on_both_backends!(
+    submit_recomputes_the_score_and_drops_serials,
+    idempotency_keys,
+    bad_input_is_refused_naming_the_field,
+    impossible_figures_are_refused_or_flagged,
+    leaderboard_groups_ranks_filters_and_exports,
+    delete_needs_the_token,
+    moderation_needs_the_admin_token,
+    rate_limit_answers_429_with_retry_after,
+    privacy_no_psn_in_database_or_logs,
+    pages_escape_what_users_wrote,
+);
+
+#[test]
+fn prints_its_address_and_stops_on_sigterm() {
+    let mut server = Leaderboard::start();
+    assert!(server.url.starts_with("http://127.0.0.1:"));
+    assert_ne!(server.addr.port(), 0, "port 0 picked a real port");
+    assert_eq!(server.get("/").status, 200);
+    let status = server.stop().expect("stopped");
+    assert_eq!(status.code(), Some(0));
+    assert!(server.log().contains("stopped"));
+}
+
+#[test]
+fn bad_usage_exits_2() {
+    let out = std::process::Command::new(leaderboard::server_binary())
+        .args(["--db", "mysql://nope", "--listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("storage-score-leaderboard: --db \"mysql://nope\": expected sqlite:PATH"), "{err}");
+    assert_eq!(err.lines().count(), 1);
+}

@@ -1,0 +1,399 @@
+//! The real `storage-score-leaderboard` binary for tests: started on
+//! 127.0.0.1 port 0 with its own temporary SQLite file (or a database URL),
+//! its `listening on http://HOST:PORT` line parsed, its stderr kept in a log
+//! file, and stopped on drop (SIGTERM, then SIGKILL) on every path.
+//!
+//! Self-contained (a small HTTP/1.1 client included), so that any test
+//! binary can use it: the leaderboard's own tests, the CLI's end-to-end
+//! `submit` tests (`#[path = "support/leaderboard.rs"] mod leaderboard;`),
+//! and `cargo xtask lb-bench`.
+//!
+//! ```ignore
+//! let server = Leaderboard::start();
+//! let reply = server.post_report(&report_json, "key-0001");
+//! assert_eq!(reply.status, 201);
+//! ```
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// The server binary: `$STORAGE_SCORE_LEADERBOARD_BIN`, cargo's path for
+/// the leaderboard's own tests, or the one beside this test binary (built
+/// first if it is missing).
+pub fn server_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("STORAGE_SCORE_LEADERBOARD_BIN") {
+        return PathBuf::from(path);
+    }
+    if let Some(path) = option_env!("CARGO_BIN_EXE_storage-score-leaderboard") {
+        return PathBuf::from(path);
+    }
+    let exe = std::env::current_exe().expect("test binary path");
+    // target/<profile>/deps/<test> → target/<profile>/storage-score-leaderboard
+    let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>");
+    let candidate = profile_dir.join("storage-score-leaderboard");
+    if !candidate.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut build = Command::new(cargo);
+        build.args(["build", "-p", "storage-score-leaderboard"]);
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            build.arg("--release");
+        }
+        let status = build.status().expect("cargo build");
+        assert!(status.success(), "cannot build storage-score-leaderboard");
+    }
+    candidate
+}
+
+/// How to start a server.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// `--db`; a fresh SQLite file in the server's temp dir when `None`.
+    pub db: Option<String>,
+    /// `--rate-limit`; 0 (off) when `None`.
+    pub rate_limit: Option<u32>,
+    pub admin_token: Option<String>,
+    pub binary: Option<PathBuf>,
+    /// Keep this SQLite file instead of a fresh one (restart after a crash).
+    pub sqlite_path: Option<PathBuf>,
+}
+
+/// A running server, stopped on drop.
+#[derive(Debug)]
+pub struct Leaderboard {
+    pub addr: SocketAddr,
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    /// The SQLite file, when the server uses one.
+    pub sqlite_path: Option<PathBuf>,
+    /// Everything the server wrote to stderr.
+    pub log_path: PathBuf,
+    child: Option<Child>,
+    dir: PathBuf,
+    owns_dir: bool,
+}
+
+impl Leaderboard {
+    /// A server on a fresh SQLite file, rate limit off, no admin token.
+    pub fn start() -> Leaderboard {
+        Leaderboard::start_with(Options::default())
+    }
+
+    pub fn start_with(options: Options) -> Leaderboard {
+        let binary = options.binary.clone().unwrap_or_else(server_binary);
+        let dir = unique_temp_dir("lb-server");
+        let (db, sqlite_path) = match (&options.db, &options.sqlite_path) {
+            (Some(db), _) => (db.clone(), None),
+            (None, Some(path)) => (format!("sqlite:{}", path.display()), Some(path.clone())),
+            (None, None) => {
+                let path = dir.join("leaderboard.db");
+                (format!("sqlite:{}", path.display()), Some(path))
+            }
+        };
+        let log_path = dir.join("server.log");
+        let mut command = Command::new(&binary);
+        command
+            .args(["--listen", "127.0.0.1:0", "--db", &db])
+            .args(["--rate-limit", &options.rate_limit.unwrap_or(0).to_string()])
+            .env_remove("STORAGE_SCORE_LEADERBOARD_DB")
+            .env_remove("STORAGE_SCORE_LEADERBOARD_ADMIN_TOKEN")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        if let Some(token) = &options.admin_token {
+            command.env("STORAGE_SCORE_LEADERBOARD_ADMIN_TOKEN", token);
+        }
+        let mut child = command.spawn().unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.display()));
+        let stderr = child.stderr.take().expect("piped stderr");
+        let (tx, rx) = mpsc::channel();
+        let log_file = std::fs::File::create(&log_path).expect("server log");
+        // Copies the server's stderr to the log file for as long as it runs,
+        // and hands over the `listening on` line.
+        std::thread::spawn(move || {
+            let mut log = log_file;
+            let mut sent = false;
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                let _ = writeln!(log, "{line}");
+                if !sent {
+                    if let Some(url) = line.strip_prefix("listening on ") {
+                        let _ = tx.send(url.to_owned());
+                        sent = true;
+                    }
+                }
+            }
+        });
+        let mut server = Leaderboard {
+            addr: "127.0.0.1:1".parse().unwrap(),
+            url: String::new(),
+            sqlite_path,
+            log_path,
+            child: Some(child),
+            dir,
+            owns_dir: true,
+        };
+        let url = match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(url) => url,
+            Err(_) => {
+                let log = std::fs::read_to_string(&server.log_path).unwrap_or_default();
+                panic!("the leaderboard did not print `listening on` within 30 s; its log:\n{log}");
+            }
+        };
+        server.addr =
+            url.strip_prefix("http://").and_then(|a| a.parse().ok()).unwrap_or_else(|| panic!("bad line: {url}"));
+        server.url = url;
+        server
+    }
+
+    /// The server's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// SIGTERM, and the exit status (within 30 s).
+    pub fn stop(&mut self) -> Option<ExitStatus> {
+        let mut child = self.child.take()?;
+        signal(child.id(), "TERM");
+        wait_timeout(&mut child, Duration::from_secs(30)).or_else(|| {
+            let _ = child.kill();
+            child.wait().ok()
+        })
+    }
+
+    /// SIGKILL, as a crash would.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Keeps the temp dir (and the SQLite file in it) after drop.
+    pub fn keep_files(&mut self) -> PathBuf {
+        self.owns_dir = false;
+        self.dir.clone()
+    }
+
+    pub fn get(&self, path: &str) -> Response {
+        request(self.addr, "GET", path, &[], b"")
+    }
+
+    /// POSTs a report with an idempotency key.
+    pub fn post_report(&self, body: &str, key: &str) -> Response {
+        request(
+            self.addr,
+            "POST",
+            "/api/v1/results",
+            &[("Idempotency-Key", key), ("Content-Type", "application/json")],
+            body.as_bytes(),
+        )
+    }
+}
+
+impl Drop for Leaderboard {
+    fn drop(&mut self) {
+        self.stop();
+        if self.owns_dir {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+fn signal(pid: u32, name: &str) {
+    let _ = Command::new("kill").arg(format!("-{name}")).arg(pid.to_string()).stderr(Stdio::null()).status();
+}
+
+fn wait_timeout(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+/// A new directory under the system temp dir.
+pub fn unique_temp_dir(prefix: &str) -> PathBuf {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    let dir = std::env::temp_dir().join(format!(
+        "{prefix}-{}-{}-{nanos}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// An HTTP response.
+#[derive(Debug, Clone)]
+pub struct Response {
+    pub status: u16,
+    /// Names in lower case.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers.iter().find(|(n, _)| *n == name).map(|(_, v)| v.as_str())
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
+    }
+}
+
+/// One request on a new connection (`Connection: close`).
+pub fn request(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Response {
+    let mut conn = Http::new(addr);
+    conn.keep_alive = false;
+    conn.send(method, path, headers, body).unwrap_or_else(|e| panic!("{method} {path}: {e}"))
+}
+
+/// An HTTP/1.1 connection, kept alive between requests.
+#[derive(Debug)]
+pub struct Http {
+    addr: SocketAddr,
+    stream: Option<BufReader<TcpStream>>,
+    pub keep_alive: bool,
+    pub timeout: Duration,
+}
+
+impl Http {
+    pub fn new(addr: SocketAddr) -> Http {
+        Http { addr, stream: None, keep_alive: true, timeout: Duration::from_secs(60) }
+    }
+
+    fn connect(&mut self) -> std::io::Result<&mut BufReader<TcpStream>> {
+        if self.stream.is_none() {
+            let stream = TcpStream::connect_timeout(&self.addr, self.timeout)?;
+            stream.set_read_timeout(Some(self.timeout))?;
+            stream.set_write_timeout(Some(self.timeout))?;
+            stream.set_nodelay(true)?;
+            self.stream = Some(BufReader::new(stream));
+        }
+        Ok(self.stream.as_mut().expect("just connected"))
+    }
+
+    /// Sends a request and reads the answer. With `Expect: 100-continue` in
+    /// `headers`, the body goes only after the server's 100.
+    pub fn send(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> std::io::Result<Response> {
+        let result = self.exchange(method, path, headers, body);
+        if result.is_err() || !self.keep_alive {
+            self.stream = None;
+        }
+        result
+    }
+
+    fn exchange(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> std::io::Result<Response> {
+        let keep_alive = self.keep_alive;
+        let addr = self.addr;
+        let stream = self.connect()?;
+        let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\n");
+        if !keep_alive {
+            head.push_str("Connection: close\r\n");
+        }
+        let expect =
+            headers.iter().any(|(n, v)| n.eq_ignore_ascii_case("expect") && v.eq_ignore_ascii_case("100-continue"));
+        if !body.is_empty() || method == "POST" || method == "PUT" {
+            head.push_str(&format!("Content-Length: {}\r\n", body.len()));
+        }
+        for (name, value) in headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str("\r\n");
+        stream.get_mut().write_all(head.as_bytes())?;
+        if expect {
+            let first = read_response(stream, method)?;
+            if first.status != 100 {
+                self.stream = None;
+                return Ok(first);
+            }
+            let stream = self.stream.as_mut().expect("connected");
+            stream.get_mut().write_all(body)?;
+            return read_response(stream, method);
+        }
+        stream.get_mut().write_all(body)?;
+        let response = read_response(stream, method)?;
+        if response.header("connection").is_some_and(|c| c.eq_ignore_ascii_case("close")) {
+            self.stream = None;
+        }
+        Ok(response)
+    }
+}
+
+fn read_response(stream: &mut BufReader<TcpStream>, method: &str) -> std::io::Result<Response> {
+    let bad = |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_owned());
+    let mut line = String::new();
+    if stream.read_line(&mut line)? == 0 {
+        return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "connection closed before a response"));
+    }
+    let status: u16 = line.split_whitespace().nth(1).and_then(|s| s.parse().ok()).ok_or_else(|| bad(&line))?;
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        stream.read_line(&mut line)?;
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        let (name, value) = line.split_once(':').ok_or_else(|| bad(line))?;
+        headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
+    }
+    let mut response = Response { status, headers, body: Vec::new() };
+    if status == 100 || status == 204 || status == 304 || method == "HEAD" {
+        return Ok(response);
+    }
+    if response.header("transfer-encoding").is_some_and(|t| t.eq_ignore_ascii_case("chunked")) {
+        loop {
+            let mut size = String::new();
+            stream.read_line(&mut size)?;
+            let size = usize::from_str_radix(size.trim().split(';').next().unwrap_or(""), 16)
+                .map_err(|_| bad("chunk size"))?;
+            let mut chunk = vec![0; size + 2];
+            stream.read_exact(&mut chunk)?;
+            if size == 0 {
+                break;
+            }
+            response.body.extend_from_slice(&chunk[..size]);
+        }
+    } else if let Some(length) = response.header("content-length").and_then(|l| l.parse::<usize>().ok()) {
+        let mut body = vec![0; length];
+        stream.read_exact(&mut body)?;
+        response.body = body;
+    } else {
+        stream.read_to_end(&mut response.body)?;
+    }
+    Ok(response)
+}
