@@ -21,7 +21,11 @@ pub fn binary() -> Option<PathBuf> {
 
 fn run(extra: &[String], url: &str) -> Result<String, String> {
     let browser = binary().ok_or("chromium is not installed (apt-get install chromium; cargo xtask test does it)")?;
-    let profile = std::env::temp_dir().join(format!("ss-chromium-{}-{}", std::process::id(), Instant::now().elapsed().as_nanos()));
+    let profile = std::env::temp_dir().join(format!(
+        "ss-chromium-{}-{}",
+        std::process::id(),
+        Instant::now().elapsed().as_nanos()
+    ));
     let mut child = Command::new(browser)
         .args([
             "--headless",

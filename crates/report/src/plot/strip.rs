@@ -26,7 +26,7 @@ pub struct StripPlot {
 }
 
 const ROW_HEIGHT: f64 = 34.0;
-const LABEL_WIDTH: f64 = 260.0;
+const LABEL_WIDTH: f64 = 300.0;
 
 impl StripPlot {
     /// The plot as an SVG document, `width` pixels wide.
@@ -52,7 +52,7 @@ impl StripPlot {
         for (i, row) in self.rows.iter().enumerate() {
             let color = PALETTE[i % PALETTE.len()];
             let mid = frame.plot_top() + (i as f64 + 0.5) * ROW_HEIGHT;
-            svg.text(frame.plot_left() - 8.0, mid + 4.0, &shorten(&row.label, 40), Anchor::End, 11.0);
+            svg.text(frame.plot_left() - 8.0, mid + 4.0, &shorten(&row.label, 50), Anchor::End, 11.0);
             if let Some((p10, median, p90)) = row.band {
                 let (x10, x90) = (scale.map(p10), scale.map(p90));
                 svg.rect(x10, mid - 10.0, (x90 - x10).max(1.0), 20.0, Style::fill(color).with_opacity(0.15));
