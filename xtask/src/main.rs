@@ -5,6 +5,7 @@
 //! - `bench`: storage-score next to hdparm, dd and fio on throttled loop
 //!   devices, and its io_uring engine next to fio's (see [`bench`]).
 //! - `fuzz`: every cargo-fuzz target for 10 million executions (see [`fuzz`]).
+//! - `lb-bench`: the leaderboard server under load (see [`lb_bench`]).
 //! - `test`: every test of the project (see [`test`]); the README's command.
 //! - `vm-identify`: boots a Debian kernel under QEMU with an emulated SD card
 //!   (`sdhci-pci` + `sd-card`), runs `storage-score identify /dev/mmcblk0 --json`
@@ -18,6 +19,7 @@ use std::process::ExitCode;
 
 mod bench;
 mod fuzz;
+mod lb_bench;
 mod test;
 mod vm;
 
@@ -38,6 +40,11 @@ tasks:
       USB speed, `score` input) for N executions each (default 10000000),
       seeded from tests/fixtures. Needs nightly and cargo-fuzz; writes
       target/fuzz/latest.json.
+  lb-bench [--requests N] [--clients N] [--page-results N] [--sqlite-only]
+      The leaderboard server (release build) under load on loopback: N
+      submissions (10000) from 50 clients with idempotency keys and retries,
+      on SQLite and PostgreSQL; kill -9 mid-load and restart; page latency
+      with 100000 results. Writes target/bench/leaderboard.json.
   test
       Every test: cargo test --workspace (device tests included where this
       machine can make loop devices and blkio throttles, skipped otherwise),
@@ -54,6 +61,7 @@ fn main() -> ExitCode {
     match args.first().map(String::as_str) {
         Some("bench") => bench::main(&args[1..]),
         Some("fuzz") => fuzz::main(&args[1..]),
+        Some("lb-bench") => lb_bench::main(&args[1..]),
         Some("test") => test::main(&args[1..]),
         Some("vm-identify") => match vm::Options::parse(&args[1..]) {
             Ok(opts) => vm::main(&opts),
