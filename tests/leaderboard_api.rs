@@ -331,8 +331,7 @@ fn impossible_figures_are_refused_or_flagged(backend: Backend) {
     assert_eq!(count(backend, &server), 3);
     assert!(server.get("/api/v1/leaderboard").json()["rows"].as_array().unwrap().is_empty(), "flagged: never ranked");
     assert!(export_lines(&server).is_empty(), "the export has public results only");
-    let card = Value::from(created["id"].clone());
-    let page = server.get(&format!("/results/{}", card));
+    let page = server.get(&format!("/results/{}", created["id"]));
     assert!(page.text().contains("Status: <strong>flagged</strong>"));
 }
 

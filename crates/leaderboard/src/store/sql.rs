@@ -5,6 +5,10 @@
 //! Every user-supplied value goes in as a parameter, never into the text.
 
 /// Tables and indexes; `{id}` becomes the backend's auto-increment key type.
+///
+/// The card page's queries are answered from covering indexes
+/// (`results_card_points`, `results_card_classes`), so a card with ten
+/// thousand results never reads its reports.
 pub const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS results (
     id {id},
@@ -36,7 +40,8 @@ CREATE TABLE IF NOT EXISTS results (
     verdict TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS results_group_score ON results (group_key, status, score);
-CREATE INDEX IF NOT EXISTS results_card ON results (card_key, status, created_at);
+CREATE INDEX IF NOT EXISTS results_card_points ON results (card_key, status, created_at, score, group_key);
+CREATE INDEX IF NOT EXISTS results_card_classes ON results (card_key, status, claimed, measured);
 CREATE INDEX IF NOT EXISTS results_status_id ON results (status, id);
 CREATE TABLE IF NOT EXISTS groups (
     group_key TEXT PRIMARY KEY,
@@ -125,7 +130,7 @@ pub const CARD_GROUPS: &str = "SELECT group_key, card_key, kind, manufacturer_id
     CASE WHEN samples >= 3 THEN CAST(0 AS BIGINT) END AS rank FROM groups WHERE card_key = $1 ORDER BY samples DESC, group_key";
 
 pub const CARD_POINTS: &str = "SELECT id, score, group_key, created_at FROM results \
-    WHERE card_key = $1 AND status = 'public' AND score IS NOT NULL ORDER BY created_at DESC, id DESC LIMIT $2";
+    WHERE card_key = $1 AND status = 'public' AND score IS NOT NULL ORDER BY created_at DESC LIMIT $2";
 
 pub const CARD_CLASSES: &str = "SELECT COALESCE(claimed, ''), COALESCE(measured, ''), COUNT(*) FROM results \
     WHERE card_key = $1 AND status = 'public' GROUP BY COALESCE(claimed, ''), COALESCE(measured, '') \

@@ -42,7 +42,7 @@ impl Linear {
     pub fn ticks(&self, count: usize) -> Vec<f64> {
         let (d0, d1) = self.domain;
         let step = nice_step((d1 - d0) / count.max(1) as f64);
-        if !(step > 0.0) || !step.is_finite() {
+        if step.is_nan() || step <= 0.0 || !step.is_finite() {
             return vec![d0];
         }
         let first = (d0 / step).ceil() as i64;
@@ -53,7 +53,7 @@ impl Linear {
 
 /// The nice step (1, 2 or 5 × 10^k) nearest above `raw`.
 pub fn nice_step(raw: f64) -> f64 {
-    if !(raw > 0.0) || !raw.is_finite() {
+    if raw.is_nan() || raw <= 0.0 || !raw.is_finite() {
         return 1.0;
     }
     let power = 10f64.powf(raw.log10().floor());
