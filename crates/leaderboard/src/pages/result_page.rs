@@ -64,6 +64,7 @@ pub async fn result<S: Storage>(State(app): State<Arc<App<S>>>, Path(id): Path<S
     let system = report.system.clone().unwrap_or_default();
     let rows = [
         ("PiBenchmarks score", format!("{} (formula {})", score_text(stored.score), stored.formula)),
+        ("Verdict rules", stored.verdict_version.clone()),
         ("Submitted", datetime_of(stored.created_at)),
         ("Board", stored.board.clone()),
         ("Bus mode", stored.bus.clone()),
@@ -117,11 +118,12 @@ pub async fn result<S: Storage>(State(app): State<Arc<App<S>>>, Path(id): Path<S
         };
         let _ = write!(
             body,
-            "<tr><td>{}</td><td>{}</td><td class=\"n\">{} {}</td><td class=\"{class}\">{word}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td class=\"n\">{} {}</td><td class=\"{class}\">{word}{}</td><td>{}</td></tr>",
             esc(&check.mark),
             esc(&check.requirement),
             check.measured.map(figure).unwrap_or_else(|| "–".into()),
             esc(&check.unit),
+            check.why.as_deref().map(|why| format!(": {}", esc(why))).unwrap_or_default(),
             if check.claimed { "yes" } else { "" }
         );
     }

@@ -22,8 +22,10 @@ use super::{
 };
 use crate::card::Card;
 
-/// Connections in the pool.
-const POOL: usize = 8;
+/// Connections in the pool. A commit waits for the WAL flush; with more
+/// transactions in flight, one flush serves several (PostgreSQL's own group
+/// commit). 16 measured faster than 8 on the 2-core bench machine.
+const POOL: usize = 16;
 
 /// A connection and its prepared statements.
 struct Conn {
