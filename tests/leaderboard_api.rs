@@ -262,6 +262,17 @@ fn bad_input_is_refused_naming_the_field(backend: Backend) {
             assert!(error_of(&r).starts_with(&format!("{path}: ")), "{path}: {}", error_of(&r));
         }
     }
+    // Not UTF-8, and too long.
+    let mut not_utf8 = REPORT.as_bytes().to_vec();
+    let at = not_utf8.windows(5).position(|w| w == b"SD64G").expect("the product name");
+    not_utf8[at + 4] = 0xff;
+    let r = post(&not_utf8);
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(error_of(&r).starts_with("body: not valid JSON"), "{}", error_of(&r));
+    let long = report_with(|r| r["system"]["board"] = json!("B".repeat(300)));
+    let r = post(long.as_bytes());
+    assert_eq!(r.status, 400);
+    assert!(error_of(&r).starts_with("system.board: 300 characters, at most 256"), "{}", error_of(&r));
     // Control characters anywhere, free text included.
     let body = report_with(|r| r["notes"] = json!(["line\u{0}break"]));
     let r = post(body.as_bytes());
