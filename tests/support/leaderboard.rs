@@ -3,7 +3,8 @@
 //! its `listening on http://HOST:PORT` line parsed, its stderr kept in a log
 //! file, and stopped on drop (SIGTERM, then SIGKILL) on every path.
 //!
-//! Self-contained (a small HTTP/1.1 client included), so that any test
+//! Self-contained (a small HTTP/1.1 client included; needs only serde_json
+//! and libc), so that any test
 //! binary can use it: the leaderboard's own tests, the CLI's end-to-end
 //! `submit` tests (`#[path = "support/leaderboard.rs"] mod leaderboard;`),
 //! and `cargo xtask lb-bench`.
@@ -162,7 +163,7 @@ impl Leaderboard {
     /// SIGTERM, and the exit status (within 30 s).
     pub fn stop(&mut self) -> Option<ExitStatus> {
         let mut child = self.child.take()?;
-        signal(child.id(), "TERM");
+        terminate(child.id());
         wait_timeout(&mut child, Duration::from_secs(30)).or_else(|| {
             let _ = child.kill();
             child.wait().ok()
@@ -208,8 +209,11 @@ impl Drop for Leaderboard {
     }
 }
 
-fn signal(pid: u32, name: &str) {
-    let _ = Command::new("kill").arg(format!("-{name}")).arg(pid.to_string()).stderr(Stdio::null()).status();
+fn terminate(pid: u32) {
+    if let Ok(pid) = i32::try_from(pid) {
+        // SAFETY: kill(2) on the pid of a child we started and have not reaped.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+    }
 }
 
 fn wait_timeout(child: &mut Child, limit: Duration) -> Option<ExitStatus> {

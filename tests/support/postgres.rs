@@ -167,7 +167,10 @@ impl PgCluster {
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
             // SIGINT: PostgreSQL's fast shutdown.
-            let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
+            if let Ok(pid) = i32::try_from(child.id()) {
+                // SAFETY: kill(2) on the pid of a child we started and have not reaped.
+                unsafe { libc::kill(pid, libc::SIGINT) };
+            }
             let start = Instant::now();
             while start.elapsed() < Duration::from_secs(20) {
                 if let Ok(Some(_)) = child.try_wait() {
