@@ -196,6 +196,27 @@ fn idempotency_keys(backend: Backend) {
     assert_eq!(stored_count(backend, &server, db.as_deref().or(server_db(&server).as_deref())), 1);
 }
 
+fn concurrent_retries_store_once(backend: Backend) {
+    let server = start(backend, Options::default());
+    // Twenty copies of one submission at once, as a client whose first
+    // tries timed out might send them: one row, one id for all.
+    let k = key();
+    let ids: Vec<i64> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..20).map(|_| scope.spawn(|| server.post_report(REPORT, &k))).collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                let r = h.join().unwrap();
+                assert_eq!(r.status, 201, "{}", r.text());
+                r.json()["id"].as_i64().unwrap()
+            })
+            .collect()
+    });
+    assert!(ids.iter().all(|id| *id == ids[0]), "{ids:?}");
+    assert_eq!(count(backend, &server), 1);
+    assert_eq!(server.get("/api/v1/leaderboard").json()["rows"][0]["samples"], 1);
+}
+
 /// The --db URL of a server started by [`start`] (PostgreSQL), for counting.
 fn server_db(server: &Leaderboard) -> Option<String> {
     let cmdline = std::fs::read(format!("/proc/{}/cmdline", server.pid()?)).ok()?;
@@ -593,6 +614,7 @@ macro_rules! on_both_backends {
 on_both_backends!(
     submit_recomputes_the_score_and_drops_serials,
     idempotency_keys,
+    concurrent_retries_store_once,
     bad_input_is_refused_naming_the_field,
     impossible_figures_are_refused_or_flagged,
     leaderboard_groups_ranks_filters_and_exports,
