@@ -18,7 +18,7 @@ use super::sql;
 use super::sqlite::{moderation_note, reasons_of};
 use super::{
     CARD_POINTS, CardData, CardPoint, Deleted, FilterChoices, LeaderboardQuery, Moderation, NewResult, Receipt, Row,
-    Status, Storage, StoreError, StoreResult, StoredResult, Submitted, date_of, rank_of,
+    Status, Storage, StoreError, StoreResult, StoredResult, Submitted, date_of,
 };
 use crate::card::Card;
 
@@ -294,52 +294,38 @@ impl Storage for PgStore {
 }
 
 /// Re-derives one leaderboard row, under a lock on the group that is held
-/// until the transaction ends.
+/// until the transaction ends. Three round trips: the lock, the figures
+/// (`percentile_disc` is the nearest rank, ceil(q·n), as
+/// [`super::rank_of`] computes it for SQLite), and the upsert.
 async fn recompute_group(tx: &impl GenericClient, group_key: &str) -> StoreResult<()> {
     tx.execute("SELECT pg_advisory_xact_lock(hashtext($1)::bigint)", &[&group_key]).await?;
-    let counted = tx.query_one(sql::GROUP_COUNT, &[&group_key]).await?;
-    let count: i64 = counted.get(0);
-    let latest: Option<i64> = counted.get(1);
+    let stats = tx
+        .query_one(
+            "SELECT COUNT(*), MAX(created_at), \
+             percentile_disc(0.1) WITHIN GROUP (ORDER BY score), \
+             percentile_disc(0.5) WITHIN GROUP (ORDER BY score), \
+             percentile_disc(0.9) WITHIN GROUP (ORDER BY score) \
+             FROM results WHERE group_key = $1 AND status = 'public' AND score IS NOT NULL",
+            &[&group_key],
+        )
+        .await?;
+    let count: i64 = stats.get(0);
     if count == 0 {
         tx.execute(sql::DELETE_GROUP, &[&group_key]).await?;
         return Ok(());
     }
-    let mut figures = [0i64; 3];
-    for (slot, q) in figures.iter_mut().zip([0.1, 0.5, 0.9]) {
-        let offset = rank_of(q, count) - 1;
-        *slot = tx.query_one(sql::GROUP_NTH, &[&group_key, &offset]).await?.get(0);
-    }
-    let [p10, median, p90] = figures;
-    let text = format!(
-        "SELECT {} FROM results WHERE group_key = $1 AND status = 'public' ORDER BY id DESC LIMIT 1",
-        sql::RESULT_COLUMNS
-    );
-    let sample = result_from_row(&tx.query_one(&text, &[&group_key]).await?);
-    let card = &sample.card;
-    let manufacturer_id = card.manufacturer_id.map(i64::from);
-    let capacity = card.capacity_bytes.map(|c| c as i64);
+    let latest: Option<i64> = stats.get(1);
+    let (p10, median, p90): (i64, i64, i64) = (stats.get(2), stats.get(3), stats.get(4));
+    // The card fields come from the group's newest public result.
     tx.execute(
-        sql::UPSERT_GROUP,
-        &[
-            &group_key,
-            &sample.card_key,
-            &card.kind,
-            &manufacturer_id,
-            &card.manufacturer,
-            &card.oem_id,
-            &card.product_name,
-            &card.product_revision,
-            &capacity,
-            &card.class_label,
-            &sample.board,
-            &sample.bus,
-            &sample.formula,
-            &count,
-            &median,
-            &p10,
-            &p90,
-            &latest.unwrap_or(0),
-        ],
+        "INSERT INTO groups (group_key, card_key, kind, manufacturer_id, manufacturer, oem_id, product_name, \
+         product_revision, capacity_bytes, class_label, board, bus, formula, samples, median, p10, p90, latest) \
+         SELECT group_key, card_key, kind, manufacturer_id, manufacturer, oem_id, product_name, product_revision, \
+         capacity_bytes, class_label, board, bus, formula, $2, $3, $4, $5, $6 FROM results \
+         WHERE group_key = $1 AND status = 'public' ORDER BY id DESC LIMIT 1 \
+         ON CONFLICT (group_key) DO UPDATE SET samples = excluded.samples, median = excluded.median, \
+         p10 = excluded.p10, p90 = excluded.p90, latest = excluded.latest, class_label = excluded.class_label",
+        &[&group_key, &count, &median, &p10, &p90, &latest.unwrap_or(0)],
     )
     .await?;
     Ok(())
