@@ -24,8 +24,8 @@ use crate::card::Card;
 
 /// Connections in the pool. A commit waits for the WAL flush; with several
 /// transactions in flight, one flush serves them all (PostgreSQL's own group
-/// commit). On the 2-core bench machine 8 and 16 gave the same rate (about
-/// 750 submissions/s, bound by CPU and the round trips of a transaction).
+/// commit). On the 2-core bench machine 8 and 16 gave the same rate: CPU
+/// and the round trips of a transaction bound it (`cargo xtask lb-bench`).
 const POOL: usize = 16;
 
 /// A connection and its prepared statements.
