@@ -145,6 +145,13 @@ fn identifies_the_machines_root_disk() {
     } else {
         assert!(doc["target"]["notes"].is_array(), "no device and no note: {doc}");
     }
+    // The machine itself (DESIGN §10), as uname sees it.
+    let uname = |flag: &str| {
+        let out = std::process::Command::new("uname").arg(flag).output().expect("uname");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    assert_eq!(doc["system"]["kernel"], uname("-r").as_str(), "{doc}");
+    assert_eq!(doc["system"]["arch"], uname("-m").as_str(), "{doc}");
 }
 
 #[test]

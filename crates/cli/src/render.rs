@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
-use storage_scoring::schema::{Device, MEASUREMENT_KEYS, Report, Score, SdInfo, Target, Verdict};
+use storage_scoring::schema::{Device, MEASUREMENT_KEYS, Report, Score, SdInfo, System, Target, Verdict};
 
 fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
@@ -33,7 +33,7 @@ fn bytes(n: u64) -> String {
 }
 
 /// The identification table, with notes and hints under it.
-pub fn identification(target: &Target, device: Option<&Device>) -> String {
+pub fn identification(target: &Target, device: Option<&Device>, system: Option<&System>) -> String {
     let mut t = table(&["", "identification"]);
     row(&mut t, "target", Some(target.input.clone()));
     row(&mut t, "disk", target.disk.clone());
@@ -136,6 +136,13 @@ pub fn identification(target: &Target, device: Option<&Device>) -> String {
                     }
                 })
                 .collect();
+    }
+    if let Some(system) = system {
+        row(&mut t, "board", system.board.clone());
+        let kernel = system.kernel.as_ref().map(|k| format!("Linux {k}"));
+        let parts: Vec<&str> =
+            [system.os.as_deref(), kernel.as_deref(), system.arch.as_deref()].into_iter().flatten().collect();
+        row(&mut t, "system", Some(parts.join(", ")));
     }
     let mut out = format!("{t}\n");
     for h in hints {
@@ -256,7 +263,7 @@ fn us(v: f64) -> String {
 /// The whole run: identification, results with latency, score, verdict.
 pub fn report(report: &Report) -> String {
     let mut out = match &report.target {
-        Some(target) => identification(target, report.device.as_ref()),
+        Some(target) => identification(target, report.device.as_ref(), report.system.as_ref()),
         None => String::new(),
     };
     let mut t = table(&["test", "result", "unit", "like", "p50", "p99", "p99.9", "max"]);

@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use storage_bench::RunError;
 use storage_bench::scratch::ScratchError;
 use storage_identify::Roots;
-use storage_scoring::schema::{Device, Report, Target};
+use storage_scoring::schema::{Device, Report, System, Target};
 
 use crate::progress::Bars;
 use crate::{Failure, IdentifyArgs, RunArgs, plan, render};
@@ -15,21 +15,23 @@ const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// `storage-score identify`.
 pub fn identify(args: &IdentifyArgs, roots: &Roots) -> Result<(), Failure> {
     let (resolved, device) = storage_identify::identify(&args.target, roots)?;
+    let system = storage_identify::system::system(roots);
     if args.json {
-        let doc = IdentifyDoc { target: &resolved.target, device: device.as_ref() };
+        let doc = IdentifyDoc { target: &resolved.target, device: device.as_ref(), system: &system };
         println!("{}", to_json(&doc)?);
     } else {
-        print!("{}", render::identification(&resolved.target, device.as_ref()));
+        print!("{}", render::identification(&resolved.target, device.as_ref(), Some(&system)));
     }
     Ok(())
 }
 
-/// `identify --json`: exactly the report's `target` and `device` blocks.
+/// `identify --json`: exactly the report's `target`, `device` and `system` blocks.
 #[derive(serde::Serialize)]
 struct IdentifyDoc<'a> {
     target: &'a Target,
     #[serde(skip_serializing_if = "Option::is_none")]
     device: Option<&'a Device>,
+    system: &'a System,
 }
 
 /// `storage-score run` (and the bare command).
@@ -46,6 +48,7 @@ pub fn run(args: &RunArgs, roots: &Roots) -> Result<(), Failure> {
     let mut report = Report::new(VERSION);
     report.target = Some(resolved.target.clone());
     report.device = device;
+    report.system = Some(storage_identify::system::system(roots));
     report.profile = Some(plan.profile.as_str().to_owned());
     report.measurements = Some(outcome.measurements);
     report.details = outcome.details;

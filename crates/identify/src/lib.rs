@@ -13,6 +13,7 @@ pub mod manufacturers;
 pub mod mmc;
 pub mod sd;
 pub mod sysfs;
+pub mod system;
 pub mod target;
 pub mod usb;
 

@@ -18,6 +18,8 @@ pub struct Roots {
     pub proc: PathBuf,
     /// `/sys/kernel/debug`.
     pub debugfs: PathBuf,
+    /// The installed system's root directory (`/`), for `etc/os-release`.
+    pub os: PathBuf,
     /// True when `sys` is a captured tree rather than the live `/sys`.
     pub captured: bool,
     /// Today's date and whether the clock is synchronised (a seam tests set).
@@ -37,6 +39,7 @@ impl Roots {
             sys: PathBuf::from("/sys"),
             proc: PathBuf::from("/proc"),
             debugfs: PathBuf::from("/sys/kernel/debug"),
+            os: PathBuf::from("/"),
             captured: false,
             clock: ClockSource::System,
         }
@@ -44,13 +47,15 @@ impl Roots {
 
     /// A captured sysfs tree; debugfs is looked for at `DIR/kernel/debug`.
     /// Mount information still comes from the live `/proc`, since a target
-    /// path given by the user lives on this machine.
+    /// path given by the user lives on this machine, and so do the kernel
+    /// release and the OS.
     pub fn captured(sys: impl Into<PathBuf>) -> Self {
         let sys = sys.into();
         Roots {
             debugfs: sys.join("kernel/debug"),
             sys,
             proc: PathBuf::from("/proc"),
+            os: PathBuf::from("/"),
             captured: true,
             clock: ClockSource::System,
         }
