@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -34,9 +34,18 @@ pub enum Command {
     Score(ScoreArgs),
     /// Is this card as big as it says? Finds fake capacity; exit 4 when it is fake.
     VerifyCapacity(VerifyCapacityArgs),
+    /// Send a saved report to a leaderboard: shows what will be sent and asks first.
+    ///
+    /// Serial numbers, the host name, user names and paths below mount points
+    /// are removed before anything is sent. Exit codes: 0 sent, 1 not sent
+    /// (the leaderboard could not be reached or refused it; the report stays
+    /// on disk), 2 bad usage or report, 3 no consent (no terminal to ask on
+    /// and no --yes, or the answer was no).
+    Submit(SubmitArgs),
 }
 
 #[derive(Debug, Args, Default)]
+#[command(group(ArgGroup::new("confirmable").args(["destructive", "submit"]).multiple(true)))]
 pub struct RunArgs {
     /// A whole disk (/dev/mmcblk0), a partition (/dev/sda2) or a directory.
     #[arg(default_value = "/")]
@@ -56,9 +65,18 @@ pub struct RunArgs {
     /// Write to the raw device (it must be unmounted). ALL DATA ON IT IS LOST.
     #[arg(long)]
     pub destructive: bool,
-    /// Do not ask for confirmation before a destructive run.
-    #[arg(long, requires = "destructive")]
+    /// Do not ask for confirmation: before a destructive run, before an upload.
+    #[arg(long, requires = "confirmable")]
     pub yes: bool,
+    /// After the run, send the report to a leaderboard at URL (default: the
+    /// environment variable STORAGE_SCORE_LEADERBOARD), with the consent
+    /// rules of `submit`. The report is saved first (--output, or the data
+    /// directory), so a failed upload can be sent again later.
+    #[arg(long, value_name = "URL", num_args = 0..=1, default_missing_value = "")]
+    pub submit: Option<String>,
+    /// With --submit: also send serial numbers (the card's PSN, the disk's serial).
+    #[arg(long, requires = "submit")]
+    pub include_serials: bool,
     /// Queue-depth engine: io_uring, or threads of pread/pwrite.
     #[arg(long, value_enum, default_value_t = EngineArg::Auto)]
     pub engine: EngineArg,
@@ -109,6 +127,29 @@ pub struct VerifyCapacityArgs {
         default_value = "/var/lib/storage-score/journal"
     )]
     pub journal_dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct SubmitArgs {
+    /// A report saved by `storage-score run --output FILE`.
+    pub report: PathBuf,
+    /// The leaderboard's address, e.g. https://scores.example.org (no public server is assumed).
+    #[arg(long, env = "STORAGE_SCORE_LEADERBOARD", value_name = "URL")]
+    pub url: Option<String>,
+    /// Send without asking (for scripts). The summary is still shown.
+    #[arg(long)]
+    pub yes: bool,
+    /// Also send serial numbers (the card's PSN, the disk's serial). Without
+    /// it, a salted hash that only groups repeat runs goes instead.
+    #[arg(long)]
+    pub include_serials: bool,
+    /// Seconds to wait for the leaderboard's answer to each attempt.
+    #[arg(long, value_name = "SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=600))]
+    pub timeout: u64,
+    /// Delete this report's result from the leaderboard, with the delete
+    /// token kept beside the report when it was sent.
+    #[arg(long, conflicts_with_all = ["yes", "include_serials"])]
+    pub delete: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, Default)]

@@ -9,13 +9,16 @@ mod progress;
 mod render;
 mod run;
 mod score_cmd;
+mod upload;
 
 use clap::Parser;
 use storage_identify::Roots;
 
 pub use failure::Failure;
 use storage_score::args::{Cli, Command};
-pub(crate) use storage_score::args::{EngineArg, IdentifyArgs, ProfileArg, RunArgs, ScoreArgs, VerifyCapacityArgs};
+pub(crate) use storage_score::args::{
+    EngineArg, IdentifyArgs, ProfileArg, RunArgs, ScoreArgs, SubmitArgs, VerifyCapacityArgs,
+};
 
 fn main() {
     // Die quietly on a closed pipe (`storage-score identify | head`), as
@@ -33,6 +36,7 @@ fn main() {
         Some(Command::Identify(args)) => run::identify(&args, &roots),
         Some(Command::Score(args)) => score_cmd::score(&args),
         Some(Command::VerifyCapacity(args)) => capacity_cmd::verify_capacity(&args, &roots),
+        Some(Command::Submit(args)) => upload::submit_command(&args),
     };
     if let Err(failure) = result {
         eprintln!("storage-score: {failure}");

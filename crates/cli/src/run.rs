@@ -8,7 +8,7 @@ use storage_identify::Roots;
 use storage_scoring::schema::{Device, Report, System, Target};
 
 use crate::progress::Bars;
-use crate::{Failure, IdentifyArgs, RunArgs, plan, render};
+use crate::{Failure, IdentifyArgs, RunArgs, plan, render, upload};
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -36,6 +36,8 @@ struct IdentifyDoc<'a> {
 
 /// `storage-score run` (and the bare command).
 pub fn run(args: &RunArgs, roots: &Roots) -> Result<(), Failure> {
+    // An upload that would be refused is refused before minutes of benchmark.
+    let upload = upload::before_run(args)?;
     let (resolved, device) = storage_identify::identify(&args.target, roots)?;
     let plan = plan::build(args, &resolved, roots)?;
     storage_bench::interrupt::install().map_err(|e| Failure::Run(format!("cannot install signal handlers: {e}")))?;
@@ -71,10 +73,24 @@ pub fn run(args: &RunArgs, roots: &Roots) -> Result<(), Failure> {
             Failure::Run(format!("cannot write the report to {}: {e}; give a writable --output path", path.display()))
         })?;
     }
+    // With --submit, the report is on disk before anything is sent, so a
+    // failed upload can be sent again with `submit`.
+    let saved = match (&upload, &args.output) {
+        (Some(_), Some(path)) => Some(path.clone()),
+        (Some(_), None) => Some(upload::keep_report(&json, &report)?),
+        (None, _) => None,
+    };
     if args.json {
         println!("{json}");
     } else {
         print!("{}", render::report(&report));
+    }
+    let channel = if args.json { upload::Channel::Stderr } else { upload::Channel::Stdout };
+    if let (Some(path), None) = (&saved, &args.output) {
+        channel.say(&format!("report kept in {}", path.display()));
+    }
+    if let (Some(upload), Some(path), None) = (&upload, &saved, &error) {
+        upload::send_saved(path, upload, channel)?;
     }
 
     match error {

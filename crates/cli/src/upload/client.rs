@@ -1,0 +1,307 @@
+//! The HTTP side of an upload: a POST (or a DELETE) to the leaderboard's API
+//! (DESIGN §10) with timeouts and the retries of [`super::retry`], on
+//! reqwest's blocking client with rustls.
+
+use std::io::Read;
+use std::time::{Duration, SystemTime};
+
+use reqwest::blocking::{Client as Http, RequestBuilder, Response};
+use reqwest::header::{CONTENT_TYPE, LOCATION, RETRY_AFTER};
+use serde_json::Value;
+
+use super::retry::{Policy, StatusClass, classify, parse_retry_after};
+
+/// The most of an answer read: a leaderboard's replies are small; anything
+/// bigger is not one of them.
+const MAX_ANSWER: u64 = 1 << 20;
+
+/// What the leaderboard said when it took the report (201, or the same
+/// answer again for a repeated Idempotency-Key).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Accepted {
+    pub id: String,
+    pub url: Option<String>,
+    /// `public` or `flagged`.
+    pub status: String,
+    pub reason: Option<String>,
+    pub score: Option<u64>,
+    /// Carried once, by the first 201.
+    pub delete_token: Option<String>,
+}
+
+/// Why nothing (or nothing known) was stored.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SendError {
+    /// No answer, or only transient failures, after every attempt.
+    Unreachable { attempts: u32, last: String },
+    /// The leaderboard asked to wait longer than a user should.
+    Busy { wait: Duration },
+    /// A final answer other than success, with the leaderboard's message.
+    Refused { status: u16, message: String },
+    /// An answer that is not a leaderboard's.
+    Garbage { what: String },
+}
+
+/// One HTTP answer, read.
+struct Answer {
+    status: u16,
+    body: Vec<u8>,
+    location: Option<String>,
+    retry_after: Option<String>,
+}
+
+pub struct Client {
+    http: Http,
+    policy: Policy,
+    timeout: Duration,
+}
+
+impl Client {
+    pub fn new(timeout: Duration, policy: Policy) -> Result<Client, String> {
+        let http = Http::builder()
+            .connect_timeout(timeout.min(Duration::from_secs(10)))
+            .timeout(timeout)
+            .user_agent(concat!("storage-score/", env!("CARGO_PKG_VERSION")))
+            // A redirected POST may turn into a GET: say where it went instead.
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| format!("cannot set up the HTTP client: {}", root_cause(&e)))?;
+        Ok(Client { http, policy, timeout })
+    }
+
+    /// POSTs `body` to `endpoint` with `key` as its Idempotency-Key.
+    /// `notify` hears about each retry, in one line.
+    pub fn submit(
+        &self,
+        endpoint: &str,
+        key: &str,
+        body: &[u8],
+        notify: &mut dyn FnMut(&str),
+    ) -> Result<Accepted, SendError> {
+        let request = || {
+            self.http
+                .post(endpoint)
+                .header(CONTENT_TYPE, "application/json")
+                .header("Idempotency-Key", key)
+                .body(body.to_vec())
+        };
+        let answer = self.with_retries(request, notify)?;
+        match classify(answer.status) {
+            StatusClass::Success => parse_accepted(&answer),
+            _ => Err(refusal(&answer)),
+        }
+    }
+
+    /// DELETEs the result at `endpoint` with the submitter's token. `Ok`
+    /// with the status: 2xx deleted, 404 already gone.
+    pub fn delete(&self, endpoint: &str, token: &str, notify: &mut dyn FnMut(&str)) -> Result<u16, SendError> {
+        let answer = self.with_retries(|| self.http.delete(endpoint).bearer_auth(token), notify)?;
+        match answer.status {
+            200..=299 | 404 => Ok(answer.status),
+            _ => Err(refusal(&answer)),
+        }
+    }
+
+    fn with_retries(
+        &self,
+        request: impl Fn() -> RequestBuilder,
+        notify: &mut dyn FnMut(&str),
+    ) -> Result<Answer, SendError> {
+        let attempts = self.policy.attempts.max(1);
+        for attempt in 1..=attempts {
+            let outcome = request().send().map_err(|e| self.describe(&e)).and_then(|r| self.read_answer(r));
+            let (failure, retry_after) = match outcome {
+                Ok(answer) if classify(answer.status) != StatusClass::Transient => return Ok(answer),
+                Ok(answer) => {
+                    let asked = answer.retry_after.as_deref().and_then(|v| parse_retry_after(v, SystemTime::now()));
+                    (status_text(answer.status), asked)
+                }
+                Err(failure) => (failure, None),
+            };
+            if attempt == attempts {
+                return Err(SendError::Unreachable { attempts, last: failure });
+            }
+            let wait = self
+                .policy
+                .wait(attempt, retry_after, rand::random::<f64>())
+                .map_err(|wait| SendError::Busy { wait })?;
+            notify(&format!(
+                "{failure}; trying again in {:.1} s (attempt {} of {attempts})",
+                wait.as_secs_f64(),
+                attempt + 1
+            ));
+            std::thread::sleep(wait);
+        }
+        unreachable!("the loop returns on its last attempt")
+    }
+
+    fn read_answer(&self, response: Response) -> Result<Answer, String> {
+        let status = response.status().as_u16();
+        let header = |name| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let (location, retry_after) = (header(LOCATION), header(RETRY_AFTER));
+        let mut body = Vec::new();
+        // A failure while reading the body is the connection's, and retried.
+        response.take(MAX_ANSWER).read_to_end(&mut body).map_err(|e| {
+            match e.get_ref().and_then(|i| i.downcast_ref()) {
+                Some(inner) => self.describe(inner),
+                None if e.kind() == std::io::ErrorKind::TimedOut => {
+                    format!("no answer within {} s", self.timeout.as_secs())
+                }
+                _ => format!("the connection failed: {}", root_cause(&e)),
+            }
+        })?;
+        Ok(Answer { status, body, location, retry_after })
+    }
+
+    fn describe(&self, e: &reqwest::Error) -> String {
+        if e.is_timeout() {
+            format!("no answer within {} s", self.timeout.as_secs())
+        } else if e.is_connect() {
+            format!("cannot connect: {}", root_cause(e))
+        } else {
+            format!("the connection failed: {}", root_cause(e))
+        }
+    }
+}
+
+fn status_text(status: u16) -> String {
+    let reason = reqwest::StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()).unwrap_or("");
+    format!("it answered {status} {reason}").trim_end().to_owned()
+}
+
+fn parse_accepted(answer: &Answer) -> Result<Accepted, SendError> {
+    let garbage = |what: &str| SendError::Garbage { what: format!("{}, {what}", status_text(answer.status)) };
+    let value: Value = serde_json::from_slice(&answer.body)
+        .map_err(|_| garbage(&format!("with a body that is not JSON: {}", preview(&answer.body))))?;
+    let text = |key: &str| value.get(key).and_then(Value::as_str).map(|s| one_line(s, 300));
+    let id = match value.get("id") {
+        Some(Value::String(s)) if !s.trim().is_empty() => one_line(s, 100),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => return Err(garbage("with no result id in it")),
+    };
+    let status = text("status").ok_or_else(|| garbage("with no status in it"))?;
+    let reason = text("reason").or_else(|| text("flag_reason")).or_else(|| {
+        value.get("reasons").and_then(Value::as_array).map(|r| {
+            let parts: Vec<String> = r.iter().filter_map(Value::as_str).map(|s| one_line(s, 200)).collect();
+            parts.join("; ")
+        })
+    });
+    Ok(Accepted {
+        id,
+        url: text("url"),
+        status,
+        reason: reason.filter(|r| !r.is_empty()),
+        score: value.pointer("/score/pibenchmarks").and_then(Value::as_u64),
+        delete_token: value.get("delete_token").and_then(Value::as_str).map(str::to_owned),
+    })
+}
+
+fn refusal(answer: &Answer) -> SendError {
+    let message = serde_json::from_slice::<Value>(&answer.body)
+        .ok()
+        .and_then(|v| v.get("error").and_then(Value::as_str).map(|s| one_line(s, 300)));
+    let message = match (answer.status, message) {
+        (_, Some(message)) => message,
+        (300..=399, None) => match &answer.location {
+            Some(to) => format!("it moved to {}: give that address with --url", one_line(to, 200)),
+            None => "a redirect with no address".to_owned(),
+        },
+        (404, None) => "no leaderboard API at this address: check --url".to_owned(),
+        (_, None) => preview(&answer.body),
+    };
+    SendError::Refused { status: answer.status, message }
+}
+
+/// The start of an answer, printable and on one line.
+fn preview(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&body[..body.len().min(200)]);
+    let text = one_line(&text, 80);
+    if text.is_empty() { "an empty body".to_owned() } else { format!("\"{text}\"") }
+}
+
+/// Text from the network made safe for a terminal and for a one-line error:
+/// control characters (escape sequences included) become spaces, runs of
+/// blanks one space, and at most `max` characters are kept.
+pub fn one_line(text: &str, max: usize) -> String {
+    let cleaned: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    let words: Vec<&str> = cleaned.split_whitespace().collect();
+    let joined = words.join(" ");
+    if joined.chars().count() <= max {
+        joined
+    } else {
+        let cut: String = joined.chars().take(max).collect();
+        format!("{cut}…")
+    }
+}
+
+/// The innermost cause of an error: "Connection refused (os error 111)"
+/// rather than "error sending request for url (…)".
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut inner = e;
+    while let Some(next) = inner.source() {
+        inner = next;
+    }
+    one_line(&inner.to_string(), 200)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(status: u16, body: &str) -> Answer {
+        Answer { status, body: body.as_bytes().to_vec(), location: None, retry_after: None }
+    }
+
+    #[test]
+    fn a_leaderboard_reply_is_read_leniently_but_must_name_the_result() {
+        let ok = parse_accepted(&answer(
+            201,
+            r#"{"id": 42, "url": "/results/42", "status": "flagged", "reason": "quick profile", "score": {"pibenchmarks": 812}, "delete_token": "t0k"}"#,
+        ))
+        .unwrap();
+        assert_eq!(ok.id, "42");
+        assert_eq!(ok.status, "flagged");
+        assert_eq!(ok.reason.as_deref(), Some("quick profile"));
+        assert_eq!(ok.score, Some(812));
+        assert_eq!(ok.delete_token.as_deref(), Some("t0k"));
+        let html = parse_accepted(&answer(200, "<html><body>Welcome to nginx!</body></html>")).unwrap_err();
+        assert_eq!(
+            html,
+            SendError::Garbage {
+                what:
+                    "it answered 200 OK, with a body that is not JSON: \"<html><body>Welcome to nginx!</body></html>\""
+                        .to_owned()
+            }
+        );
+        assert!(matches!(parse_accepted(&answer(201, r#"{"status": "public"}"#)), Err(SendError::Garbage { .. })));
+    }
+
+    #[test]
+    fn refusals_carry_the_servers_one_line_message() {
+        let r =
+            refusal(&answer(422, "{\"error\": \"measurements.seq_write_mb_s: -1 is negative;\\nsend a real figure\"}"));
+        assert_eq!(
+            r,
+            SendError::Refused {
+                status: 422,
+                message: "measurements.seq_write_mb_s: -1 is negative; send a real figure".to_owned()
+            }
+        );
+        let moved = Answer {
+            status: 301,
+            body: Vec::new(),
+            location: Some("https://x/api/v1/results".to_owned()),
+            retry_after: None,
+        };
+        assert!(
+            matches!(refusal(&moved), SendError::Refused { status: 301, message } if message.contains("https://x"))
+        );
+        assert!(matches!(refusal(&answer(404, "")), SendError::Refused { message, .. } if message.contains("--url")));
+    }
+
+    #[test]
+    fn network_text_cannot_reach_the_terminal_raw() {
+        assert_eq!(one_line("a\x1b[2J\nb\r\n\tc", 100), "a [2J b c");
+        assert_eq!(one_line(&"x".repeat(10), 4), "xxxx…");
+    }
+}

@@ -1,0 +1,301 @@
+//! Whose installation this is, and what it keeps: the person running the
+//! command (the one behind `sudo`, when run through it), their secret salt,
+//! the names to scrub from a payload, and where files are written as them.
+//!
+//! Under `sudo storage-score run --submit`, root runs the benchmark but the
+//! salt, the saved report and the receipt belong to the user who typed it:
+//! their later `storage-score submit` without sudo must find the same salt
+//! (the same serial hash, the same Idempotency-Key) and be able to read the
+//! files. Files are written with that user's filesystem identity
+//! (setfsuid/setfsgid in a thread of their own), so root never creates a
+//! file in someone's home that they cannot remove, nor follows a link they
+//! planted there.
+
+use std::fs::{self, DirBuilder, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use nix::unistd::{Gid, Uid, User};
+use rand::RngCore;
+
+/// A filesystem identity to write as: `None` is this process's own.
+pub type FsIdentity = Option<(Uid, Gid)>;
+
+/// This installation's places and names.
+#[derive(Debug, Clone)]
+pub struct Installation {
+    /// The invoking user's identity when root acts for them through sudo.
+    pub user: FsIdentity,
+    /// `…/storage-score` under the user's config directory: the salt.
+    pub config_dir: PathBuf,
+    /// `…/storage-score` under the user's data directory: reports saved by
+    /// `run --submit` without `--output`.
+    pub data_dir: PathBuf,
+    /// Host and user names that must not leave the machine.
+    pub personal: Vec<String>,
+}
+
+/// What [`Installation::locate`] needs to know about the process.
+pub struct Facts<'a> {
+    pub euid: u32,
+    pub env: &'a dyn Fn(&str) -> Option<String>,
+    /// A user's name, home, and primary group, by uid.
+    pub user: &'a dyn Fn(u32) -> Option<(String, PathBuf, u32)>,
+    pub hostname: Option<String>,
+}
+
+impl Installation {
+    /// This process's installation.
+    pub fn discover() -> Result<Installation, String> {
+        let env = |key: &str| std::env::var(key).ok();
+        let user =
+            |uid: u32| User::from_uid(Uid::from_raw(uid)).ok().flatten().map(|u| (u.name, u.dir, u.gid.as_raw()));
+        let hostname = nix::unistd::gethostname().ok().map(|h| h.to_string_lossy().into_owned());
+        Installation::locate(&Facts { euid: Uid::effective().as_raw(), env: &env, user: &user, hostname })
+    }
+
+    /// The pure part of [`Installation::discover`].
+    pub fn locate(facts: &Facts<'_>) -> Result<Installation, String> {
+        let env = |key: &str| (facts.env)(key).filter(|v| !v.trim().is_empty());
+        let absolute = |v: String| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
+        let mut personal: Vec<String> = ["USER", "LOGNAME", "SUDO_USER"].iter().filter_map(|k| env(k)).collect();
+        if let Some((name, _, _)) = (facts.user)(facts.euid) {
+            personal.push(name);
+        }
+        if let Some(host) = &facts.hostname {
+            personal.push(host.clone());
+            // `alice-laptop.example.org` also appears as `alice-laptop`.
+            if let Some((short, _)) = host.split_once('.') {
+                personal.push(short.to_owned());
+            }
+        }
+
+        // Through sudo: root acting for SUDO_UID. Their own environment is
+        // gone (sudo resets it, HOME included), so their home comes from
+        // the user database.
+        let sudo_uid = env("SUDO_UID").and_then(|v| v.parse::<u32>().ok()).filter(|&uid| uid != 0);
+        let invoker = sudo_uid.filter(|_| facts.euid == 0).and_then(|uid| Some((uid, (facts.user)(uid)?)));
+        let (user, config, data) = match invoker {
+            Some((uid, (name, home, primary_gid))) => {
+                personal.push(name);
+                let gid = env("SUDO_GID").and_then(|v| v.parse().ok()).unwrap_or(primary_gid);
+                let who = Some((Uid::from_raw(uid), Gid::from_raw(gid)));
+                (who, home.join(".config"), home.join(".local/share"))
+            }
+            None => {
+                let home = env("HOME").and_then(absolute).or_else(|| (facts.user)(facts.euid).map(|(_, home, _)| home));
+                let config =
+                    env("XDG_CONFIG_HOME").and_then(absolute).or_else(|| home.as_ref().map(|h| h.join(".config")));
+                let data =
+                    env("XDG_DATA_HOME").and_then(absolute).or_else(|| home.as_ref().map(|h| h.join(".local/share")));
+                match (config, data) {
+                    (Some(config), Some(data)) => (None, config, data),
+                    _ => {
+                        return Err(
+                            "cannot find a home directory for the upload salt: set HOME (or XDG_CONFIG_HOME and XDG_DATA_HOME)"
+                                .to_owned(),
+                        );
+                    }
+                }
+            }
+        };
+        personal.sort();
+        personal.dedup();
+        Ok(Installation {
+            user,
+            config_dir: config.join("storage-score"),
+            data_dir: data.join("storage-score"),
+            personal,
+        })
+    }
+
+    /// The secret per-installation salt (32 random bytes, kept as hex in
+    /// `salt`, mode 0600), made on first use. It keys the serial hash and
+    /// the Idempotency-Key: without it neither can be reversed by trying
+    /// every possible serial.
+    pub fn salt(&self) -> Result<Vec<u8>, String> {
+        let path = self.config_dir.join("salt");
+        as_identity(self.user, || read_or_make_salt(&path)).map_err(|e| {
+            format!(
+                "cannot keep the upload salt in {}: {e}; make that directory writable, or set XDG_CONFIG_HOME",
+                path.display()
+            )
+        })
+    }
+}
+
+fn read_or_make_salt(path: &Path) -> io::Result<Vec<u8>> {
+    match fs::read_to_string(path) {
+        Ok(text) => return parse_salt(&text, path),
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        Err(_) => {}
+    }
+    let dir = path.parent().unwrap_or(Path::new("."));
+    DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    let mut bytes = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    // Written whole under a private name, then linked into place: a crash
+    // leaves no half salt, and of two first runs at once, one salt wins and
+    // both use it (link fails when the name exists, unlike rename).
+    let temp = dir.join(format!(".salt.{}.tmp", std::process::id()));
+    let _ = fs::remove_file(&temp);
+    let mut file = OpenOptions::new().write(true).create_new(true).mode(0o600).open(&temp)?;
+    let written = file.write_all(format!("{}\n", hex(&bytes)).as_bytes()).and_then(|()| file.sync_all());
+    let linked = written.and_then(|()| fs::hard_link(&temp, path));
+    let _ = fs::remove_file(&temp);
+    match linked {
+        Ok(()) => Ok(bytes.to_vec()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => parse_salt(&fs::read_to_string(path)?, path),
+        Err(e) => Err(e),
+    }
+}
+
+fn parse_salt(text: &str, path: &Path) -> io::Result<Vec<u8>> {
+    let text = text.trim();
+    let valid = text.len() >= 32 && text.len() % 2 == 0 && text.bytes().all(|b| b.is_ascii_hexdigit());
+    if !valid {
+        let why = format!("{} is not a salt this tool wrote (delete it to make a new one)", path.display());
+        return Err(io::Error::new(io::ErrorKind::InvalidData, why));
+    }
+    Ok((0..text.len()).step_by(2).map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap_or(0)).collect())
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Runs `work` with the filesystem identity `who`: in a thread of its own,
+/// whose fsuid/fsgid are switched (they are per thread on Linux, and the
+/// switch drops root's file capabilities for that thread only).
+pub fn as_identity<T: Send>(who: FsIdentity, work: impl FnOnce() -> io::Result<T> + Send) -> io::Result<T> {
+    let Some((uid, gid)) = who else { return work() };
+    std::thread::scope(|scope| {
+        let worker = scope.spawn(move || {
+            nix::unistd::setfsgid(gid);
+            nix::unistd::setfsuid(uid);
+            // setfsuid reports no error: check that the switch took.
+            if nix::unistd::setfsuid(uid) != uid {
+                return Err(io::Error::new(io::ErrorKind::PermissionDenied, "cannot act as the invoking user"));
+            }
+            work()
+        });
+        worker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
+/// The identity to write files beside `report` with: when root handles a
+/// report that another user owns, that user's.
+pub fn owner_of(report: &Path) -> FsIdentity {
+    if !Uid::effective().is_root() {
+        return None;
+    }
+    let meta = fs::metadata(report).ok()?;
+    (meta.uid() != 0).then(|| (Uid::from_raw(meta.uid()), Gid::from_raw(meta.gid())))
+}
+
+/// Writes `bytes` to `path` whole or not at all (a private temporary name,
+/// fsync, rename), as `who`. The temporary file is made with O_EXCL, which
+/// does not follow a link, and rename replaces a link rather than writing
+/// through it.
+pub fn write_atomically(who: FsIdentity, path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    as_identity(who, || {
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+        let _ = fs::remove_file(&temp);
+        let result = (|| {
+            let mut file = OpenOptions::new().write(true).create_new(true).mode(mode).open(&temp)?;
+            file.write_all(bytes)?;
+            file.sync_all()?;
+            fs::rename(&temp, path)
+        })();
+        if result.is_err() {
+            let _ = fs::remove_file(&temp);
+        }
+        result
+    })
+}
+
+/// Makes `dir` (and its parents) as `who`, private to them.
+pub fn make_dir(who: FsIdentity, dir: &Path) -> io::Result<()> {
+    as_identity(who, || DirBuilder::new().recursive(true).mode(0o700).create(dir))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn locate(euid: u32, vars: &[(&str, &str)], hostname: Option<&str>) -> Result<Installation, String> {
+        let env = |key: &str| vars.iter().find(|(k, _)| *k == key).map(|(_, v)| (*v).to_owned());
+        let user = |uid: u32| match uid {
+            0 => Some(("root".to_owned(), PathBuf::from("/root"), 0)),
+            1000 => Some(("alice".to_owned(), PathBuf::from("/home/alice"), 1000)),
+            _ => None,
+        };
+        Installation::locate(&Facts { euid, env: &env, user: &user, hostname: hostname.map(str::to_owned) })
+    }
+
+    #[test]
+    fn a_plain_user_keeps_the_salt_in_their_xdg_config() {
+        let found = locate(1000, &[("HOME", "/home/alice"), ("USER", "alice")], Some("alice-laptop.lan")).unwrap();
+        assert_eq!(found.user, None);
+        assert_eq!(found.config_dir, PathBuf::from("/home/alice/.config/storage-score"));
+        assert_eq!(found.data_dir, PathBuf::from("/home/alice/.local/share/storage-score"));
+        assert_eq!(found.personal, ["alice", "alice-laptop", "alice-laptop.lan"]);
+        let xdg = locate(1000, &[("HOME", "/home/alice"), ("XDG_CONFIG_HOME", "/cfg"), ("XDG_DATA_HOME", "rel")], None);
+        let xdg = xdg.unwrap();
+        assert_eq!(xdg.config_dir, PathBuf::from("/cfg/storage-score"));
+        // A relative XDG path is invalid (XDG Base Directory spec): ignored.
+        assert_eq!(xdg.data_dir, PathBuf::from("/home/alice/.local/share/storage-score"));
+    }
+
+    #[test]
+    fn under_sudo_the_files_belong_to_the_invoking_user() {
+        let vars =
+            [("HOME", "/root"), ("USER", "root"), ("SUDO_USER", "alice"), ("SUDO_UID", "1000"), ("SUDO_GID", "1000")];
+        let found = locate(0, &vars, Some("vm")).unwrap();
+        assert_eq!(found.user, Some((Uid::from_raw(1000), Gid::from_raw(1000))));
+        assert_eq!(found.config_dir, PathBuf::from("/home/alice/.config/storage-score"));
+        assert!(found.personal.contains(&"alice".to_owned()));
+        // SUDO_UID without root (a leftover variable in a user's shell) changes nothing.
+        let leftover = locate(1000, &[("HOME", "/home/alice"), ("SUDO_UID", "1000")], None).unwrap();
+        assert_eq!(leftover.user, None);
+        // sudo to root from root, or an unknown uid: root's own files.
+        let unknown = locate(0, &[("HOME", "/root"), ("SUDO_UID", "4242")], None).unwrap();
+        assert_eq!((unknown.user, unknown.config_dir), (None, PathBuf::from("/root/.config/storage-score")));
+    }
+
+    #[test]
+    fn no_home_at_all_is_a_clear_error() {
+        let err = locate(4242, &[], None).unwrap_err();
+        assert!(err.contains("set HOME"), "{err}");
+    }
+
+    #[test]
+    fn the_salt_is_made_once_private_and_then_reused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nested/storage-score/salt");
+        let first = read_or_make_salt(&path).unwrap();
+        assert_eq!(first.len(), 32);
+        assert_eq!(read_or_make_salt(&path).unwrap(), first);
+        assert_eq!(fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
+        assert_eq!(fs::metadata(path.parent().unwrap()).unwrap().mode() & 0o777, 0o700);
+        fs::write(&path, "short").unwrap();
+        let err = read_or_make_salt(&path).unwrap_err();
+        assert!(err.to_string().contains("delete it"), "{err}");
+    }
+
+    #[test]
+    fn atomic_writes_replace_a_planted_link_instead_of_following_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        fs::write(&victim, "keep").unwrap();
+        let path = dir.path().join("card.receipt.json");
+        std::os::unix::fs::symlink(&victim, &path).unwrap();
+        write_atomically(None, &path, b"{}", 0o600).unwrap();
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "keep");
+        assert_eq!(fs::read_to_string(&path).unwrap(), "{}");
+        assert!(!fs::symlink_metadata(&path).unwrap().file_type().is_symlink());
+    }
+}

@@ -1,0 +1,499 @@
+//! `storage-score submit` and `run … --submit`: send a report to a
+//! leaderboard (DESIGN §10) with consent, privacy and no duplicates.
+//!
+//! The order is fixed: read the report → filter it (`payload`) → write the
+//! exact payload beside it → show the summary → ask → send with the
+//! report's one Idempotency-Key (`client`, `retry`) → keep the answer and
+//! the delete token in the receipt beside the report. Every failure is one
+//! line saying that the report stays on disk and, where sending later can
+//! work, the one command that does it.
+
+mod client;
+mod installation;
+mod payload;
+mod retry;
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use storage_scoring::schema::{Report, SCHEMA};
+
+use crate::{Failure, RunArgs, SubmitArgs};
+use client::{Accepted, Client, SendError};
+use installation::{Installation, owner_of, write_atomically};
+use payload::{Receipt, SummaryContext, beside, idempotency_key, prepare, report_digest, summary};
+use retry::Policy;
+
+/// The environment variable naming the leaderboard when no URL is given.
+const URL_VARIABLE: &str = "STORAGE_SCORE_LEADERBOARD";
+
+/// Seconds to wait for each answer when `run --submit` sends.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// An upload the user asked for.
+#[derive(Debug, Clone)]
+pub struct Upload {
+    /// The leaderboard's base URL, without a trailing slash.
+    base: String,
+    yes: bool,
+    include_serials: bool,
+    timeout: Duration,
+}
+
+/// Where an upload's messages go: stdout, unless `run --json` keeps stdout
+/// for the report alone. The consent prompt is on stderr either way.
+#[derive(Debug, Clone, Copy)]
+pub enum Channel {
+    Stdout,
+    Stderr,
+}
+
+impl Channel {
+    pub fn say(self, text: &str) {
+        let text = if text.ends_with('\n') { text.to_owned() } else { format!("{text}\n") };
+        match self {
+            Channel::Stdout => {
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+            }
+            Channel::Stderr => eprint!("{text}"),
+        }
+    }
+}
+
+/// `storage-score submit REPORT`.
+pub fn submit_command(args: &SubmitArgs) -> Result<(), Failure> {
+    if args.delete {
+        return delete(args);
+    }
+    let upload = Upload {
+        base: leaderboard_base(args.url.as_deref())?,
+        yes: args.yes,
+        include_serials: args.include_serials,
+        timeout: Duration::from_secs(args.timeout),
+    };
+    send_saved(&args.report, &upload, Channel::Stdout)
+}
+
+/// `run … --submit`: everything that can be refused before the benchmark
+/// runs, so that no one waits minutes for a refusal.
+pub fn before_run(args: &RunArgs) -> Result<Option<Upload>, Failure> {
+    let Some(flag) = &args.submit else { return Ok(None) };
+    let url = Some(flag.clone()).filter(|u| !u.trim().is_empty()).or_else(|| std::env::var(URL_VARIABLE).ok());
+    let base = leaderboard_base(url.as_deref())?;
+    if !args.yes && !std::io::stdin().is_terminal() {
+        return Err(Failure::Refused(
+            "--submit needs your consent and there is no terminal to ask on: run it on a terminal, or add --yes; \
+             nothing was run"
+                .to_owned(),
+        ));
+    }
+    // Make the salt now: a home that cannot hold it fails before the run.
+    Installation::discover().and_then(|inst| inst.salt()).map_err(Failure::Run)?;
+    Ok(Some(Upload { base, yes: args.yes, include_serials: args.include_serials, timeout: DEFAULT_TIMEOUT }))
+}
+
+/// `run --submit` without `--output`: keeps the report in the data
+/// directory (the invoking user's, under sudo), where `submit` can find it
+/// again. Returns its path.
+pub fn keep_report(json: &str, report: &Report) -> Result<PathBuf, Failure> {
+    let inst = Installation::discover().map_err(Failure::Run)?;
+    let dir = inst.data_dir.join("reports");
+    let disk = report
+        .device
+        .as_ref()
+        .and_then(|d| d.name.clone())
+        .unwrap_or_else(|| "report".to_owned())
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .collect::<String>();
+    let path = dir.join(format!("{}-{disk}.json", timestamp(SystemTime::now())));
+    installation::make_dir(inst.user, &dir)
+        .and_then(|()| write_atomically(inst.user, &path, format!("{json}\n").as_bytes(), 0o644))
+        .map_err(|e| {
+            Failure::Run(format!(
+                "cannot keep the report in {}: {e}; run again with --output FILE to save it elsewhere",
+                path.display()
+            ))
+        })?;
+    Ok(path)
+}
+
+/// Sends the report saved at `path`: the whole of `submit`, and the end of
+/// `run --submit`.
+pub fn send_saved(path: &Path, upload: &Upload, channel: Channel) -> Result<(), Failure> {
+    let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let (bytes, report) = read_report(&path)?;
+    if report.measurements.is_none() {
+        return Err(Failure::Usage(format!(
+            "{} has no measurements to send; make a report with `storage-score run --output FILE`",
+            path.display()
+        )));
+    }
+    let inst = Installation::discover().map_err(Failure::Run)?;
+    let salt = inst.salt().map_err(Failure::Run)?;
+    let owner = owner_of(&path);
+    let receipt_path = beside(&path, "receipt");
+    let payload_path = beside(&path, "upload");
+    let mut receipt = load_receipt(&receipt_path)?;
+    let digest = report_digest(&bytes);
+    let key = receipt.key_for(&digest).map(str::to_owned).unwrap_or_else(|| idempotency_key(&salt, &bytes));
+
+    let payload = prepare(&report, upload.include_serials, &salt, &inst.personal);
+    write_atomically(owner, &payload_path, &payload.body, 0o644).map_err(|e| {
+        Failure::Run(format!(
+            "cannot write the payload beside the report ({}: {e}); copy the report into a directory you can write to",
+            payload_path.display()
+        ))
+    })?;
+    let endpoint = format!("{}/api/v1/results", upload.base);
+    let context = SummaryContext {
+        endpoint: &endpoint,
+        payload_path: &payload_path,
+        include_serials: upload.include_serials,
+        personal: &inst.personal,
+    };
+    channel.say(&summary(&payload, &context));
+    consent(upload.yes, &payload_path, &path)?;
+
+    // The key is on disk before the first byte leaves: whatever happens
+    // next, a later submit of this report reuses it.
+    receipt.entry(&upload.base, &digest, &key);
+    save_receipt(owner, &receipt_path, &receipt)?;
+    let client = Client::new(upload.timeout, Policy::default()).map_err(Failure::Run)?;
+    let accepted = client
+        .submit(&endpoint, &key, &payload.body, &mut |note| channel.say(note))
+        .map_err(|e| not_sent(e, &path, &upload.base))?;
+
+    let result_url = absolute_url(&upload.base, accepted.url.as_deref(), &accepted.id);
+    let entry = receipt.entry(&upload.base, &digest, &key);
+    let had_token = entry.delete_token.is_some();
+    record(entry, &accepted, &result_url);
+    let kept = save_receipt(owner, &receipt_path, &receipt);
+    channel.say(&accepted_lines(&accepted, &result_url, &report, &path, &receipt_path, had_token));
+    if let Err(e) = kept {
+        // Sent and stored: not a failure, but the token must not be lost unseen.
+        eprintln!("storage-score: warning: {e}; copy the delete token above if you may want to delete the result");
+    }
+    Ok(())
+}
+
+fn read_report(path: &Path) -> Result<(Vec<u8>, Report), Failure> {
+    let bytes = std::fs::read(path).map_err(|e| {
+        Failure::Usage(format!(
+            "cannot read the report {}: {e}; give a report saved with `storage-score run --output FILE`",
+            path.display()
+        ))
+    })?;
+    let report: Report = serde_json::from_slice(&bytes).map_err(|e| {
+        Failure::Usage(format!(
+            "{} is not a storage-score report ({e}); give a report saved with `storage-score run --output FILE`",
+            path.display()
+        ))
+    })?;
+    if report.schema != SCHEMA {
+        return Err(Failure::Usage(format!(
+            "{} is a \"{}\" document, not a {SCHEMA} report",
+            path.display(),
+            client::one_line(&report.schema, 60)
+        )));
+    }
+    Ok((bytes, report))
+}
+
+fn load_receipt(path: &Path) -> Result<Receipt, Failure> {
+    match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+            Failure::Run(format!(
+                "{} is not a receipt this tool wrote ({e}); move it away (it may hold a delete token) and try again",
+                path.display()
+            ))
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Receipt::default()),
+        Err(e) => Err(Failure::Run(format!("cannot read the receipt {}: {e}", path.display()))),
+    }
+}
+
+fn save_receipt(owner: installation::FsIdentity, path: &Path, receipt: &Receipt) -> Result<(), Failure> {
+    let mut json = serde_json::to_vec_pretty(receipt).expect("a receipt always serializes");
+    json.push(b'\n');
+    // 0600: the delete tokens in it are secrets.
+    write_atomically(owner, path, &json, 0o600).map_err(|e| {
+        Failure::Run(format!(
+            "cannot write the receipt {}: {e}; copy the report into a directory you can write to",
+            path.display()
+        ))
+    })
+}
+
+/// y/N on a terminal; `--yes` answers for scripts; no terminal and no
+/// `--yes` is a refusal (exit 3), and so is any answer but yes.
+fn consent(yes: bool, payload_path: &Path, report: &Path) -> Result<(), Failure> {
+    if yes {
+        return Ok(());
+    }
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        return Err(Failure::Refused(format!(
+            "not sent: there is no terminal to ask for consent on; read {} (exactly what would be sent), then run \
+             again with --yes",
+            payload_path.display()
+        )));
+    }
+    let mut stderr = std::io::stderr().lock();
+    let _ = write!(stderr, "Send it? [y/N] ").and_then(|()| stderr.flush());
+    let mut answer = String::new();
+    let _ = stdin.lock().read_line(&mut answer);
+    match answer.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Ok(()),
+        _ => Err(Failure::Refused(format!("not sent, as you answered; the report stays in {}", report.display()))),
+    }
+}
+
+fn record(entry: &mut payload::Submission, accepted: &Accepted, result_url: &str) {
+    entry.status = accepted.status.clone();
+    entry.id = Some(accepted.id.clone());
+    entry.url = Some(result_url.to_owned());
+    entry.reason = accepted.reason.clone();
+    entry.score = accepted.score;
+    // Only the first 201 carries the token: a replay must not erase it.
+    if accepted.delete_token.is_some() {
+        entry.delete_token = accepted.delete_token.clone();
+    }
+}
+
+fn accepted_lines(
+    accepted: &Accepted,
+    result_url: &str,
+    report: &Report,
+    report_path: &Path,
+    receipt_path: &Path,
+    had_token: bool,
+) -> String {
+    let mut status = match &accepted.reason {
+        Some(reason) => format!("{}: {reason}", accepted.status),
+        None => accepted.status.clone(),
+    };
+    if let Some(score) = accepted.score {
+        status.push_str(&format!("; score {score}"));
+    }
+    let mut lines = vec![format!("sent: {result_url} ({status})")];
+    let local = report.score.as_ref().and_then(|s| s.pibenchmarks);
+    if let (Some(theirs), Some(ours)) = (accepted.score, local) {
+        if theirs != ours {
+            lines.push(format!("note: the leaderboard computed {theirs} from the figures; this report says {ours}"));
+        }
+    }
+    let delete_command = format!("storage-score submit {} --delete", shell_quote(&report_path.to_string_lossy()));
+    match (&accepted.delete_token, had_token) {
+        (Some(token), _) => lines.push(format!(
+            "delete token (shown once, kept in {}): {}; `{delete_command}` removes the result",
+            receipt_path.display(),
+            client::one_line(token, 200)
+        )),
+        (None, true) => lines.push(format!("already sent before; `{delete_command}` removes the result")),
+        (None, false) => {}
+    }
+    lines.join("\n")
+}
+
+/// `submit REPORT --delete`: the DELETE of DESIGN §10 with the token kept
+/// in the receipt.
+fn delete(args: &SubmitArgs) -> Result<(), Failure> {
+    let path = std::path::absolute(&args.report).unwrap_or_else(|_| args.report.clone());
+    let receipt_path = beside(&path, "receipt");
+    if !receipt_path.exists() {
+        return Err(Failure::Usage(format!(
+            "no receipt beside {} ({}): nothing was sent from it here, so there is no delete token",
+            path.display(),
+            receipt_path.display()
+        )));
+    }
+    let mut receipt = load_receipt(&receipt_path)?;
+    let wanted = args.url.as_deref().filter(|u| !u.trim().is_empty()).map(|u| leaderboard_base(Some(u))).transpose()?;
+    let candidates: Vec<usize> = (0..receipt.submissions.len())
+        .filter(|&i| {
+            let s = &receipt.submissions[i];
+            s.delete_token.is_some() && s.id.is_some() && wanted.as_ref().is_none_or(|w| &s.leaderboard == w)
+        })
+        .collect();
+    let at = match candidates.as_slice() {
+        [] => {
+            return Err(Failure::Usage(format!(
+                "{} holds no delete token{}: only the first answer to a submission carries one",
+                receipt_path.display(),
+                wanted.map(|w| format!(" for {w}")).unwrap_or_default()
+            )));
+        }
+        [one] => *one,
+        [.., last] if wanted.is_some() => *last,
+        _ => {
+            return Err(Failure::Usage(
+                "this report was sent to more than one leaderboard: say which with --url URL".to_owned(),
+            ));
+        }
+    };
+    let entry = receipt.submissions[at].clone();
+    let id = entry.id.clone().unwrap_or_default();
+    if id.is_empty() || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+        return Err(Failure::Run(format!("the receipt's result id {id:?} is not one this tool can address")));
+    }
+    let client = Client::new(Duration::from_secs(args.timeout), Policy::default()).map_err(Failure::Run)?;
+    let endpoint = format!("{}/api/v1/results/{id}", entry.leaderboard);
+    let token = entry.delete_token.clone().unwrap_or_default();
+    let status = client.delete(&endpoint, &token, &mut |note| Channel::Stdout.say(note)).map_err(|e| match e {
+        SendError::Refused { status, message } => {
+            Failure::Run(format!("not deleted: the leaderboard at {} refused ({status}: {message})", entry.leaderboard))
+        }
+        other => not_sent(other, &path, &entry.leaderboard),
+    })?;
+    let target = &mut receipt.submissions[at];
+    target.status = "deleted".to_owned();
+    target.delete_token = None;
+    save_receipt(owner_of(&path), &receipt_path, &receipt)?;
+    let shown = entry.url.unwrap_or(endpoint);
+    Channel::Stdout.say(&if status == 404 { format!("already gone: {shown}") } else { format!("deleted: {shown}") });
+    Ok(())
+}
+
+/// The one-line failure for an upload that did not happen, with the way to
+/// send later where waiting can help.
+fn not_sent(e: SendError, report: &Path, base: &str) -> Failure {
+    let kept = format!("the report is kept in {}", report.display());
+    let later = format!(
+        "send it later with: storage-score submit {} --url {}",
+        shell_quote(&report.to_string_lossy()),
+        shell_quote(base)
+    );
+    Failure::Run(match e {
+        SendError::Unreachable { attempts, last } => {
+            format!(
+                "not sent: no answer from the leaderboard at {base} after {attempts} attempts ({last}); {kept}; {later}"
+            )
+        }
+        SendError::Busy { wait } => format!(
+            "not sent: the leaderboard at {base} is busy and asks to wait {} s; {kept}; {later}",
+            wait.as_secs()
+        ),
+        SendError::Refused { status, message } => {
+            format!("not sent: the leaderboard at {base} refused the report ({status}: {message}); {kept}")
+        }
+        SendError::Garbage { what } => {
+            format!("not sent: {base} did not answer as a leaderboard does ({what}); check the URL; {kept}; {later}")
+        }
+    })
+}
+
+/// Checks a leaderboard URL and reduces it to its base: `http(s)://host[:port][/prefix]`,
+/// accepting the API endpoint itself too.
+fn leaderboard_base(url: Option<&str>) -> Result<String, Failure> {
+    let Some(raw) = url.map(str::trim).filter(|u| !u.is_empty()) else {
+        return Err(Failure::Usage(format!(
+            "no leaderboard to send to: give --url URL or set {URL_VARIABLE} (there is no default public server)"
+        )));
+    };
+    let bad = |why: &str| {
+        Failure::Usage(format!(
+            "\"{}\" is not a leaderboard URL ({why}): give one like https://scores.example.org",
+            client::one_line(raw, 100)
+        ))
+    };
+    let parsed = reqwest::Url::parse(raw).map_err(|e| bad(&e.to_string()))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(bad("it must start with http:// or https://"));
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(bad("it names no host"));
+    }
+    if parsed.query().is_some() || parsed.fragment().is_some() {
+        return Err(bad("a query or fragment has no place in it"));
+    }
+    let text = parsed.as_str().trim_end_matches('/');
+    let base = text.strip_suffix("/api/v1/results").unwrap_or(text);
+    Ok(base.trim_end_matches('/').to_owned())
+}
+
+/// The result's page as an absolute URL: the server may answer a path.
+fn absolute_url(base: &str, url: Option<&str>, id: &str) -> String {
+    match url.map(str::trim).filter(|u| !u.is_empty()) {
+        Some(u) if u.starts_with("http://") || u.starts_with("https://") => u.to_owned(),
+        Some(u) => match reqwest::Url::parse(&format!("{base}/")).and_then(|b| b.join(u)) {
+            Ok(joined) => joined.to_string(),
+            Err(_) => format!("{base}/{}", u.trim_start_matches('/')),
+        },
+        None => format!("{base}/results/{id}"),
+    }
+}
+
+/// A word the shell reads back as itself.
+fn shell_quote(text: &str) -> String {
+    let plain = |b: u8| b.is_ascii_alphanumeric() || b"_./:@%+=,-".contains(&b);
+    if !text.is_empty() && text.bytes().all(plain) {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
+/// `20261101-173605` (UTC), for names of kept reports.
+fn timestamp(now: SystemTime) -> String {
+    let secs = now.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
+    let (y, m, d) = retry::civil_from_days((secs / 86_400) as i64);
+    let t = secs % 86_400;
+    format!("{y:04}{m:02}{d:02}-{:02}{:02}{:02}", t / 3600, t / 60 % 60, t % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_reduce_to_the_leaderboards_base() {
+        let base = |u: &str| leaderboard_base(Some(u)).map_err(|e| e.to_string());
+        assert_eq!(base("http://127.0.0.1:8080").unwrap(), "http://127.0.0.1:8080");
+        assert_eq!(base("https://scores.example.org/").unwrap(), "https://scores.example.org");
+        assert_eq!(base("https://example.org/lb/api/v1/results").unwrap(), "https://example.org/lb");
+        for bad in ["ftp://x", "/dev/sda", "localhost:8080", "http://x/?a=1", "http://"] {
+            assert!(base(bad).is_err(), "{bad}");
+        }
+        let none = leaderboard_base(None).unwrap_err();
+        assert_eq!(none.exit_code(), 2);
+        assert!(none.to_string().contains(URL_VARIABLE));
+    }
+
+    #[test]
+    fn result_urls_are_made_absolute() {
+        assert_eq!(absolute_url("http://h:1/lb", Some("/results/7"), "7"), "http://h:1/results/7");
+        assert_eq!(absolute_url("http://h:1", Some("https://o/r/7"), "7"), "https://o/r/7");
+        assert_eq!(absolute_url("http://h:1", None, "7"), "http://h:1/results/7");
+    }
+
+    #[test]
+    fn commands_to_send_later_survive_the_shell() {
+        assert_eq!(shell_quote("/home/alice/card.json"), "/home/alice/card.json");
+        assert_eq!(shell_quote("/tmp/my card's.json"), "'/tmp/my card'\\''s.json'");
+        assert_eq!(shell_quote("http://127.0.0.1:8080"), "http://127.0.0.1:8080");
+    }
+
+    #[test]
+    fn not_sent_keeps_the_report_and_says_how_to_send_later() {
+        let line = not_sent(
+            SendError::Unreachable { attempts: 5, last: "cannot connect: Connection refused".to_owned() },
+            Path::new("/r/card.json"),
+            "http://127.0.0.1:9",
+        )
+        .to_string();
+        assert!(line.contains("the report is kept in /r/card.json"), "{line}");
+        assert!(
+            line.ends_with("send it later with: storage-score submit /r/card.json --url http://127.0.0.1:9"),
+            "{line}"
+        );
+        assert!(!line.contains('\n'));
+    }
+
+    #[test]
+    fn kept_reports_are_named_by_utc_time() {
+        assert_eq!(timestamp(UNIX_EPOCH + Duration::from_secs(784_111_777)), "19941106-084937");
+    }
+}
