@@ -148,13 +148,29 @@ pub fn summary(payload: &Payload, ctx: &SummaryContext<'_>) -> String {
         line("target", text);
     }
     line("figures", figures_line(report));
-    let names = if ctx.personal.is_empty() { String::new() } else { format!(" ({})", ctx.personal.join(", ")) };
+    let scrubbed = scrubbed_names(ctx.personal);
+    let names = if scrubbed.is_empty() { String::new() } else { format!(" ({})", scrubbed.join(", ")) };
     line("removed", format!("the host name and user names{names} wherever they appeared; paths below mount points"));
     line(
         "payload",
         format!("{} ({}): exactly these bytes are sent", ctx.payload_path.display(), human_size(payload.body.len())),
     );
     lines.join("\n") + "\n"
+}
+
+/// The names the privacy filter actually replaces (it leaves defaults such
+/// as `root` or `pi` alone), found by asking the filter itself.
+fn scrubbed_names(personal: &[String]) -> Vec<String> {
+    personal
+        .iter()
+        .filter(|name| {
+            let mut probe = Report::new("probe");
+            probe.notes.push(name.to_string());
+            let how = Redaction { personal: vec![name.to_string()], ..Redaction::default() };
+            redact(&probe, &how).notes != probe.notes
+        })
+        .cloned()
+        .collect()
 }
 
 fn device_line(report: &Report) -> String {
@@ -314,6 +330,7 @@ mod tests {
         assert!(text.contains("serials   not sent; a salted hash goes instead"), "{text}");
         assert!(text.contains("target    /dev/sda1 on /media/… (ext4)"), "{text}");
         assert!(text.contains("/tmp/card.upload.json"), "{text}");
+        assert_eq!(scrubbed_names(&["root".to_owned(), "alice".to_owned(), "pi".to_owned()]), ["alice"]);
     }
 
     #[test]
