@@ -502,3 +502,101 @@ fn yes_needs_something_to_confirm() {
     let out = run(&["run", "/", "--yes"]);
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// A throwaway login user with a home of its own, removed on drop.
+struct TestUser {
+    name: String,
+    uid: u32,
+    gid: u32,
+    home: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl TestUser {
+    fn new() -> TestUser {
+        let dir = tempfile::tempdir().expect("tmp");
+        // The user must be able to walk into its home.
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let name = format!("ss-test-{}", std::process::id());
+        let home = dir.path().join(&name);
+        let made = Command::new("useradd")
+            .args(["--create-home", "--user-group", "--shell", "/usr/sbin/nologin", "--home-dir"])
+            .arg(&home)
+            .arg(&name)
+            .output()
+            .expect("useradd");
+        assert!(made.status.success(), "useradd: {}", String::from_utf8_lossy(&made.stderr));
+        let user = nix::unistd::User::from_name(&name).expect("getpwnam").expect("the new user");
+        TestUser { name, uid: user.uid.as_raw(), gid: user.gid.as_raw(), home, _dir: dir }
+    }
+}
+
+impl Drop for TestUser {
+    fn drop(&mut self) {
+        let _ = Command::new("userdel").arg(&self.name).stderr(Stdio::null()).status();
+    }
+}
+
+fn owner(path: &std::path::Path) -> (u32, u32) {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    (meta.uid(), meta.gid())
+}
+
+#[test]
+#[ignore = "needs root: adds a throwaway user and runs as root for it, as sudo does"]
+fn under_sudo_the_salt_and_files_belong_to_the_user_who_typed_it() {
+    let user = TestUser::new();
+    let home = Home::new();
+    // The user's own report, in the user's home.
+    let report = user.home.join("card.json");
+    std::fs::copy(&home.report, &report).expect("copy report");
+    nix::unistd::chown(&report, Some(user.uid.into()), Some(user.gid.into())).expect("chown");
+    let server = FaultyLeaderboard::start(vec![Reply::created(1, "public")]);
+    let report_arg = report.to_str().expect("utf8");
+
+    // `sudo storage-score submit …`: root, with sudo's environment (HOME is
+    // root's, the invoking user is in SUDO_*).
+    let out = Command::new(BIN)
+        .args(["submit", report_arg, "--url", &server.url(), "--yes"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", "/root")
+        .env("USER", "root")
+        .env("SUDO_USER", &user.name)
+        .env("SUDO_UID", user.uid.to_string())
+        .env("SUDO_GID", user.gid.to_string())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run as root");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mine = (user.uid, user.gid);
+    let salt = user.home.join(".config/storage-score/salt");
+    assert_eq!(owner(&salt), mine, "the salt is the user's");
+    assert_eq!(owner(salt.parent().expect("dir")), mine);
+    assert_eq!(owner(&user.home.join("card.upload.json")), mine);
+    assert_eq!(owner(&user.home.join("card.receipt.json")), mine);
+    // The user name typed behind sudo is scrubbed like any other.
+    assert!(!String::from_utf8_lossy(&server.received()[0].raw).contains(&user.name));
+
+    // Later, the same user without sudo: same salt, same receipt, same key.
+    let out = Command::new("setpriv")
+        .arg(format!("--reuid={}", user.uid))
+        .arg(format!("--regid={}", user.gid))
+        .arg("--clear-groups")
+        .arg(BIN)
+        .args(["submit", report_arg, "--url", &server.url(), "--yes"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &user.home)
+        .env("USER", &user.name)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run as the user");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let keys = keys(&server);
+    assert_eq!(keys.len(), 2);
+    assert_eq!(keys[0], keys[1], "the user's own submit reuses the key made under sudo");
+    let received = server.received();
+    assert_eq!(received[0].body, received[1].body, "and sends the same bytes");
+}
