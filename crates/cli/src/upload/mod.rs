@@ -162,9 +162,19 @@ pub fn send_saved(path: &Path, upload: &Upload, channel: Channel) -> Result<(), 
     receipt.entry(&upload.base, &digest, &key);
     save_receipt(owner, &receipt_path, &receipt)?;
     let client = Client::new(upload.timeout, Policy::default()).map_err(Failure::Run)?;
-    let accepted = client
-        .submit(&endpoint, &key, &payload.body, &mut |note| channel.say(note))
-        .map_err(|e| not_sent(e, &path, &upload.base))?;
+    let earlier = receipt.entry(&upload.base, &digest, &key).url.clone();
+    let accepted = client.submit(&endpoint, &key, &payload.body, &mut |note| channel.say(note)).map_err(|e| match (
+        e, earlier,
+    ) {
+        // The key is this report's, the body differs: it went before with
+        // other options (--include-serials, say). It is there, once.
+        (SendError::Refused { status: 422, .. }, Some(url)) => Failure::Run(format!(
+            "not sent again: this report is already on the leaderboard ({url}), sent with other options; to replace \
+             it, delete it first with: storage-score submit {} --delete",
+            shell_quote(&path.to_string_lossy())
+        )),
+        (e, _) => not_sent(e, &path, &upload.base),
+    })?;
 
     let result_url = absolute_url(&upload.base, accepted.url.as_deref(), &accepted.id);
     let entry = receipt.entry(&upload.base, &digest, &key);
