@@ -25,8 +25,11 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// The server binary: `$STORAGE_SCORE_LEADERBOARD_BIN`, cargo's path for
-/// the leaderboard's own tests, or the one beside this test binary (built
-/// first if it is missing).
+/// the leaderboard's own tests, or the one beside this test binary. In the
+/// last case cargo builds it first, once per test process, even when a file
+/// is there: a test of another package (the CLI's end-to-end `submit`) would
+/// otherwise run a stale server, or none on a fresh clone, since cargo
+/// builds only the binaries of the package under test.
 pub fn server_binary() -> PathBuf {
     if let Some(path) = std::env::var_os("STORAGE_SCORE_LEADERBOARD_BIN") {
         return PathBuf::from(path);
@@ -34,21 +37,23 @@ pub fn server_binary() -> PathBuf {
     if let Some(path) = option_env!("CARGO_BIN_EXE_storage-score-leaderboard") {
         return PathBuf::from(path);
     }
-    let exe = std::env::current_exe().expect("test binary path");
-    // target/<profile>/deps/<test> → target/<profile>/storage-score-leaderboard
-    let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>");
-    let candidate = profile_dir.join("storage-score-leaderboard");
-    if !candidate.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut build = Command::new(cargo);
-        build.args(["build", "-p", "storage-score-leaderboard"]);
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            build.arg("--release");
-        }
-        let status = build.status().expect("cargo build");
-        assert!(status.success(), "cannot build storage-score-leaderboard");
-    }
-    candidate
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let exe = std::env::current_exe().expect("test binary path");
+            // target/<profile>/deps/<test> → target/<profile>/storage-score-leaderboard
+            let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>");
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let mut build = Command::new(cargo);
+            build.args(["build", "--quiet", "-p", "storage-score-leaderboard", "--bin", "storage-score-leaderboard"]);
+            if profile_dir.file_name().is_some_and(|n| n == "release") {
+                build.arg("--release");
+            }
+            let status = build.status().expect("cargo build");
+            assert!(status.success(), "cannot build storage-score-leaderboard");
+            profile_dir.join("storage-score-leaderboard")
+        })
+        .clone()
 }
 
 /// How to start a server.
@@ -62,6 +67,9 @@ pub struct Options {
     pub binary: Option<PathBuf>,
     /// Keep this SQLite file instead of a fresh one (restart after a crash).
     pub sqlite_path: Option<PathBuf>,
+    /// `--listen`; `127.0.0.1:0` (a free port) when `None`. A restart on
+    /// the port of a stopped server keeps the URL a client was told.
+    pub listen: Option<String>,
 }
 
 /// A running server, stopped on drop.
@@ -99,7 +107,7 @@ impl Leaderboard {
         let log_path = dir.join("server.log");
         let mut command = Command::new(&binary);
         command
-            .args(["--listen", "127.0.0.1:0", "--db", &db])
+            .args(["--listen", options.listen.as_deref().unwrap_or("127.0.0.1:0"), "--db", &db])
             .args(["--rate-limit", &options.rate_limit.unwrap_or(0).to_string()])
             .env_remove("STORAGE_SCORE_LEADERBOARD_DB")
             .env_remove("STORAGE_SCORE_LEADERBOARD_ADMIN_TOKEN")
