@@ -125,7 +125,8 @@ fn assert_not_sent(home: &Home, out: &Output, url: &str, before: &[u8]) -> Strin
     assert!(line.contains(&format!("the report is kept in {}", home.report.display())), "{line}");
     assert_eq!(std::fs::read(&home.report).expect("report"), before, "the report changed");
     let command = line.split_once("send it later with: ").map(|(_, command)| command).unwrap_or_default();
-    assert_eq!(command, format!("storage-score submit {} --url {url}", home.report.display()), "{line}");
+    // The consent given with --yes goes with it: the command works as printed.
+    assert_eq!(command, format!("storage-score submit {} --url {url} --yes", home.report.display()), "{line}");
     line
 }
 
@@ -433,12 +434,11 @@ fn a_dead_server_keeps_the_report_and_the_command_given_sends_it_later() {
     let pending = home.receipt()["submissions"][0]["idempotency_key"].as_str().expect("key kept").to_owned();
 
     // The server comes back where it was; the command printed, as given
-    // (plus --yes: no terminal here), sends the report with the same key.
+    // (with the --yes it repeats), sends the report with the same key.
     let server = FaultyLeaderboard::start_at(url.trim_start_matches("http://"), vec![Reply::created(5, "public")]);
     let mut words = command.split(' ');
     assert_eq!(words.next(), Some("storage-score"));
-    let mut args: Vec<&str> = words.collect();
-    args.push("--yes");
+    let args: Vec<&str> = words.collect();
     let out = home.run(&args);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(keys(&server), vec![pending]);

@@ -105,9 +105,12 @@ pub async fn serve(config: Config) -> Result<(), String> {
 
 async fn run<S: Storage>(listener: tokio::net::TcpListener, address: SocketAddr, app: App<S>) -> Result<(), String> {
     let app = Arc::new(app);
+    // The handlers are in place before the line that says we are ready: a
+    // SIGTERM sent right after it must drain and exit 0, not kill.
+    let stop = stop_signal()?;
     eprintln!("listening on http://{address}");
     axum::serve(listener, router(Arc::clone(&app)).into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(stop_signal())
+        .with_graceful_shutdown(stop)
         .await
         .map_err(|e| format!("the server failed: {e}"))?;
     app.store.close().await;
@@ -115,13 +118,17 @@ async fn run<S: Storage>(listener: tokio::net::TcpListener, address: SocketAddr,
     Ok(())
 }
 
-async fn stop_signal() {
+/// Registers the SIGTERM and SIGINT handlers now; the future ends at the
+/// first of them.
+fn stop_signal() -> Result<impl std::future::Future<Output = ()>, String> {
     use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-    let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
-    eprintln!("stopping: finishing the requests under way");
+    let mut term = signal(SignalKind::terminate()).map_err(|e| format!("cannot handle SIGTERM: {e}"))?;
+    let mut int = signal(SignalKind::interrupt()).map_err(|e| format!("cannot handle SIGINT: {e}"))?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        eprintln!("stopping: finishing the requests under way");
+    })
 }

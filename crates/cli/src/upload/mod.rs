@@ -173,7 +173,7 @@ pub fn send_saved(path: &Path, upload: &Upload, channel: Channel) -> Result<(), 
              it, delete it first with: storage-score submit {} --delete",
             shell_quote(&path.to_string_lossy())
         )),
-        (e, _) => not_sent(e, &path, &upload.base),
+        (e, _) => not_sent(e, &path, &upload.base, &later_flags(upload)),
     })?;
 
     let result_url = absolute_url(&upload.base, accepted.url.as_deref(), &accepted.id);
@@ -356,7 +356,7 @@ fn delete(args: &SubmitArgs) -> Result<(), Failure> {
         SendError::Refused { status, message } => {
             Failure::Run(format!("not deleted: the leaderboard at {} refused ({status}: {message})", entry.leaderboard))
         }
-        other => not_sent(other, &path, &entry.leaderboard),
+        other => not_deleted(other, &path, &entry.leaderboard),
     })?;
     let target = &mut receipt.submissions[at];
     target.status = "deleted".to_owned();
@@ -367,12 +367,26 @@ fn delete(args: &SubmitArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// The options of this upload that the command to send it later must
+/// repeat: the consent already given (so that the command works where this
+/// one did, off a terminal too) and the choice to send serials.
+fn later_flags(upload: &Upload) -> String {
+    let mut flags = String::new();
+    if upload.yes {
+        flags.push_str(" --yes");
+    }
+    if upload.include_serials {
+        flags.push_str(" --include-serials");
+    }
+    flags
+}
+
 /// The one-line failure for an upload that did not happen, with the way to
-/// send later where waiting can help.
-fn not_sent(e: SendError, report: &Path, base: &str) -> Failure {
+/// send later (`flags` from [`later_flags`]) where waiting can help.
+fn not_sent(e: SendError, report: &Path, base: &str, flags: &str) -> Failure {
     let kept = format!("the report is kept in {}", report.display());
     let later = format!(
-        "send it later with: storage-score submit {} --url {}",
+        "send it later with: storage-score submit {} --url {}{flags}",
         shell_quote(&report.to_string_lossy()),
         shell_quote(base)
     );
@@ -391,6 +405,26 @@ fn not_sent(e: SendError, report: &Path, base: &str) -> Failure {
         }
         SendError::Garbage { what } => {
             format!("not sent: {base} did not answer as a leaderboard does ({what}); check the URL; {kept}; {later}")
+        }
+    })
+}
+
+/// The one-line failure for a delete that did not reach the leaderboard.
+fn not_deleted(e: SendError, report: &Path, base: &str) -> Failure {
+    let later =
+        format!("try again later with: storage-score submit {} --delete", shell_quote(&report.to_string_lossy()));
+    Failure::Run(match e {
+        SendError::Unreachable { attempts, last } => {
+            format!("not deleted: no answer from the leaderboard at {base} after {attempts} attempts ({last}); {later}")
+        }
+        SendError::Busy { wait } => {
+            format!("not deleted: the leaderboard at {base} is busy and asks to wait {} s; {later}", wait.as_secs())
+        }
+        SendError::Refused { status, message } => {
+            format!("not deleted: the leaderboard at {base} refused ({status}: {message})")
+        }
+        SendError::Garbage { what } => {
+            format!("not deleted: {base} did not answer as a leaderboard does ({what}); check the receipt; {later}")
         }
     })
 }
@@ -487,16 +521,29 @@ mod tests {
     }
 
     #[test]
-    fn not_sent_keeps_the_report_and_says_how_to_send_later() {
-        let line = not_sent(
+    fn a_delete_that_did_not_arrive_says_to_delete_later_not_to_send() {
+        let line = not_deleted(
             SendError::Unreachable { attempts: 5, last: "cannot connect: Connection refused".to_owned() },
             Path::new("/r/card.json"),
             "http://127.0.0.1:9",
         )
         .to_string();
+        assert!(line.starts_with("not deleted: no answer from the leaderboard at http://127.0.0.1:9"), "{line}");
+        assert!(line.ends_with("try again later with: storage-score submit /r/card.json --delete"), "{line}");
+    }
+
+    #[test]
+    fn not_sent_keeps_the_report_and_says_how_to_send_later() {
+        let line = not_sent(
+            SendError::Unreachable { attempts: 5, last: "cannot connect: Connection refused".to_owned() },
+            Path::new("/r/card.json"),
+            "http://127.0.0.1:9",
+            " --yes",
+        )
+        .to_string();
         assert!(line.contains("the report is kept in /r/card.json"), "{line}");
         assert!(
-            line.ends_with("send it later with: storage-score submit /r/card.json --url http://127.0.0.1:9"),
+            line.ends_with("send it later with: storage-score submit /r/card.json --url http://127.0.0.1:9 --yes"),
             "{line}"
         );
         assert!(!line.contains('\n'));
