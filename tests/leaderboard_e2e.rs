@@ -211,6 +211,10 @@ fn a_real_run_reaches_the_real_leaderboard_and_back() {
     eprintln!("submit took {:.2} s", started.elapsed().as_secs_f64());
     let stdout = assert_ok(&out, &later);
     eprint!("{stdout}");
+    let report_bytes = std::fs::metadata(&report).map(|m| m.len()).unwrap_or(0);
+    let payload_bytes = std::fs::metadata(work.path().join("card.upload.json")).map(|m| m.len()).unwrap_or(0);
+    eprintln!("report {report_bytes} B, payload {payload_bytes} B");
+    assert!(payload_bytes > 0, "the exact payload is kept beside the report");
     let receipt: Value =
         serde_json::from_slice(&std::fs::read(work.path().join("card.receipt.json")).expect("receipt")).expect("json");
     let entry = &receipt["submissions"][0];

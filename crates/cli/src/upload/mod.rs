@@ -393,7 +393,7 @@ fn not_sent(e: SendError, report: &Path, base: &str, flags: &str) -> Failure {
     Failure::Run(match e {
         SendError::Unreachable { attempts, last } => {
             format!(
-                "not sent: no answer from the leaderboard at {base} after {attempts} attempts ({last}); {kept}; {later}"
+                "not sent: the leaderboard at {base} did not take it after {attempts} attempts (the last: {last}); {kept}; {later}"
             )
         }
         SendError::Busy { wait } => format!(
@@ -415,7 +415,9 @@ fn not_deleted(e: SendError, report: &Path, base: &str) -> Failure {
         format!("try again later with: storage-score submit {} --delete", shell_quote(&report.to_string_lossy()));
     Failure::Run(match e {
         SendError::Unreachable { attempts, last } => {
-            format!("not deleted: no answer from the leaderboard at {base} after {attempts} attempts ({last}); {later}")
+            format!(
+                "not deleted: the leaderboard at {base} did not take it after {attempts} attempts (the last: {last}); {later}"
+            )
         }
         SendError::Busy { wait } => {
             format!("not deleted: the leaderboard at {base} is busy and asks to wait {} s; {later}", wait.as_secs())
@@ -528,7 +530,7 @@ mod tests {
             "http://127.0.0.1:9",
         )
         .to_string();
-        assert!(line.starts_with("not deleted: no answer from the leaderboard at http://127.0.0.1:9"), "{line}");
+        assert!(line.starts_with("not deleted: the leaderboard at http://127.0.0.1:9 did not take it"), "{line}");
         assert!(line.ends_with("try again later with: storage-score submit /r/card.json --delete"), "{line}");
     }
 
