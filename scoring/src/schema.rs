@@ -532,7 +532,9 @@ pub struct Measurements {
     pub rand_write_4k_qd1_kib_s: Option<f64>,
 }
 
-/// The measurement keys, in the order the tests run and the table prints.
+/// The measurement keys, in the order the table prints them. The tests run
+/// in Storage.sh's order, which differs only in that `hdparm -Tt` times the
+/// cached read before the disk read.
 pub const MEASUREMENT_KEYS: [&str; 9] = [
     "seq_read_mib_s",
     "cached_read_mib_s",
@@ -621,6 +623,74 @@ pub struct TestDetail {
     pub intervals_mib_s: Vec<f64>,
     #[serde(default)]
     pub interval_ms: u64,
+    /// How the engine ran, when there is more to say than its name: the
+    /// io_uring opcodes used, or why it fell back to threads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_detail: Option<String>,
+    /// The figure is shaky: its timed window was short (under about 1 s),
+    /// or the device ended before the reference tool's time was up.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub low_confidence: bool,
+    /// The test was cut short (`--max-time`): the figure covers only the
+    /// I/O done, and the score is not comparable.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub partial: bool,
+    /// Why the figure is low-confidence or partial, and other facts about
+    /// how the test ran, one sentence each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// The device's own I/O counters over the timed window: proof that the
+    /// test's bytes reached the device rather than a cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_io: Option<DeviceIo>,
+    /// The state of the test file when the timed window began (and its size
+    /// when it ended), as FIEMAP and fstat show it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_state: Option<FileState>,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
+/// A block device's I/O counters (`/sys/dev/block/MAJ:MIN/stat`) before and
+/// after one test.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct DeviceIo {
+    /// Kernel name of the device counted, e.g. `mmcblk0p2`.
+    pub device: String,
+    /// Bytes the test itself read or wrote.
+    pub expected_bytes: u64,
+    /// Bytes the device read and wrote in the window (sectors × 512).
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub read_ios: u64,
+    pub write_ios: u64,
+    /// Requests in flight on the device when the window opened and closed.
+    pub in_flight_before: u64,
+    pub in_flight_after: u64,
+    /// At least nine tenths of the test's bytes were counted by the device.
+    pub reached: bool,
+}
+
+/// The file a test met, as the kernel reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct FileState {
+    /// A file made for this test (a new inode), as the reference tool makes one.
+    pub new_file: bool,
+    pub inode: u64,
+    /// The inode generation (FS_IOC_GETVERSION), which tells a new inode
+    /// from an old one that reuses a freed inode number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<u32>,
+    /// Size when the timed window began, and when it ended.
+    pub size_bytes: u64,
+    pub size_after_bytes: u64,
+    /// Bytes mapped by extents, and of those, bytes in unwritten
+    /// (allocated but never written) extents.
+    pub allocated_bytes: u64,
+    pub unwritten_bytes: u64,
+    pub extents: u64,
 }
 
 /// Latency percentiles in microseconds.

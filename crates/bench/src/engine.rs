@@ -2,23 +2,33 @@
 //! queue depth and records each one.
 //!
 //! Three ways to keep requests in flight:
-//! - **io_uring** (queue depth N): one thread, N requests in the ring, fixed
-//!   (registered) buffers; the closest thing to fio's io_uring/libaio engines.
-//! - **threads** (queue depth N): N threads each doing `pread`/`pwrite`, for
-//!   kernels or sandboxes that refuse io_uring (ENOSYS, EPERM under seccomp).
+//! - **io_uring** ([`uring`]): one ring per job, `depth` requests in it,
+//!   registered buffers where the kernel allows; the closest thing to fio's
+//!   io_uring/libaio engines.
+//! - **threads** ([`threads`]): `depth` threads per job, each doing
+//!   `pread`/`pwrite`, for kernels or sandboxes that refuse io_uring (ENOSYS,
+//!   EPERM under seccomp).
 //! - **sync** (queue depth 1): `pread`/`pwrite` on the calling thread, as
-//!   iozone does.
+//!   iozone and hdparm do.
 //!
-//! Runtime is measured from the first submission to the last completion, as
-//! fio does, and every completion feeds the latency histogram.
+//! The workload API is general on purpose (block size, queue depth, jobs, a
+//! time box, the data pattern), so deeper studies can reuse it.
+//!
+//! Runtime is measured from the moment every worker is set up (threads
+//! spawned, buffers allocated and registered) to the last completion, as fio
+//! does, and every completion feeds the latency histogram. A transfer that
+//! moves fewer bytes than asked, or comes back with EAGAIN/EINTR, is issued
+//! again for the remainder, as fio's `io_u` requeue does; only a transfer of
+//! zero bytes (the end of the device) is an error.
+
+mod threads;
+mod uring;
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Barrier, OnceLock};
 use std::time::{Duration, Instant};
-
-use io_uring::{IoUring, opcode, types};
 
 use crate::buffer::AlignedBuf;
 use crate::interrupt;
@@ -44,26 +54,85 @@ pub struct Workload<'a> {
     pub write: bool,
     /// What write buffers hold (ignored for reads).
     pub data: Data,
+    /// No new I/O is issued from this instant on; the result is then
+    /// [`Completed::partial`]. I/O already in flight still completes.
+    pub deadline: Option<Instant>,
+}
+
+impl<'a> Workload<'a> {
+    /// A workload with no deadline.
+    pub fn new(fd: BorrowedFd<'a>, offsets: &'a [u64], block_size: usize, write: bool, data: Data) -> Self {
+        Workload { fd, offsets, block_size, write, data, deadline: None }
+    }
+
+    fn op(&self) -> &'static str {
+        if self.write { "write" } else { "read" }
+    }
+
+    fn past_deadline(&self) -> bool {
+        self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+}
+
+/// How many requests to keep in flight: `jobs` independent workers (each
+/// with its own share of the offsets, in order) of `depth` requests each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    pub depth: usize,
+    pub jobs: usize,
+}
+
+impl Shape {
+    /// One job at queue depth `depth`.
+    pub fn depth(depth: usize) -> Self {
+        Shape { depth, jobs: 1 }
+    }
+
+    fn clamped(self) -> Self {
+        Shape { depth: self.depth.clamp(1, 4096), jobs: self.jobs.clamp(1, 256) }
+    }
 }
 
 /// Contents of the write buffers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Data {
-    /// Incompressible pseudo-random bytes from this seed, so a device that
-    /// compresses or deduplicates cannot flatter itself.
+    /// Incompressible pseudo-random bytes from this seed, changed for every
+    /// I/O (see [`stamp`]), so that a device that compresses or deduplicates
+    /// cannot flatter itself.
     Random(u64),
     /// Zeros, as dd reads them from /dev/zero.
     Zeros,
 }
 
 impl Data {
-    /// A buffer of `len` bytes; worker `n` of a thread pool gets its own stream.
+    /// A buffer of `len` bytes; worker `n` of a pool gets its own stream.
     fn buffer(self, len: usize, n: u64) -> AlignedBuf {
         match self {
             Data::Random(seed) => AlignedBuf::random(len, seed.wrapping_add(n)),
             Data::Zeros => AlignedBuf::zeroed(len),
         }
     }
+}
+
+/// Makes a write buffer unique before it is sent: the first 16 bytes of
+/// every 512-byte sector get that sector's byte offset and a number that
+/// differs for every I/O. fio does the same by default (`scramble_buffers=1`
+/// puts the offset and the issue time into each 512-byte block, io_u.c
+/// `small_content_scramble`), so a drive that deduplicates or compresses
+/// sees no repeated block, even when the same block is written twice.
+pub fn stamp(buf: &mut [u8], offset: u64, serial: u64) {
+    for (i, sector) in buf.chunks_exact_mut(512).enumerate() {
+        let sector_offset = offset.wrapping_add(i as u64 * 512);
+        sector[..8].copy_from_slice(&sector_offset.to_le_bytes());
+        sector[8..16].copy_from_slice(&serial.to_le_bytes());
+    }
+}
+
+/// A process-wide counter for [`stamp`], so that no two writes of a run,
+/// in any engine or job, carry the same stamp.
+fn next_serial() -> u64 {
+    static SERIAL: AtomicU64 = AtomicU64::new(1);
+    SERIAL.fetch_add(1, Ordering::Relaxed)
 }
 
 /// What went wrong inside a workload.
@@ -78,36 +147,49 @@ pub enum EngineError {
     Short { op: &'static str, offset: u64, got: usize, want: usize },
     #[error("interrupted by {0}")]
     Interrupted(&'static str),
+    /// `--max-time` ran out before the test could start timing.
+    #[error("--max-time ran out {0}")]
+    TimeUp(&'static str),
     #[error("could not set up io_uring: {0}")]
     Setup(io::Error),
+    /// A worker died: its I/Os would be missing from the figure, so there is none.
+    #[error("an I/O worker failed unexpectedly ({0}); no figure is kept rather than an undercount (please report this)")]
+    Panicked(String),
 }
 
 /// A finished workload.
 #[derive(Debug)]
 pub struct Completed {
     pub recorder: Recorder,
-    /// First submission to last completion.
+    /// From the moment every worker was set up to the last completion.
     pub elapsed: Duration,
     /// `io_uring`, `threads` or `sync`.
     pub engine: &'static str,
+    /// How the engine ran, when there is more to say than its name: the
+    /// io_uring opcodes used, or why it fell back to threads.
+    pub engine_detail: Option<String>,
+    /// The deadline stopped it before every offset was issued.
+    pub partial: bool,
 }
 
 /// Called now and then with the number of I/Os completed so far.
 pub type Progress<'a> = &'a (dyn Fn(u64) + Sync);
 
-/// Runs `work` at queue depth `depth`.
+/// Runs `work` with `shape.jobs` jobs of `shape.depth` requests in flight each.
 pub fn run_queued(
     work: &Workload<'_>,
-    depth: usize,
+    shape: Shape,
     choice: EngineChoice,
     progress: Progress<'_>,
 ) -> Result<Completed, EngineError> {
-    let depth = depth.clamp(1, 4096);
+    let shape = shape.clamped();
     match choice {
-        EngineChoice::Threads => run_threads(work, depth, progress),
-        EngineChoice::IoUring => run_uring(work, depth, progress),
-        EngineChoice::Auto => match run_uring(work, depth, progress) {
-            Err(EngineError::Setup(e)) if uring_refused(&e) => run_threads(work, depth, progress),
+        EngineChoice::Threads => threads::run(work, shape, progress, None),
+        EngineChoice::IoUring => uring::run(work, shape, progress),
+        EngineChoice::Auto => match uring::run(work, shape, progress) {
+            Err(EngineError::Setup(e)) if uring_refused(&e) => {
+                threads::run(work, shape, progress, Some(format!("io_uring refused ({e})")))
+            }
             other => other,
         },
     }
@@ -123,19 +205,27 @@ pub fn run_sync(work: &Workload<'_>, progress: Progress<'_>) -> Result<Completed
     let mut buf = buffer_for(work, 1);
     let start = Instant::now();
     let mut recorder = Recorder::new(start);
+    let mut partial = false;
     for (i, &offset) in work.offsets.iter().enumerate() {
         check_interrupt()?;
+        if work.past_deadline() {
+            partial = true;
+            break;
+        }
+        if work.write && matches!(work.data, Data::Random(_)) {
+            stamp(&mut buf.as_mut_slice()[..work.block_size], offset, next_serial());
+        }
         let issued = Instant::now();
         transfer(work.fd.as_raw_fd(), &mut buf, work.block_size, offset, work.write)?;
         let done = Instant::now();
         recorder.record(done, done - issued, work.block_size as u64);
         if i % 64 == 63 {
-            progress(i as u64 + 1);
+            report(progress, i as u64 + 1)?;
         }
     }
-    let elapsed = start.elapsed();
-    progress(work.offsets.len() as u64);
-    Ok(Completed { recorder, elapsed, engine: "sync" })
+    let elapsed = recorder.last_completion().map_or(Duration::ZERO, |t| t - start);
+    report(progress, recorder.ios)?;
+    Ok(Completed { recorder, elapsed, engine: "sync", engine_detail: None, partial })
 }
 
 fn buffer_for(work: &Workload<'_>, slots: usize) -> AlignedBuf {
@@ -150,201 +240,166 @@ fn check_interrupt() -> Result<(), EngineError> {
     }
 }
 
-/// One positioned read or write of exactly `len` bytes into/from `buf`.
+/// Calls the progress callback; a panic in it is an error, not an unwind
+/// through I/O that may still be in flight.
+fn report(progress: Progress<'_>, done: u64) -> Result<(), EngineError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| progress(done)))
+        .map_err(|panic| EngineError::Panicked(panic_message(&*panic)))
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_owned())
+}
+
+/// Consecutive EAGAIN/EINTR answers for one request before giving up.
+const MAX_RETRIES: u32 = 10_000;
+
+/// One request that may need several transfers to finish.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    offset: u64,
+    len: usize,
+    /// Bytes already moved.
+    done: usize,
+    retries: u32,
+}
+
+/// What to do after a transfer of a [`Pending`] request returned `result`
+/// (bytes moved, or a negative errno).
+#[derive(Debug)]
+enum Next {
+    Complete,
+    /// Issue the rest: `len - done` bytes at `offset + done`.
+    Resubmit,
+    Fail(EngineError),
+}
+
+impl Pending {
+    fn new(offset: u64, len: usize) -> Self {
+        Pending { offset, len, done: 0, retries: 0 }
+    }
+
+    fn on_result(&mut self, result: i64, op: &'static str) -> Next {
+        if result == -i64::from(libc::EAGAIN) || result == -i64::from(libc::EINTR) {
+            self.retries += 1;
+            return if self.retries > MAX_RETRIES {
+                Next::Fail(EngineError::Io {
+                    op,
+                    offset: self.offset + self.done as u64,
+                    source: io::Error::from_raw_os_error(-result as i32),
+                })
+            } else {
+                Next::Resubmit
+            };
+        }
+        if result < 0 {
+            let source = io::Error::from_raw_os_error(i32::try_from(-result).unwrap_or(libc::EIO));
+            return Next::Fail(EngineError::Io { op, offset: self.offset + self.done as u64, source });
+        }
+        if result == 0 {
+            return Next::Fail(EngineError::Short { op, offset: self.offset, got: self.done, want: self.len });
+        }
+        self.retries = 0;
+        self.done = (self.done + result as usize).min(self.len);
+        if self.done == self.len { Next::Complete } else { Next::Resubmit }
+    }
+
+    fn remaining(&self) -> (u64, usize, usize) {
+        (self.offset + self.done as u64, self.done, self.len - self.done)
+    }
+}
+
+/// One positioned read or write of exactly `len` bytes into/from `buf`,
+/// resubmitting the remainder of a short transfer.
 fn transfer(fd: RawFd, buf: &mut AlignedBuf, len: usize, offset: u64, write: bool) -> Result<(), EngineError> {
     let op = if write { "write" } else { "read" };
-    let offset_arg = libc::off64_t::try_from(offset).map_err(|_| EngineError::Io {
-        op,
-        offset,
-        source: io::Error::from_raw_os_error(libc::EOVERFLOW),
-    })?;
+    assert!(len <= buf.len(), "transfer longer than its buffer");
+    let mut pending = Pending::new(offset, len);
     loop {
-        // SAFETY: buf is valid for `len` bytes (len <= buf.len(), checked by the
-        // callers' construction) and outlives the call.
+        let (at, skip, want) = pending.remaining();
+        let at = libc::off64_t::try_from(at).map_err(|_| EngineError::Io {
+            op,
+            offset: at,
+            source: io::Error::from_raw_os_error(libc::EOVERFLOW),
+        })?;
+        // SAFETY: `skip + want <= len <= buf.len()` (checked above), so the
+        // pointer range lies inside `buf`, which outlives the call.
         let n = unsafe {
-            if write {
-                libc::pwrite64(fd, buf.as_slice().as_ptr().cast(), len, offset_arg)
-            } else {
-                libc::pread64(fd, buf.as_mut_slice().as_mut_ptr().cast(), len, offset_arg)
-            }
+            let ptr = buf.ptr_at(skip);
+            if write { libc::pwrite64(fd, ptr.cast(), want, at) } else { libc::pread64(fd, ptr.cast(), want, at) }
         };
-        if n < 0 {
-            let err = io::Error::last_os_error();
-            if err.kind() == io::ErrorKind::Interrupted {
-                check_interrupt()?;
-                continue;
+        let result = if n < 0 { -i64::from(io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)) } else { n as i64 };
+        match pending.on_result(result, op) {
+            Next::Complete => return Ok(()),
+            Next::Resubmit => {
+                if result == -i64::from(libc::EINTR) {
+                    check_interrupt()?;
+                }
             }
-            return Err(EngineError::Io { op, offset, source: err });
+            Next::Fail(e) => return Err(e),
         }
-        let n = n as usize;
-        if n != len {
-            return Err(EngineError::Short { op, offset, got: n, want: len });
-        }
-        return Ok(());
     }
 }
 
-fn run_threads(work: &Workload<'_>, depth: usize, progress: Progress<'_>) -> Result<Completed, EngineError> {
-    let next = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
-    let failure: Mutex<Option<EngineError>> = Mutex::new(None);
-    let start = Instant::now();
-    let fd = work.fd.as_raw_fd();
-    let recorders: Vec<Recorder> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..depth)
-            .map(|worker| {
-                let (next, done, failure) = (&next, &done, &failure);
-                scope.spawn(move || {
-                    let mut buf = if work.write {
-                        work.data.buffer(work.block_size, worker as u64)
-                    } else {
-                        AlignedBuf::zeroed(work.block_size)
-                    };
-                    let mut recorder = Recorder::new(start);
-                    loop {
-                        let stop = failure.lock().map(|f| f.is_some()).unwrap_or(true);
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        if stop || i >= work.offsets.len() {
-                            break;
-                        }
-                        let result = check_interrupt().and_then(|()| {
-                            let issued = Instant::now();
-                            transfer(fd, &mut buf, work.block_size, work.offsets[i], work.write)?;
-                            Ok(issued)
-                        });
-                        match result {
-                            Ok(issued) => {
-                                let now = Instant::now();
-                                recorder.record(now, now - issued, work.block_size as u64);
-                                let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
-                                if finished % 256 == 0 {
-                                    progress(finished as u64);
-                                }
-                            }
-                            Err(e) => {
-                                if let Ok(mut slot) = failure.lock() {
-                                    slot.get_or_insert(e);
-                                }
-                                break;
-                            }
-                        }
-                    }
-                    recorder
-                })
-            })
-            .collect();
-        workers.into_iter().filter_map(|w| w.join().ok()).collect()
-    });
-    let elapsed = start.elapsed();
-    if let Some(e) = failure.into_inner().ok().flatten() {
-        return Err(e);
-    }
-    let mut recorder = Recorder::new(start);
-    for r in &recorders {
-        recorder.merge(r);
-    }
-    progress(recorder.ios);
-    Ok(Completed { recorder, elapsed, engine: "threads" })
+/// Holds every worker until all are set up, then gives them one common
+/// start time, so that thread creation and buffer setup stay off the clock.
+struct StartGate {
+    barrier: Barrier,
+    start: OnceLock<Instant>,
 }
 
-fn run_uring(work: &Workload<'_>, depth: usize, progress: Progress<'_>) -> Result<Completed, EngineError> {
-    let entries = u32::try_from(depth.next_power_of_two()).unwrap_or(4096);
-    let mut ring = IoUring::new(entries).map_err(EngineError::Setup)?;
-    let bs = work.block_size;
-    let mut buf = buffer_for(work, depth);
-    let region = libc::iovec { iov_base: buf.ptr_at(0).cast(), iov_len: buf.len() };
-    // SAFETY: the registered region is `buf`, which outlives the ring: the ring
-    // is dropped (unregistering it) before `buf` on every path below, and
-    // buffers are leaked rather than freed if requests could still be in flight.
-    let fixed = unsafe { ring.submitter().register_buffers(std::slice::from_ref(&region)) }.is_ok();
+impl StartGate {
+    fn new(parties: usize) -> Self {
+        StartGate { barrier: Barrier::new(parties), start: OnceLock::new() }
+    }
 
-    let fd = types::Fd(work.fd.as_raw_fd());
-    let op = if work.write { "write" } else { "read" };
-    let mut issued_at = vec![Instant::now(); depth];
-    let mut slot_offset = vec![0u64; depth];
-    let mut free: Vec<usize> = (0..depth).rev().collect();
-    let mut next = 0usize;
-    let mut in_flight = 0usize;
-    let start = Instant::now();
+    /// Waits for every party; all return the same instant.
+    fn wait(&self) -> Instant {
+        if self.barrier.wait().is_leader() {
+            let _ = self.start.set(Instant::now());
+        }
+        self.barrier.wait();
+        *self.start.get_or_init(Instant::now)
+    }
+}
+
+/// The offsets of job `job` of `jobs`: contiguous, in order.
+fn share<'a>(offsets: &'a [u64], job: usize, jobs: usize) -> &'a [u64] {
+    let per = offsets.len().div_ceil(jobs.max(1));
+    let from = (job * per).min(offsets.len());
+    let to = ((job + 1) * per).min(offsets.len());
+    &offsets[from..to]
+}
+
+/// What one job or worker hands back.
+struct Part {
+    recorder: Recorder,
+    partial: bool,
+}
+
+/// Merges the parts of a run that started at `start`.
+fn merge(start: Instant, parts: Vec<Part>) -> (Recorder, Duration, bool) {
     let mut recorder = Recorder::new(start);
-    let mut failure: Option<EngineError> = None;
-
-    loop {
-        if failure.is_none() {
-            failure = check_interrupt().err();
-        }
-        // Refill the ring up to the queue depth.
-        let now = Instant::now();
-        while failure.is_none() && next < work.offsets.len() {
-            let Some(slot) = free.pop() else { break };
-            let offset = work.offsets[next];
-            let ptr = buf.ptr_at(slot * bs);
-            let len = bs as u32;
-            let entry = match (work.write, fixed) {
-                (true, true) => opcode::WriteFixed::new(fd, ptr, len, 0).offset(offset).build(),
-                (false, true) => opcode::ReadFixed::new(fd, ptr, len, 0).offset(offset).build(),
-                (true, false) => opcode::Write::new(fd, ptr, len).offset(offset).build(),
-                (false, false) => opcode::Read::new(fd, ptr, len).offset(offset).build(),
-            };
-            // SAFETY: the entry points into `buf` slot `slot`, which stays
-            // untouched until its completion is reaped below.
-            if unsafe { ring.submission().push(&entry.user_data(slot as u64)) }.is_err() {
-                free.push(slot);
-                break;
-            }
-            issued_at[slot] = now;
-            slot_offset[slot] = offset;
-            next += 1;
-            in_flight += 1;
-        }
-        if in_flight == 0 {
-            break;
-        }
-        match ring.submit_and_wait(1) {
-            Ok(_) => {}
-            Err(e) if e.raw_os_error() == Some(libc::EINTR) || e.raw_os_error() == Some(libc::EBUSY) => {}
-            Err(e) => {
-                // Requests may still be in flight: leak their buffers rather
-                // than let the kernel write into freed memory.
-                std::mem::forget(buf);
-                return Err(failure.unwrap_or(EngineError::Call { op: "io_uring_enter", source: e }));
-            }
-        }
-        let now = Instant::now();
-        for cqe in ring.completion() {
-            let slot = cqe.user_data() as usize;
-            let Some(&issued) = issued_at.get(slot) else { continue };
-            in_flight -= 1;
-            free.push(slot);
-            let result = cqe.result();
-            let offset = slot_offset[slot];
-            if result < 0 {
-                failure.get_or_insert(EngineError::Io { op, offset, source: io::Error::from_raw_os_error(-result) });
-            } else if result as usize != bs {
-                failure.get_or_insert(EngineError::Short { op, offset, got: result as usize, want: bs });
-            } else {
-                recorder.record(now, now - issued, bs as u64);
-            }
-        }
-        if recorder.ios % 256 < 64 {
-            progress(recorder.ios);
-        }
+    let mut partial = false;
+    for part in &parts {
+        recorder.merge(&part.recorder);
+        partial |= part.partial;
     }
-    let elapsed = start.elapsed();
-    drop(ring);
-    drop(buf);
-    if let Some(e) = failure {
-        return Err(e);
-    }
-    progress(recorder.ios);
-    Ok(Completed { recorder, elapsed, engine: "io_uring" })
+    let elapsed = recorder.last_completion().map_or(Duration::ZERO, |t| t.saturating_duration_since(start));
+    (recorder, elapsed, partial)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashSet;
     use std::io::Write;
     use std::os::fd::AsFd;
+    use std::os::unix::fs::FileExt;
 
     fn file_with(len: usize) -> std::fs::File {
         let mut f = tempfile::tempfile().expect("tempfile");
@@ -356,19 +411,26 @@ mod tests {
         (0..n).map(|i| ((i * 7) % n) * 4096).collect()
     }
 
+    fn engines(work: &Workload<'_>, depth: usize) -> Vec<Completed> {
+        vec![
+            run_sync(work, &|_| {}).expect("sync"),
+            run_queued(work, Shape::depth(depth), EngineChoice::Threads, &|_| {}).expect("threads"),
+            run_queued(work, Shape::depth(depth), EngineChoice::Auto, &|_| {}).expect("auto"),
+            run_queued(work, Shape { depth, jobs: 3 }, EngineChoice::Auto, &|_| {}).expect("auto, 3 jobs"),
+            run_queued(work, Shape { depth: 2, jobs: 3 }, EngineChoice::Threads, &|_| {}).expect("threads, 3 jobs"),
+        ]
+    }
+
     #[test]
     fn every_engine_completes_every_io() {
         let f = file_with(256 * 4096);
         let offs = offsets(256);
         for write in [false, true] {
-            let work = Workload { fd: f.as_fd(), offsets: &offs, block_size: 4096, write, data: Data::Random(1) };
-            for done in [
-                run_sync(&work, &|_| {}).expect("sync"),
-                run_queued(&work, 8, EngineChoice::Threads, &|_| {}).expect("threads"),
-                run_queued(&work, 8, EngineChoice::Auto, &|_| {}).expect("auto"),
-            ] {
+            let work = Workload::new(f.as_fd(), &offs, 4096, write, Data::Random(1));
+            for done in engines(&work, 8) {
                 assert_eq!(done.recorder.ios, 256, "{}", done.engine);
                 assert_eq!(done.recorder.bytes, 256 * 4096);
+                assert!(!done.partial);
             }
         }
     }
@@ -377,11 +439,139 @@ mod tests {
     fn reading_past_the_end_is_a_short_io_error() {
         let f = file_with(4096);
         let offs = [0u64, 4096];
-        let work = Workload { fd: f.as_fd(), offsets: &offs, block_size: 4096, write: false, data: Data::Random(1) };
+        let work = Workload::new(f.as_fd(), &offs, 4096, false, Data::Random(1));
         for choice in [EngineChoice::Auto, EngineChoice::Threads] {
-            let err = run_queued(&work, 2, choice, &|_| {}).expect_err("short read");
+            let err = run_queued(&work, Shape::depth(2), choice, &|_| {}).expect_err("short read");
             assert!(matches!(err, EngineError::Short { offset: 4096, got: 0, .. }), "{err}");
         }
         assert!(matches!(run_sync(&work, &|_| {}), Err(EngineError::Short { .. })));
+    }
+
+    #[test]
+    fn a_half_transfer_is_resubmitted_for_the_rest() {
+        // 1.5 blocks: the read at 4096 gets 2048 bytes, then 0 (the end).
+        // Resubmitting the rest is what reports got=2048 rather than giving
+        // up at the first short answer.
+        let f = file_with(4096 + 2048);
+        let offs = [4096u64];
+        let work = Workload::new(f.as_fd(), &offs, 4096, false, Data::Random(1));
+        for result in [
+            run_sync(&work, &|_| {}),
+            run_queued(&work, Shape::depth(1), EngineChoice::Threads, &|_| {}),
+            run_queued(&work, Shape::depth(1), EngineChoice::IoUring, &|_| {}),
+        ] {
+            let err = result.expect_err("past the end");
+            assert!(matches!(err, EngineError::Short { offset: 4096, got: 2048, want: 4096, .. }), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_pipe_that_delivers_in_pieces_completes_through_io_uring() {
+        // A pipe hands a read whatever has arrived: the first answer is
+        // short, and the engine must ask again for the remainder.
+        let (reader, writer) = nix::unistd::pipe().expect("pipe");
+        let feeder = std::thread::spawn(move || {
+            let mut writer = std::fs::File::from(writer);
+            writer.write_all(&[1u8; 1000]).expect("first piece");
+            std::thread::sleep(Duration::from_millis(50));
+            writer.write_all(&[2u8; 4096 - 1000]).expect("second piece");
+        });
+        let offs = [0u64];
+        let work = Workload::new(reader.as_fd(), &offs, 4096, false, Data::Zeros);
+        let done = run_queued(&work, Shape::depth(1), EngineChoice::IoUring, &|_| {}).expect("read in two pieces");
+        feeder.join().expect("feeder");
+        assert_eq!(done.recorder.bytes, 4096);
+        assert_eq!(done.recorder.ios, 1, "one request, however many transfers");
+    }
+
+    #[test]
+    fn eagain_and_short_answers_are_retried_and_zero_is_the_end() {
+        let mut p = Pending::new(8192, 4096);
+        assert!(matches!(p.on_result(-i64::from(libc::EAGAIN), "read"), Next::Resubmit));
+        assert_eq!(p.remaining(), (8192, 0, 4096), "EAGAIN resubmits the whole request");
+        assert!(matches!(p.on_result(1024, "read"), Next::Resubmit));
+        assert_eq!(p.remaining(), (8192 + 1024, 1024, 3072));
+        assert!(matches!(p.on_result(-i64::from(libc::EINTR), "read"), Next::Resubmit));
+        assert!(matches!(p.on_result(3072, "read"), Next::Complete));
+        let mut end = Pending::new(0, 4096);
+        assert!(matches!(end.on_result(512, "read"), Next::Resubmit));
+        assert!(matches!(end.on_result(0, "read"), Next::Fail(EngineError::Short { got: 512, .. })));
+        let mut eio = Pending::new(4096, 4096);
+        assert!(matches!(eio.on_result(-i64::from(libc::EIO), "write"), Next::Fail(EngineError::Io { offset: 4096, .. })));
+        let mut stuck = Pending::new(0, 4096);
+        let gave_up = (0..=MAX_RETRIES).map(|_| stuck.on_result(-i64::from(libc::EAGAIN), "read")).last();
+        assert!(matches!(gave_up, Some(Next::Fail(EngineError::Io { .. }))));
+    }
+
+    #[test]
+    fn every_write_carries_different_data() {
+        // The same 64 blocks written twice over: no two 4 KiB blocks the
+        // device saw may be equal, within a pass or between the passes.
+        for (name, run) in [
+            ("sync", &(|w: &Workload<'_>| run_sync(w, &|_| {})) as &dyn Fn(&Workload<'_>) -> Result<Completed, EngineError>),
+            ("threads", &|w: &Workload<'_>| run_queued(w, Shape::depth(8), EngineChoice::Threads, &|_| {})),
+            ("io_uring", &|w: &Workload<'_>| run_queued(w, Shape::depth(8), EngineChoice::IoUring, &|_| {})),
+        ] {
+            let f = file_with(64 * 4096);
+            let offs = offsets(64);
+            let mut seen = HashSet::new();
+            for _ in 0..2 {
+                run(&Workload::new(f.as_fd(), &offs, 4096, true, Data::Random(9))).expect(name);
+                let mut block = vec![0u8; 4096];
+                for b in 0..64u64 {
+                    f.read_exact_at(&mut block, b * 4096).expect("read back");
+                    assert!(seen.insert(block.clone()), "{name}: block {b} repeats data already written");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn setup_is_off_the_clock() {
+        // 64 threads are spawned and 64 buffers allocated, but no I/O is
+        // done: the clock starts when they are ready, so nothing elapses.
+        let f = file_with(4096);
+        let work = Workload::new(f.as_fd(), &[], 4096, true, Data::Random(1));
+        for choice in [EngineChoice::Threads, EngineChoice::IoUring] {
+            let done = run_queued(&work, Shape::depth(64), choice, &|_| {}).expect("empty");
+            assert_eq!(done.elapsed, Duration::ZERO, "{}", done.engine);
+        }
+    }
+
+    #[test]
+    fn a_worker_that_panics_is_an_error_not_an_undercount() {
+        let f = file_with(1024 * 4096);
+        let offs = offsets(1024);
+        let work = Workload::new(f.as_fd(), &offs, 4096, false, Data::Zeros);
+        let explode = |done: u64| {
+            if done >= 256 {
+                panic!("progress callback failed");
+            }
+        };
+        for choice in [EngineChoice::Threads, EngineChoice::IoUring] {
+            let err = run_queued(&work, Shape::depth(4), choice, &explode).expect_err("a panic is an error");
+            assert!(matches!(err, EngineError::Panicked(_)), "{err}");
+        }
+        assert!(matches!(run_sync(&work, &explode), Err(EngineError::Panicked(_))));
+    }
+
+    #[test]
+    fn a_deadline_stops_issuing_and_marks_the_result_partial() {
+        let f = file_with(256 * 4096);
+        let offs = offsets(256);
+        let mut work = Workload::new(f.as_fd(), &offs, 4096, false, Data::Zeros);
+        work.deadline = Some(Instant::now());
+        for done in engines(&work, 4) {
+            assert!(done.partial, "{}", done.engine);
+            assert!(done.recorder.ios < 256, "{}: {} I/Os", done.engine, done.recorder.ios);
+        }
+    }
+
+    #[test]
+    fn jobs_share_the_offsets_without_overlap() {
+        let offs: Vec<u64> = (0..10).collect();
+        let parts: Vec<&[u64]> = (0..3).map(|j| share(&offs, j, 3)).collect();
+        assert_eq!(parts.concat(), offs);
+        assert_eq!(share(&offs, 5, 6).len(), 0);
     }
 }

@@ -4,13 +4,19 @@
 //!   (sync), and records each completion.
 //! - [`suite`] defines the nine figures of DESIGN.md §4 on top of it.
 //! - [`scratch`] makes scratch files that cannot outlive the process.
+//! - [`devstat`] proves that a test's bytes reached the device, and
+//!   [`filestate`] records the file state each test met.
 //! - [`interrupt`] turns Ctrl-C and SIGTERM into a clean stop.
 //!
 //! `unsafe` lives in [`buffer`] (aligned allocation), [`engine`] (io_uring
-//! submissions, pread/pwrite), [`scratch`] (open/fcntl) and [`interrupt`].
+//! submissions, pread/pwrite), [`scratch`] (open/fcntl/ioctl), [`filestate`]
+//! (FIEMAP), the suite's hdparm module (block-device ioctls) and
+//! [`interrupt`].
 
 pub mod buffer;
+pub mod devstat;
 pub mod engine;
+pub mod filestate;
 pub mod interrupt;
 pub mod recorder;
 pub mod scratch;
@@ -18,3 +24,4 @@ pub mod suite;
 
 pub use engine::EngineChoice;
 pub use suite::{Observer, Outcome, Plan, Profile, RunError, Silent, WriteTarget, run};
+pub use suite::dd::like_dd;

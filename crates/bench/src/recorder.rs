@@ -15,6 +15,7 @@ pub struct Recorder {
     histogram: Histogram<u32>,
     start: Instant,
     interval_bytes: Vec<u64>,
+    last: Option<Instant>,
     pub ios: u64,
     pub bytes: u64,
 }
@@ -25,7 +26,7 @@ impl Recorder {
         // which matters with one recorder per worker thread (64 at QD64).
         let histogram = Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
             .unwrap_or_else(|_| unreachable!("the bounds above are valid"));
-        Recorder { histogram, start, interval_bytes: Vec::new(), ios: 0, bytes: 0 }
+        Recorder { histogram, start, interval_bytes: Vec::new(), last: None, ios: 0, bytes: 0 }
     }
 
     /// Records one completed I/O of `bytes` that took `latency`, finishing at `now`.
@@ -34,6 +35,7 @@ impl Recorder {
         self.histogram.saturating_record(nanos);
         self.ios += 1;
         self.bytes += bytes;
+        self.last = self.last.max(Some(now));
         let slot = (now.saturating_duration_since(self.start).as_nanos() / INTERVAL.as_nanos()) as usize;
         if slot >= self.interval_bytes.len() {
             // Bounded by the test's length: one slot per half second.
@@ -47,12 +49,18 @@ impl Recorder {
         let _ = self.histogram.add(&other.histogram);
         self.ios += other.ios;
         self.bytes += other.bytes;
+        self.last = self.last.max(other.last);
         if other.interval_bytes.len() > self.interval_bytes.len() {
             self.interval_bytes.resize(other.interval_bytes.len(), 0);
         }
         for (mine, theirs) in self.interval_bytes.iter_mut().zip(&other.interval_bytes) {
             *mine += theirs;
         }
+    }
+
+    /// When the last recorded I/O completed.
+    pub fn last_completion(&self) -> Option<Instant> {
+        self.last
     }
 
     /// Latency percentiles in microseconds.

@@ -29,25 +29,23 @@ pub enum ScratchError {
     Create { dir: PathBuf, source: io::Error },
 }
 
-/// Free bytes available to us in the filesystem holding `dir`.
-pub fn free_bytes(dir: &Path) -> io::Result<u64> {
-    let st = nix::sys::statvfs::statvfs(dir).map_err(io::Error::from)?;
-    Ok((st.blocks_available() as u64).saturating_mul(st.fragment_size() as u64))
-}
+/// Room kept free beyond what the tests write, so a run never fills a disk.
+/// It is counted in what an ordinary user can write (`f_bavail`, which
+/// already leaves ext4's root reserve out), so it need not grow with the
+/// disk: a 1 TB disk with 5 GB free runs the 520 MiB dd-like test.
+pub const MARGIN: u64 = 64 << 20;
 
-/// Refuses unless `need` bytes fit in `dir` with a margin of 64 MiB or 5% of
-/// the filesystem, whichever is larger, so the test never fills a disk.
+/// Refuses unless `need` bytes fit in `dir` with [`MARGIN`] to spare.
 pub fn check_space(dir: &Path, need: u64) -> Result<(), ScratchError> {
     let st =
         nix::sys::statvfs::statvfs(dir).map_err(|e| ScratchError::Create { dir: dir.to_owned(), source: e.into() })?;
     if st.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY) {
         return Err(ScratchError::ReadOnly { dir: dir.to_owned() });
     }
-    let frsize = st.fragment_size() as u64;
-    let free = (st.blocks_available() as u64).saturating_mul(frsize);
-    let size = (st.blocks() as u64).saturating_mul(frsize);
-    let margin = (64 << 20).max(size / 20);
-    let want = need.saturating_add(margin);
+    // The casts widen: statvfs's fields are u32 on 32-bit ARM.
+    #[allow(clippy::unnecessary_cast)]
+    let free = (st.blocks_available() as u64).saturating_mul(st.fragment_size() as u64);
+    let want = need.saturating_add(MARGIN);
     if free < want {
         return Err(ScratchError::NoSpace { dir: dir.to_owned(), need_mib: want >> 20, free_mib: free >> 20 });
     }
@@ -113,6 +111,45 @@ pub fn set_direct(file: &File, on: bool) -> io::Result<()> {
     Ok(())
 }
 
+/// Allocates `len` bytes for `file` without writing them, as fio does for
+/// a new file (`fallocate=native`: `fallocate(fd, 0, 0, size)`, filesetup.c):
+/// on ext4 and xfs the space becomes unwritten extents, and every later
+/// write converts one. Filesystems without fallocate get the size alone
+/// (`ftruncate`), which fio's `fallocate=truncate` does too.
+pub fn allocate(file: &File, len: u64) -> io::Result<()> {
+    let len_arg = libc::off_t::try_from(len).map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;
+    match nix::fcntl::fallocate(file.as_raw_fd(), nix::fcntl::FallocateFlags::empty(), 0, len_arg) {
+        Ok(()) => Ok(()),
+        Err(nix::errno::Errno::EOPNOTSUPP | nix::errno::Errno::ENOSYS) => file.set_len(len),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Drops the file's clean pages from the page cache, as fio does before a
+/// job (`invalidate=1`: `posix_fadvise(POSIX_FADV_DONTNEED)`).
+pub fn drop_cache(file: &File) {
+    let _ = nix::fcntl::posix_fadvise(file.as_raw_fd(), 0, 0, nix::fcntl::PosixFadviseAdvice::POSIX_FADV_DONTNEED);
+}
+
+/// Trims the free space of the filesystem holding `dir` (FITRIM, what
+/// `fstrim` does), as PiBenchmarks' Storage.sh does before its tests with
+/// `fstrim -av`: on flash, trimmed free space is part of the state the
+/// write tests meet. Returns the bytes the filesystem says it trimmed.
+pub fn trim(dir: &Path) -> io::Result<u64> {
+    #[repr(C)]
+    struct FstrimRange {
+        start: u64,
+        len: u64,
+        minlen: u64,
+    }
+    nix::ioctl_readwrite!(fitrim, b'X', 121, FstrimRange);
+    let handle = File::open(dir)?;
+    let mut range = FstrimRange { start: 0, len: u64::MAX, minlen: 0 };
+    // SAFETY: FITRIM reads and updates one fstrim_range, which we own.
+    unsafe { fitrim(handle.as_raw_fd(), &mut range) }.map_err(io::Error::from)?;
+    Ok(range.len)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,6 +168,14 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let _f = create_named_then_unlink(dir.path()).expect("scratch");
         assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 0);
+    }
+
+    #[test]
+    fn allocation_is_not_writing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let f = create(dir.path()).expect("scratch");
+        allocate(&f, 1 << 20).expect("allocate");
+        assert_eq!(f.metadata().expect("stat").len(), 1 << 20);
     }
 
     #[test]

@@ -1,40 +1,59 @@
 //! The PiBenchmarks test set (DESIGN.md §4), each test keeping the
-//! definition and unit of the tool PiBenchmarks ran for it.
+//! definition and unit of the tool PiBenchmarks ran for it, and meeting the
+//! same file state in the same order as in PiBenchmarks' `Storage.sh`
+//! (TheRemote/PiBenchmarks): `fstrim -av` and `sync` first, then
 //!
-//! | key | reference | how |
+//! | step | Storage.sh | here |
 //! |---|---|---|
-//! | `seq_read_mib_s` | `hdparm -t --direct` | O_DIRECT 2 MiB reads from byte 0 for ≥ 3 s (hdparm's `time_device`: `TIMING_BUF_MB` = 2, at most 1024 reads) |
-//! | `cached_read_mib_s` | `hdparm -T --direct` | one priming read, then O_DIRECT re-reads of the first 2 MiB for 2 s (hdparm's `time_cache`) |
-//! | `seq_write_mb_s` | `dd bs=4k count=130k conv=fsync` | 133 120 buffered 4 KiB writes of zeros to a new file, the final `fsync` inside the timing |
-//! | `rand_{write,read}_4k_qd64_iops` | `fio --direct=1 --bs=4k --iodepth=64 --size=80M --randrepeat=1` | every 4 KiB block of the 80 MiB file once, in a fixed pseudo-random order, 64 in flight |
-//! | `{seq,rand}_{write,read}_4k_qd1_kib_s` | `iozone -a -e -I -s 80M -r 4k -i 0 -i 1 -i 2` | O_DIRECT, one 4 KiB request at a time; with `-e` the `fsync` is timed |
+//! | 1 | `hdparm -Tt --direct` | [`hdparm`]: `cached_read_mib_s`, then `seq_read_mib_s` |
+//! | 2 | `dd if=/dev/zero of=test bs=4k count=130k conv=fsync`; `rm -f test` | [`dd`]: `seq_write_mb_s` on a new file |
+//! | 3 | `fio … --readwrite=randwrite`; `rm -f test` | [`fio`]: `rand_write_4k_qd64_iops` on a new, only allocated file |
+//! | 4 | `fio … --readwrite=randread`; `rm -f test` | [`fio`]: `rand_read_4k_qd64_iops` on a new file laid out first |
+//! | 5 | `iozone -a -e -I -i 0 -i 1 -i 2 -s 80M -r 4k` | [`iozone`]: the four QD1 figures on one new file |
 //!
-//! Read tests read the raw device and never write it. Write tests use one
-//! nameless scratch file (see [`crate::scratch`]) or, with `--destructive`,
-//! the raw unmounted device. The 80 MiB file is laid out once and shared by
-//! the fio-like and iozone-like tests.
+//! with `sync` before each tool. Read tests read the raw device and never
+//! write it. Write tests use nameless scratch files (see [`crate::scratch`])
+//! or, with `--destructive`, the raw unmounted device from 1 GiB on.
+//!
+//! Every figure's detail carries its latency, the engine that ran it, the
+//! device's own counters over the timed window ([`crate::devstat`]), the
+//! file state it met ([`crate::filestate`]), and says when the figure is
+//! low-confidence (a window under [`MIN_WINDOW`]) or partial (`--max-time`).
+
+pub mod dd;
+mod fio;
+mod hdparm;
+mod iozone;
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
-use std::os::fd::AsFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use rand::SeedableRng;
-use rand::rngs::SmallRng;
-use rand::seq::SliceRandom;
 use storage_scoring::schema::{MEASUREMENT_KEYS, Measurements, Skipped, TestDetail};
 
-use crate::buffer::AlignedBuf;
-use crate::engine::{self, Completed, Data, EngineChoice, EngineError, Workload};
-use crate::recorder::{INTERVAL, Recorder};
+use crate::devstat::{self, DevStat, Direction, Snapshot};
+use crate::engine::{Completed, EngineChoice, EngineError};
+use crate::recorder::INTERVAL;
 use crate::scratch::{self, ScratchError};
 
 const KIB: u64 = 1024;
 const MIB: u64 = 1024 * KIB;
-/// fio's `--randrepeat=1`: the same pseudo-random order on every run.
-const RANDOM_ORDER_SEED: u64 = 0x5eed_0001;
+const GIB: u64 = 1024 * MIB;
+
+/// With `--destructive`, the write tests start this far into the device:
+/// clear of the partition table and the FAT area, which many cards handle
+/// in a faster mode, and aligned for any allocation-unit size.
+pub const RAW_OFFSET: u64 = GIB;
+
+/// A timed window shorter than this gives a low-confidence figure: timer
+/// resolution, setup and a single slow request weigh on it.
+pub const MIN_WINDOW: Duration = Duration::from_secs(1);
+
+/// A test that would run longer than this at the rate seen so far says so.
+pub const SLOW_TEST: Duration = Duration::from_secs(600);
 
 /// How long or large each test is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -60,12 +79,16 @@ impl Profile {
             Profile::Compat => Sizes {
                 seq_read_time: Duration::from_secs(3),
                 cached_read_time: Duration::from_secs(2),
+                settle: Duration::from_secs(3),
+                flush_pause: Duration::from_secs(1),
                 dd_bytes: 130 * KIB * 4096,
                 test_file_bytes: 80 * MIB,
             },
             Profile::Quick => Sizes {
                 seq_read_time: Duration::from_secs(1),
                 cached_read_time: Duration::from_millis(500),
+                settle: Duration::from_millis(300),
+                flush_pause: Duration::from_millis(100),
                 dd_bytes: 64 * MIB,
                 test_file_bytes: 16 * MIB,
             },
@@ -73,28 +96,27 @@ impl Profile {
     }
 }
 
-/// Test lengths and sizes.
+/// Test lengths, sizes and pauses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sizes {
     pub seq_read_time: Duration,
     pub cached_read_time: Duration,
+    /// hdparm's pause before each timing ("give time for I/O to settle":
+    /// `sync(); sleep(3)` in `prepare_timing_buf`).
+    pub settle: Duration,
+    /// hdparm's pause after flushing the device's buffers (`sleep(1)`).
+    pub flush_pause: Duration,
     pub dd_bytes: u64,
     pub test_file_bytes: u64,
 }
-
-/// hdparm's `TIMING_BUF_MB`: 2 MiB per read.
-const HDPARM_CHUNK: usize = 2 * MIB as usize;
-/// hdparm stops `-t` after this many reads even if 3 s have not passed.
-const HDPARM_MAX_READS: u64 = 1024;
-const BLOCK: usize = 4096;
-const QUEUE_DEPTH: usize = 64;
 
 /// Where the write tests write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WriteTarget {
     /// A directory on a mounted, writable filesystem of the device.
     Scratch(PathBuf),
-    /// The raw, unmounted device (`--destructive --yes`); its data is lost.
+    /// The raw, unmounted device (`--destructive --yes`); its data from
+    /// [`RAW_OFFSET`] on is lost.
     Raw(PathBuf),
     /// No write tests can run; the reason goes into the report.
     Unavailable(String),
@@ -107,12 +129,37 @@ pub struct Plan {
     pub read_device: Result<PathBuf, String>,
     pub write_target: WriteTarget,
     pub profile: Profile,
-    /// Measurement keys to run, in any order; they run in [`MEASUREMENT_KEYS`] order.
+    /// Measurement keys to run, in any order; they run in Storage.sh's order.
     pub keys: Vec<String>,
     pub engine: EngineChoice,
+    /// The run ends by then (`--max-time`): the test running is cut short,
+    /// and the rest are not run.
+    pub max_time: Option<Duration>,
+    /// The block device the write target resolved to, for its I/O counters
+    /// when the filesystem has none of its own (btrfs, overlayfs).
+    pub write_device: Option<PathBuf>,
+    /// The write target's filesystem type, for messages.
+    pub filesystem: Option<String>,
+    /// The live sysfs, for the device counters (see [`crate::devstat`]).
+    pub live_sysfs: PathBuf,
 }
 
 impl Plan {
+    /// A plan with the defaults: compat profile, every key, automatic engine.
+    pub fn new(read_device: Result<PathBuf, String>, write_target: WriteTarget) -> Self {
+        Plan {
+            read_device,
+            write_target,
+            profile: Profile::Compat,
+            keys: MEASUREMENT_KEYS.iter().map(|k| k.to_string()).collect(),
+            engine: EngineChoice::Auto,
+            max_time: None,
+            write_device: None,
+            filesystem: None,
+            live_sysfs: PathBuf::from("/sys"),
+        }
+    }
+
     fn wants(&self, key: &str) -> bool {
         self.keys.iter().any(|k| k == key)
     }
@@ -122,13 +169,13 @@ impl Plan {
         let sizes = self.profile.sizes();
         let dd = if self.wants("seq_write_mb_s") { sizes.dd_bytes } else { 0 };
         let file = if FILE_TESTS.iter().any(|k| self.wants(k)) { sizes.test_file_bytes } else { 0 };
-        // The dd file is gone before the test file is laid out.
+        // Each file is gone (rm -f test) before the next one is made.
         dd.max(file)
     }
 }
 
-/// The tests that share the 80 MiB test file, in run order: every key after
-/// the hdparm-like and dd-like ones.
+/// The tests on 80 MiB files, in run order: every key after the hdparm-like
+/// and dd-like ones.
 const FILE_TESTS: &[&str] = MEASUREMENT_KEYS.split_at(3).1;
 
 /// Hears about progress, for progress bars.
@@ -137,6 +184,9 @@ pub trait Observer: Sync {
     fn started(&self, key: &str, total: u64);
     fn progress(&self, done: u64);
     fn finished(&self, key: &str, value: f64);
+    /// Something the user should hear now, in one line: a test that will
+    /// take very long, or why stopping takes a moment.
+    fn note(&self, _message: &str) {}
 }
 
 /// An observer that ignores everything.
@@ -158,6 +208,15 @@ pub struct Outcome {
     pub notes: Vec<String>,
 }
 
+impl Outcome {
+    /// True when every figure is whole and was seen reaching the device
+    /// (or the device kept no counters to tell): the score may then be
+    /// compared with PiBenchmarks results, profile permitting.
+    pub fn trustworthy(&self) -> bool {
+        self.details.values().all(|d| !d.partial && d.device_io.as_ref().is_none_or(|io| io.reached))
+    }
+}
+
 /// Why a run stopped early.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -167,7 +226,7 @@ pub enum RunError {
     Engine { key: String, source: EngineError },
     #[error("cannot open {path}: {source}; {hint}")]
     Open { path: PathBuf, source: std::io::Error, hint: &'static str },
-    #[error("{path} is too small for the write tests: it has {have_mib} MiB, they need {need_mib} MiB")]
+    #[error("{path} is too small for the write tests: it has {have_mib} MiB, they need {need_mib} MiB from its first GiB on")]
     TooSmall { path: PathBuf, have_mib: u64, need_mib: u64 },
 }
 
@@ -186,21 +245,48 @@ impl RunError {
             _ => false,
         }
     }
+
+    /// The byte offset of a failed I/O, when the failure had one, so that a
+    /// caller can relate it to the device's size.
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            RunError::Engine { source: EngineError::Io { offset, .. } | EngineError::Short { offset, .. }, .. } => {
+                Some(*offset)
+            }
+            _ => None,
+        }
+    }
 }
 
 /// Runs the plan. Always returns what was measured, plus the error that
 /// stopped the run early, if any.
 pub fn run(plan: &Plan, observer: &dyn Observer) -> (Outcome, Option<RunError>) {
-    let mut out = Outcome::default();
+    let mut runner = Runner {
+        plan,
+        observer,
+        sizes: plan.profile.sizes(),
+        deadline: plan.max_time.map(|t| Instant::now() + t),
+        out: Outcome::default(),
+        stopped: None,
+    };
     if plan.profile == Profile::Quick {
-        out.notes.push("quick profile: shortened tests, so the score is not comparable with PiBenchmarks".to_owned());
+        runner
+            .out
+            .notes
+            .push("quick profile: shortened tests, so the score is not comparable with PiBenchmarks".to_owned());
     }
-    let error = run_reads(plan, observer, &mut out).and_then(|()| run_writes(plan, observer, &mut out)).err();
+    let error = runner.run_all().err();
+    let Runner { mut out, stopped, .. } = runner;
     // Anything planned that has no figure and no reason yet was cut short.
-    if let Some(e) = &error {
+    let reason = match (&error, &stopped) {
+        (Some(e), _) => Some(format!("not run: {e}")),
+        (None, Some(why)) => Some(why.clone()),
+        (None, None) => None,
+    };
+    if let Some(reason) = reason {
         for key in MEASUREMENT_KEYS {
             if plan.wants(key) && out.measurements.get(key).is_none() && !out.skipped.iter().any(|s| s.key == key) {
-                out.skipped.push(Skipped { key: key.to_owned(), reason: format!("not run: {e}") });
+                out.skipped.push(Skipped { key: key.to_owned(), reason: reason.clone() });
             }
         }
     }
@@ -212,301 +298,394 @@ pub fn run(plan: &Plan, observer: &dyn Observer) -> (Outcome, Option<RunError>) 
     (out, error)
 }
 
-fn skip(out: &mut Outcome, plan: &Plan, keys: &[&str], reason: &str) {
-    for key in keys.iter().filter(|k| plan.wants(k)) {
-        out.skipped.push(Skipped { key: (*key).to_owned(), reason: reason.to_owned() });
-    }
+/// A figure and how it was made.
+#[derive(Debug)]
+pub(crate) struct Measured {
+    pub value: f64,
+    pub detail: TestDetail,
 }
 
-fn run_reads(plan: &Plan, observer: &dyn Observer, out: &mut Outcome) -> Result<(), RunError> {
-    const READ_KEYS: [&str; 2] = ["seq_read_mib_s", "cached_read_mib_s"];
-    if !READ_KEYS.iter().any(|k| plan.wants(k)) {
-        return Ok(());
+/// What every test needs to know.
+pub(crate) struct Ctx<'a> {
+    pub plan: &'a Plan,
+    pub observer: &'a dyn Observer,
+    pub sizes: Sizes,
+    pub deadline: Option<Instant>,
+}
+
+struct Runner<'a> {
+    plan: &'a Plan,
+    observer: &'a dyn Observer,
+    sizes: Sizes,
+    deadline: Option<Instant>,
+    out: Outcome,
+    /// Set once `--max-time` has run out: why the remaining tests are not run.
+    stopped: Option<String>,
+}
+
+impl Runner<'_> {
+    fn ctx(&self) -> Ctx<'_> {
+        Ctx { plan: self.plan, observer: self.observer, sizes: self.sizes, deadline: self.deadline }
     }
-    let device = match &plan.read_device {
-        Ok(device) => device,
-        Err(reason) => {
-            skip(out, plan, &READ_KEYS, reason);
+
+    /// Should `key` run now? False once the time is up (and says why).
+    fn wants(&mut self, key: &str) -> bool {
+        self.plan.wants(key) && !self.time_is_up()
+    }
+
+    /// True once `--max-time` has run out (noting why the rest is not run).
+    fn time_is_up(&mut self) -> bool {
+        if self.stopped.is_none() && self.deadline.is_some_and(|d| Instant::now() >= d) {
+            self.stopped = Some(format!("not run: --max-time ({} s) ran out before it", self.max_secs()));
+        }
+        self.stopped.is_some()
+    }
+
+    fn max_secs(&self) -> u64 {
+        self.plan.max_time.map_or(0, |t| t.as_secs())
+    }
+
+    fn skip(&mut self, keys: &[&str], reason: &str) {
+        for key in keys.iter().filter(|k| self.plan.wants(k)) {
+            self.out.skipped.push(Skipped { key: (*key).to_owned(), reason: reason.to_owned() });
+        }
+    }
+
+    fn note(&mut self, note: String) {
+        self.out.notes.push(note);
+    }
+
+    fn run_all(&mut self) -> Result<(), RunError> {
+        if let WriteTarget::Scratch(dir) = &self.plan.write_target {
+            let writes = std::iter::once("seq_write_mb_s").chain(FILE_TESTS.iter().copied());
+            if writes.clone().any(|k| self.plan.wants(k)) {
+                scratch::check_space(dir, self.plan.scratch_bytes())?;
+                self.trim(dir.clone());
+            }
+        }
+        sync();
+        self.run_reads()?;
+        self.run_writes()
+    }
+
+    /// `fstrim -av` as Storage.sh begins, on the filesystem we write to.
+    fn trim(&mut self, dir: PathBuf) {
+        let note = match scratch::trim(&dir) {
+            Ok(bytes) => format!(
+                "trimmed {} MiB of free space in {} first, as Storage.sh's `fstrim -av` does",
+                bytes >> 20,
+                dir.display()
+            ),
+            Err(e) => format!(
+                "could not trim the free space of {} first ({e}), as Storage.sh's `fstrim -av` does: on flash that needs trimming, writes may measure slower than in PiBenchmarks",
+                dir.display()
+            ),
+        };
+        self.note(note);
+    }
+
+    fn run_reads(&mut self) -> Result<(), RunError> {
+        const READ_KEYS: [&str; 2] = ["cached_read_mib_s", "seq_read_mib_s"];
+        if !READ_KEYS.iter().any(|k| self.plan.wants(k)) {
             return Ok(());
         }
-    };
-    let file = OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(device).map_err(|source| {
-        RunError::Open { path: device.clone(), source, hint: "the read tests need root (sudo) to read the raw device" }
-    })?;
-    let size = device_size(&file);
-    let sizes = plan.profile.sizes();
-    if plan.wants("seq_read_mib_s") {
-        measure(out, observer, "seq_read_mib_s", || hdparm_t(&file, size, sizes.seq_read_time, observer))?;
-    }
-    if plan.wants("cached_read_mib_s") {
-        measure(out, observer, "cached_read_mib_s", || hdparm_cached(&file, sizes.cached_read_time, observer))?;
-    }
-    Ok(())
-}
-
-fn run_writes(plan: &Plan, observer: &dyn Observer, out: &mut Outcome) -> Result<(), RunError> {
-    let write_keys: Vec<&str> = std::iter::once("seq_write_mb_s").chain(FILE_TESTS.iter().copied()).collect();
-    if !write_keys.iter().any(|k| plan.wants(k)) {
-        return Ok(());
-    }
-    let sizes = plan.profile.sizes();
-    match &plan.write_target {
-        WriteTarget::Unavailable(reason) => {
-            skip(out, plan, &write_keys, reason);
-            Ok(())
-        }
-        WriteTarget::Scratch(dir) => {
-            scratch::check_space(dir, plan.scratch_bytes())?;
-            if plan.wants("seq_write_mb_s") {
-                // A new file, as dd's of=FILE makes; dropped (and freed) after.
-                let file = scratch::create(dir)?;
-                measure(out, observer, "seq_write_mb_s", || dd_like(&file, sizes.dd_bytes, observer))?;
+        let device = match &self.plan.read_device {
+            Ok(device) => device.clone(),
+            Err(reason) => {
+                let reason = reason.clone();
+                self.skip(&READ_KEYS, &reason);
+                return Ok(());
             }
-            if FILE_TESTS.iter().any(|k| plan.wants(k)) {
-                let file = scratch::create(dir)?;
-                lay_out(&file, sizes.test_file_bytes)
-                    .map_err(|source| RunError::Engine { key: "layout".to_owned(), source })?;
-                file_tests(plan, &file, sizes.test_file_bytes, observer, out)?;
-            }
-            Ok(())
-        }
-        WriteTarget::Raw(device) => {
-            // O_EXCL on a block device: the kernel refuses (EBUSY) while any
-            // partition is mounted or the device is held by another claimer.
-            let file = OpenOptions::new().read(true).write(true).custom_flags(libc::O_EXCL).open(device).map_err(
-                |source| RunError::Open {
-                    path: device.clone(),
-                    source,
-                    hint: "--destructive needs the whole device unmounted and unused",
-                },
-            )?;
-            let need = plan.scratch_bytes();
-            let have = device_size(&file);
-            if have < need {
-                return Err(RunError::TooSmall { path: device.clone(), have_mib: have >> 20, need_mib: need >> 20 });
-            }
-            if plan.wants("seq_write_mb_s") {
-                measure(out, observer, "seq_write_mb_s", || dd_like(&file, sizes.dd_bytes, observer))?;
-            }
-            file_tests(plan, &file, sizes.test_file_bytes, observer, out)
-        }
-    }
-}
-
-fn file_tests(
-    plan: &Plan,
-    file: &File,
-    bytes: u64,
-    observer: &dyn Observer,
-    out: &mut Outcome,
-) -> Result<(), RunError> {
-    let direct = |file: &File| {
-        scratch::set_direct(file, true).map_err(|source| RunError::Engine {
-            key: "O_DIRECT".to_owned(),
-            source: EngineError::Call { op: "fcntl(O_DIRECT)", source },
-        })
-    };
-    direct(file)?;
-    let blocks = bytes / BLOCK as u64;
-    let sequential: Vec<u64> = (0..blocks).map(|b| b * BLOCK as u64).collect();
-    let mut shuffled = sequential.clone();
-    shuffled.shuffle(&mut SmallRng::seed_from_u64(RANDOM_ORDER_SEED));
-
-    for key in FILE_TESTS.iter().filter(|k| plan.wants(k)) {
-        let (offsets, write, queued) = match *key {
-            "rand_write_4k_qd64_iops" => (&shuffled, true, true),
-            "rand_read_4k_qd64_iops" => (&shuffled, false, true),
-            "seq_write_4k_qd1_kib_s" => (&sequential, true, false),
-            "seq_read_4k_qd1_kib_s" => (&sequential, false, false),
-            "rand_read_4k_qd1_kib_s" => (&shuffled, false, false),
-            _ => (&shuffled, true, false),
         };
-        let work = Workload { fd: file.as_fd(), offsets, block_size: BLOCK, write, data: Data::Random(0x5eed_0002) };
-        measure(out, observer, key, || {
-            observer.started(key, offsets.len() as u64);
-            let progress = |done| observer.progress(done);
-            if queued {
-                // fio: IOPS = I/Os / runtime; no fsync (end_fsync=0).
-                let done = engine::run_queued(&work, QUEUE_DEPTH, plan.engine, &progress)?;
-                let iops = (done.recorder.ios as f64 / done.elapsed.as_secs_f64()).round();
-                Ok((iops, detail(&done, done.elapsed)))
-            } else {
-                // iozone -e: the fsync after the writes is inside the timing.
-                let done = engine::run_sync(&work, &progress)?;
-                let mut elapsed = done.elapsed;
-                if write {
-                    let t = Instant::now();
-                    fsync(file)?;
-                    elapsed += t.elapsed();
-                }
-                let kib_s = (done.recorder.bytes as f64 / KIB as f64 / elapsed.as_secs_f64()).round();
-                Ok((kib_s, detail(&done, elapsed)))
-            }
+        let file = OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(&device).map_err(|source| {
+            RunError::Open { path: device.clone(), source, hint: "the read tests need to read the raw device" }
         })?;
+        let stat = DevStat::for_file(&file, &self.plan.live_sysfs, None);
+        let size = hdparm::device_size(&file);
+        // hdparm -Tt: -T first (time_cache), then -t (time_device).
+        if self.wants("cached_read_mib_s") {
+            let ctx = self.ctx();
+            let m = hdparm::cached(&ctx, &file, stat.as_ref());
+            self.record("cached_read_mib_s", m)?;
+        }
+        if self.wants("seq_read_mib_s") {
+            let ctx = self.ctx();
+            let m = hdparm::device(&ctx, &file, size, stat.as_ref());
+            self.record("seq_read_mib_s", m)?;
+        }
+        Ok(())
     }
-    Ok(())
+
+    fn run_writes(&mut self) -> Result<(), RunError> {
+        let write_keys: Vec<&str> = std::iter::once("seq_write_mb_s").chain(FILE_TESTS.iter().copied()).collect();
+        if !write_keys.iter().any(|k| self.plan.wants(k)) {
+            return Ok(());
+        }
+        let place = match &self.plan.write_target {
+            WriteTarget::Unavailable(reason) => {
+                let reason = reason.clone();
+                self.skip(&write_keys, &reason);
+                return Ok(());
+            }
+            WriteTarget::Scratch(dir) => Place::Scratch(dir.clone()),
+            WriteTarget::Raw(device) => Place::Raw(self.open_raw(device)?),
+        };
+        if self.wants("seq_write_mb_s") {
+            sync();
+            let file = place.new_file()?;
+            let stat = self.stat_of(&file);
+            let ctx = self.ctx();
+            let m = dd::run(&ctx, &file, place.base(), stat.as_ref());
+            self.record("seq_write_mb_s", m)?;
+            // rm -f test: the file (and its blocks) go when it closes here.
+        }
+        if !FILE_TESTS.iter().any(|k| self.plan.wants(k)) {
+            return Ok(());
+        }
+        if let Place::Scratch(dir) = &place {
+            if let Err(why) = self.direct_io_refused(dir) {
+                self.note(why.clone());
+                self.skip(FILE_TESTS, &why);
+                return Ok(());
+            }
+        }
+        for key in ["rand_write_4k_qd64_iops", "rand_read_4k_qd64_iops"] {
+            if self.wants(key) {
+                sync();
+                let file = place.new_file()?;
+                let stat = self.stat_of(&file);
+                let ctx = self.ctx();
+                let m = fio::run(&ctx, key, &file, place.base(), stat.as_ref());
+                self.record(key, m)?;
+            }
+        }
+        if FILE_TESTS[2..].iter().any(|k| self.plan.wants(k)) && !self.time_is_up() {
+            sync();
+            let file = place.new_file()?;
+            let stat = self.stat_of(&file);
+            iozone::run(self, &file, place.base(), stat.as_ref())?;
+        }
+        Ok(())
+    }
+
+    fn open_raw(&self, device: &Path) -> Result<File, RunError> {
+        // O_EXCL on a block device: the kernel refuses (EBUSY) while any
+        // partition is mounted or the device is held by another claimer.
+        let file = OpenOptions::new().read(true).write(true).custom_flags(libc::O_EXCL).open(device).map_err(
+            |source| RunError::Open {
+                path: device.to_owned(),
+                source,
+                hint: "--destructive needs the whole device unmounted and unused",
+            },
+        )?;
+        let need = RAW_OFFSET + self.plan.scratch_bytes();
+        let have = hdparm::device_size(&file);
+        if have < need {
+            return Err(RunError::TooSmall { path: device.to_owned(), have_mib: have >> 20, need_mib: need >> 20 });
+        }
+        Ok(file)
+    }
+
+    fn stat_of(&self, file: &File) -> Option<DevStat> {
+        DevStat::for_file(file, &self.plan.live_sysfs, self.plan.write_device.as_deref())
+    }
+
+    /// Does the filesystem of `dir` take O_DIRECT? If not, the reason in one line.
+    fn direct_io_refused(&self, dir: &Path) -> Result<(), String> {
+        let probe = scratch::create(dir).map_err(|e| e.to_string())?;
+        match scratch::set_direct(&probe, true) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                let fs = self.plan.filesystem.clone().unwrap_or_else(|| "its filesystem".to_owned());
+                Err(format!(
+                    "{} is on {fs}, which refuses O_DIRECT ({e}): the fio-like and iozone-like tests need it to reach the device past the page cache, so they were not run",
+                    dir.display()
+                ))
+            }
+        }
+    }
+
+    /// Files a test's figure, or returns its error tagged with the key.
+    fn record(&mut self, key: &str, measured: Result<Measured, EngineError>) -> Result<(), RunError> {
+        let Measured { value, mut detail } = match measured {
+            Ok(measured) => measured,
+            Err(EngineError::TimeUp(when)) => {
+                self.stopped = Some(format!("not run: --max-time ({} s) ran out {when}", self.max_secs()));
+                return Ok(());
+            }
+            Err(source) => return Err(RunError::Engine { key: key.to_owned(), source }),
+        };
+        judge(&mut detail, self.plan.max_time);
+        if detail.partial && self.stopped.is_none() {
+            self.stopped = Some(format!("not run: --max-time ({} s) ran out during {key}", self.max_secs()));
+        }
+        self.out.measurements.set(key, value);
+        self.out.details.insert(key.to_owned(), detail);
+        self.observer.finished(key, value);
+        // A signal during the test's last I/O was not seen by the engine: the
+        // figure is complete, but the user asked to stop.
+        match crate::interrupt::requested() {
+            Some(signal) => Err(RunError::Engine { key: key.to_owned(), source: EngineError::Interrupted(signal) }),
+            None => Ok(()),
+        }
+    }
 }
 
-/// Runs one test and files its figure, or returns its error tagged with the key.
-fn measure(
-    out: &mut Outcome,
-    observer: &dyn Observer,
-    key: &str,
-    test: impl FnOnce() -> Result<(f64, TestDetail), EngineError>,
-) -> Result<(), RunError> {
-    let (value, detail) = test().map_err(|source| RunError::Engine { key: key.to_owned(), source })?;
-    out.measurements.set(key, value);
-    out.details.insert(key.to_owned(), detail);
-    observer.finished(key, value);
-    // A signal during the test's last I/O was not seen by the engine: the
-    // figure is complete, but the user asked to stop.
-    match crate::interrupt::requested() {
-        Some(signal) => Err(RunError::Engine { key: key.to_owned(), source: EngineError::Interrupted(signal) }),
-        None => Ok(()),
+/// Adds what a reader must know about a figure: a short window, a test cut
+/// short, bytes that never reached the device.
+fn judge(detail: &mut TestDetail, max_time: Option<Duration>) {
+    if detail.seconds < MIN_WINDOW.as_secs_f64() && !detail.partial {
+        detail.low_confidence = true;
+        detail.notes.push(format!(
+            "the timed window lasted only {:.3} s (under {} s): timer resolution and setup weigh on the figure, so treat it as approximate",
+            detail.seconds,
+            MIN_WINDOW.as_secs()
+        ));
+    }
+    if detail.partial {
+        detail.notes.push(format!(
+            "cut short by --max-time ({} s) after {} I/Os: the figure covers only those, and the score is not comparable",
+            max_time.map_or(0, |t| t.as_secs()),
+            detail.ios
+        ));
     }
 }
 
-fn detail(done: &Completed, elapsed: Duration) -> TestDetail {
+/// Where the write tests' files live.
+enum Place {
+    Scratch(PathBuf),
+    Raw(File),
+}
+
+impl Place {
+    /// A new file, as `rm -f test` followed by the next tool's create gives;
+    /// on a raw device, the same device again (its region starts at [`Place::base`]).
+    fn new_file(&self) -> Result<File, RunError> {
+        match self {
+            Place::Scratch(dir) => Ok(scratch::create(dir)?),
+            Place::Raw(file) => file.try_clone().map_err(|source| RunError::Engine {
+                key: "setup".to_owned(),
+                source: EngineError::Call { op: "dup", source },
+            }),
+        }
+    }
+
+    /// Byte offset of the test region in the file.
+    fn base(&self) -> u64 {
+        match self {
+            Place::Scratch(_) => 0,
+            Place::Raw(_) => RAW_OFFSET,
+        }
+    }
+}
+
+/// `sync`, as Storage.sh runs it before each tool.
+pub(crate) fn sync() {
+    // SAFETY: sync(2) takes no arguments and cannot fail.
+    unsafe { libc::sync() };
+}
+
+/// The detail of a finished workload timed over `elapsed`.
+pub(crate) fn detail(done: &Completed, elapsed: Duration) -> TestDetail {
     TestDetail {
         engine: done.engine.to_owned(),
+        engine_detail: done.engine_detail.clone(),
         bytes: done.recorder.bytes,
         ios: done.recorder.ios,
         seconds: round_to(elapsed.as_secs_f64(), 4),
         latency: done.recorder.latency(),
         intervals_mib_s: done.recorder.intervals_mib_s(elapsed),
         interval_ms: INTERVAL.as_millis() as u64,
+        partial: done.partial,
+        ..TestDetail::default()
     }
 }
 
-/// `hdparm -t --direct`: sequential 2 MiB O_DIRECT reads from byte 0 until
-/// 3 s have passed (or 1024 reads). MiB/s, two decimals as hdparm prints.
-fn hdparm_t(
-    file: &File,
-    size: u64,
-    min_time: Duration,
-    observer: &dyn Observer,
-) -> Result<(f64, TestDetail), EngineError> {
-    observer.started("seq_read_mib_s", min_time.as_millis() as u64);
-    let chunk = HDPARM_CHUNK as u64;
-    // A device smaller than the test is read again from the start.
-    let span = (size / chunk).max(1) * chunk;
-    let mut offset = 0u64;
-    timed_reads(file, min_time, HDPARM_MAX_READS, observer, || {
-        let this = offset;
-        offset = (offset + chunk) % span;
-        this
-    })
+/// The device counters around a timed window.
+pub(crate) struct Window<'s> {
+    stat: Option<&'s DevStat>,
+    before: Option<Snapshot>,
 }
 
-/// `hdparm -T --direct`: one priming read of the first 2 MiB, then re-reads
-/// of it for 2 s. With O_DIRECT this is the device and its own cache.
-fn hdparm_cached(file: &File, time: Duration, observer: &dyn Observer) -> Result<(f64, TestDetail), EngineError> {
-    observer.started("cached_read_mib_s", time.as_millis() as u64);
-    let mut buf = AlignedBuf::zeroed(HDPARM_CHUNK);
-    read_exact_at(file, &mut buf, 0)?;
-    timed_reads(file, time, u64::MAX, observer, || 0)
-}
+impl<'s> Window<'s> {
+    /// Opens the window: reads the counters now.
+    pub fn open(stat: Option<&'s DevStat>) -> Self {
+        Window { stat, before: stat.and_then(DevStat::snapshot) }
+    }
 
-fn timed_reads(
-    file: &File,
-    min_time: Duration,
-    max_reads: u64,
-    observer: &dyn Observer,
-    mut next_offset: impl FnMut() -> u64,
-) -> Result<(f64, TestDetail), EngineError> {
-    let mut buf = AlignedBuf::zeroed(HDPARM_CHUNK);
-    let start = Instant::now();
-    let mut recorder = Recorder::new(start);
-    let mut reads = 0u64;
-    let elapsed = loop {
-        let issued = Instant::now();
-        read_exact_at(file, &mut buf, next_offset())?;
-        let now = Instant::now();
-        recorder.record(now, now - issued, HDPARM_CHUNK as u64);
-        reads += 1;
-        let elapsed = now - start;
-        observer.progress(elapsed.as_millis() as u64);
-        if elapsed >= min_time || reads >= max_reads {
-            break elapsed;
+    /// Closes it, filing the evidence (and a note if the bytes went elsewhere).
+    pub fn close(self, detail: &mut TestDetail, direction: Direction) {
+        let (Some(stat), Some(before)) = (self.stat, self.before) else { return };
+        let Some(after) = stat.snapshot() else { return };
+        let io = devstat::evidence(stat, before, after, direction, detail.bytes);
+        if !io.reached {
+            detail.notes.push(devstat::missed(&io, direction));
         }
-    };
-    let mib_s = round_to(recorder.bytes as f64 / MIB as f64 / elapsed.as_secs_f64(), 2);
-    let done = Completed { recorder, elapsed, engine: "sync" };
-    Ok((mib_s, detail(&done, elapsed)))
-}
-
-fn read_exact_at(file: &File, buf: &mut AlignedBuf, offset: u64) -> Result<(), EngineError> {
-    let offsets = [offset];
-    let len = buf.len();
-    let work = Workload { fd: file.as_fd(), offsets: &offsets, block_size: len, write: false, data: Data::Zeros };
-    engine::run_sync(&work, &|_| {}).map(drop)
-}
-
-/// `dd if=/dev/zero of=FILE bs=4k count=130k conv=fsync`: buffered 4 KiB
-/// writes of zeros, then fsync, all timed. MB/s (10^6 B), rounded as
-/// coreutils dd prints its rate (see [`like_dd`]).
-fn dd_like(file: &File, bytes: u64, observer: &dyn Observer) -> Result<(f64, TestDetail), EngineError> {
-    let count = bytes / BLOCK as u64;
-    observer.started("seq_write_mb_s", count);
-    let offsets: Vec<u64> = (0..count).map(|i| i * BLOCK as u64).collect();
-    let work = Workload { fd: file.as_fd(), offsets: &offsets, block_size: BLOCK, write: true, data: Data::Zeros };
-    let done = engine::run_sync(&work, &|done| observer.progress(done))?;
-    let t = Instant::now();
-    fsync(file)?;
-    let elapsed = done.elapsed + t.elapsed();
-    let mb_s = like_dd(done.recorder.bytes as f64 / 1e6 / elapsed.as_secs_f64());
-    Ok((mb_s, detail(&done, elapsed)))
-}
-
-/// Writes the test file once, in 1 MiB O_DIRECT chunks of random data, so
-/// the fio-like and iozone-like tests find its blocks allocated.
-fn lay_out(file: &File, bytes: u64) -> Result<(), EngineError> {
-    scratch::set_direct(file, true).map_err(|source| EngineError::Call { op: "fcntl(O_DIRECT)", source })?;
-    let chunk = MIB as usize;
-    let offsets: Vec<u64> = (0..bytes / MIB).map(|i| i * MIB).collect();
-    let work =
-        Workload { fd: file.as_fd(), offsets: &offsets, block_size: chunk, write: true, data: Data::Random(0x1a70) };
-    engine::run_sync(&work, &|_| {})?;
-    fsync(file)
-}
-
-fn fsync(file: &File) -> Result<(), EngineError> {
-    file.sync_all().map_err(|source| EngineError::Call { op: "fsync", source })
-}
-
-/// Size of a block device (BLKGETSIZE64) or regular file.
-fn device_size(file: &File) -> u64 {
-    use std::os::fd::AsRawFd;
-    nix::ioctl_read!(blkgetsize64, 0x12, 114, u64);
-    let mut size = 0u64;
-    // SAFETY: BLKGETSIZE64 writes one u64 into `size`; on a non-block fd it fails harmlessly.
-    if unsafe { blkgetsize64(file.as_raw_fd(), &mut size) }.is_ok() && size > 0 {
-        return size;
+        detail.device_io = Some(io);
     }
-    file.metadata().map(|m| m.len()).unwrap_or(0)
 }
 
-fn round_to(value: f64, decimals: i32) -> f64 {
+/// Says once, in one line, that a test will take very long at the rate
+/// seen so far (a dying card), with its ETA.
+pub(crate) struct Eta<'a> {
+    key: &'a str,
+    observer: &'a dyn Observer,
+    start: Instant,
+    total: u64,
+    unit: &'static str,
+    told: AtomicBool,
+}
+
+impl<'a> Eta<'a> {
+    pub fn new(key: &'a str, observer: &'a dyn Observer, total: u64, unit: &'static str) -> Self {
+        Eta { key, observer, start: Instant::now(), total, unit, told: AtomicBool::new(false) }
+    }
+
+    /// `done` of `total` units are done.
+    pub fn update(&self, done: u64) {
+        let elapsed = self.start.elapsed();
+        if done == 0 || done >= self.total || elapsed < Duration::from_secs(3) || self.told.load(Ordering::Relaxed) {
+            return;
+        }
+        let rate = done as f64 / elapsed.as_secs_f64();
+        let left = Duration::from_secs_f64((self.total - done) as f64 / rate);
+        if elapsed + left > SLOW_TEST && !self.told.swap(true, Ordering::Relaxed) {
+            self.observer.note(&format!(
+                "{} is very slow: {done} of {} {} in {:.0} s, so about {} more at this rate (ETA {}); a card this slow may be failing, and --max-time SECS caps a run",
+                self.key,
+                self.total,
+                self.unit,
+                elapsed.as_secs_f64(),
+                minutes(left),
+                minutes(elapsed + left),
+            ));
+        }
+    }
+}
+
+fn minutes(d: Duration) -> String {
+    let m = d.as_secs().div_ceil(60);
+    if m >= 120 { format!("{} h {} min", m / 60, m % 60) } else { format!("{m} min") }
+}
+
+pub(crate) fn round_to(value: f64, decimals: i32) -> f64 {
     let scale = 10f64.powi(decimals);
     (value * scale).round() / scale
 }
 
-/// Rounds a MB/s rate the way coreutils dd prints it, since PiBenchmarks
-/// scored dd's printed figure. dd's human-readable SI output keeps one
-/// decimal below 100 (`5.8 MB/s`, `33.4 MB/s`), none from 100 to 999
-/// (`370 MB/s`), and switches to GB/s from 1000 (`1.2 GB/s` = 1200 MB/s);
-/// these outputs were read off Debian's dd on this machine.
-pub fn like_dd(mb_s: f64) -> f64 {
-    if !mb_s.is_finite() || mb_s <= 0.0 {
-        return mb_s;
-    }
-    if mb_s < 100.0 {
-        round_to(mb_s, 1)
-    } else if mb_s < 1000.0 {
-        mb_s.round()
-    } else {
-        like_dd(mb_s / 1000.0) * 1000.0
-    }
+/// fio's IOPS, as its terse and JSON output print it: the runtime is kept
+/// in whole milliseconds, rounded up (backend.c `update_runtime`), and
+/// `1000 × I/Os / runtime` is an integer division (stat.c).
+pub fn fio_iops(ios: u64, elapsed: Duration) -> f64 {
+    let runtime_ms = u64::try_from(elapsed.as_micros().div_ceil(1000)).unwrap_or(u64::MAX).max(1);
+    (ios.saturating_mul(1000) / runtime_ms) as f64
+}
+
+/// iozone's KiB/s: `(unsigned long long)(bytes / seconds) >> 10`
+/// (iozone.c, write_perf_test and friends), so both steps truncate.
+pub fn iozone_kib_s(bytes: u64, elapsed: Duration) -> f64 {
+    let secs = elapsed.as_secs_f64().max(1e-9);
+    (((bytes as f64 / secs) as u64) >> 10) as f64
 }
 
 /// Is `path` a directory we could write a scratch file in?
@@ -519,14 +698,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rates_round_like_dd() {
-        assert_eq!(like_dd(5.83), 5.8);
-        assert_eq!(like_dd(33.44), 33.4);
-        assert_eq!(like_dd(370.3), 370.0);
-        assert_eq!(like_dd(1234.5), 1200.0);
-    }
-
-    #[test]
     fn file_tests_are_the_six_4k_tests() {
         assert_eq!(FILE_TESTS.len(), 6);
         assert!(FILE_TESTS.iter().all(|k| k.contains("_4k_")));
@@ -534,15 +705,60 @@ mod tests {
 
     #[test]
     fn scratch_need_is_the_larger_test() {
-        let plan = Plan {
-            read_device: Err(String::new()),
-            write_target: WriteTarget::Unavailable(String::new()),
-            profile: Profile::Compat,
-            keys: MEASUREMENT_KEYS.iter().map(|k| k.to_string()).collect(),
-            engine: EngineChoice::Auto,
-        };
+        let plan = Plan::new(Err(String::new()), WriteTarget::Unavailable(String::new()));
         assert_eq!(plan.scratch_bytes(), 520 * MIB);
         let only_file = Plan { keys: vec!["rand_read_4k_qd64_iops".into()], ..plan };
         assert_eq!(only_file.scratch_bytes(), 80 * MIB);
+    }
+
+    #[test]
+    fn iops_truncate_as_fio_prints_them() {
+        // 20480 I/Os in 10.2415 s: fio keeps 10242 ms and prints 1999, where
+        // rounding the exact rate would say 2000.
+        assert_eq!(fio_iops(20480, Duration::from_micros(10_241_500)), 1999.0);
+        assert_eq!(fio_iops(20480, Duration::from_millis(10_240)), 2000.0);
+        assert_eq!(fio_iops(5, Duration::ZERO), 5000.0);
+    }
+
+    #[test]
+    fn iozone_rates_truncate() {
+        // 80 MiB in 20.001 s = 4095.8 KiB/s: iozone prints 4095.
+        assert_eq!(iozone_kib_s(80 << 20, Duration::from_secs_f64(20.001)), 4095.0);
+    }
+
+    #[test]
+    fn short_and_cut_windows_are_flagged() {
+        let mut short = TestDetail { seconds: 0.25, ..TestDetail::default() };
+        judge(&mut short, None);
+        assert!(short.low_confidence && short.notes[0].contains("0.250 s"), "{short:?}");
+        let mut long = TestDetail { seconds: 4.0, ..TestDetail::default() };
+        judge(&mut long, None);
+        assert!(!long.low_confidence && long.notes.is_empty());
+        let mut cut = TestDetail { seconds: 8.0, partial: true, ios: 512, ..TestDetail::default() };
+        judge(&mut cut, Some(Duration::from_secs(8)));
+        assert!(cut.notes[0].contains("--max-time (8 s) after 512 I/Os"), "{cut:?}");
+    }
+
+    #[test]
+    fn eta_speaks_once_and_only_for_slow_tests() {
+        #[derive(Default)]
+        struct Heard(std::sync::Mutex<Vec<String>>);
+        impl Observer for Heard {
+            fn started(&self, _: &str, _: u64) {}
+            fn progress(&self, _: u64) {}
+            fn finished(&self, _: &str, _: f64) {}
+            fn note(&self, m: &str) {
+                self.0.lock().expect("lock").push(m.to_owned());
+            }
+        }
+        let heard = Heard::default();
+        let mut eta = Eta::new("rand_write_4k_qd64_iops", &heard, 20480, "I/Os");
+        eta.start = Instant::now() - Duration::from_secs(10);
+        eta.update(10_000); // 20 s in all: fast enough
+        eta.update(100); // 2048 s in all: too slow
+        eta.update(101);
+        let heard = heard.0.into_inner().expect("lock");
+        assert_eq!(heard.len(), 1, "{heard:?}");
+        assert!(heard[0].contains("rand_write_4k_qd64_iops is very slow") && heard[0].contains("ETA 35 min"), "{heard:?}");
     }
 }

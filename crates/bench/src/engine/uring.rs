@@ -1,0 +1,343 @@
+//! The io_uring engine: one ring per job, `depth` requests in flight.
+//!
+//! Opcodes, best first, as the kernel allows:
+//! - `READ_FIXED`/`WRITE_FIXED` on one registered buffer region (Linux 5.1),
+//!   the cheapest path and the one fio's io_uring engine takes with
+//!   `fixedbufs`;
+//! - plain `READ`/`WRITE` (5.6) when registration is refused: registered
+//!   buffers are pinned and counted against `RLIMIT_MEMLOCK`, which is often
+//!   64 KiB for a user without CAP_IPC_LOCK;
+//! - `READV`/`WRITEV` (5.1) when the kernel has no plain `READ`.
+//!
+//! The report says which ran ([`Completed::engine_detail`]).
+
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
+
+use io_uring::{IoUring, Probe, opcode, squeue, types};
+
+use super::{
+    Completed, EngineError, Part, Pending, Progress, Shape, StartGate, Workload, buffer_for, check_interrupt, merge,
+    next_serial, panic_message, report, share, stamp,
+};
+use crate::recorder::Recorder;
+
+/// How requests are written into the ring.
+#[derive(Debug, Clone)]
+enum Mode {
+    Fixed,
+    /// Registration was refused, for this reason.
+    Plain(String),
+    Vectored(String),
+}
+
+impl Mode {
+    fn describe(&self) -> String {
+        match self {
+            Mode::Fixed => "io_uring with registered buffers".to_owned(),
+            Mode::Plain(why) => format!("io_uring with plain read/write: buffer registration refused ({why})"),
+            Mode::Vectored(why) => format!(
+                "io_uring with readv/writev: buffer registration refused ({why}) and this kernel has no plain read/write opcode"
+            ),
+        }
+    }
+}
+
+/// Runs `work` on io_uring; an error from setting up the first ring comes
+/// back as [`EngineError::Setup`], so the caller may fall back to threads.
+pub(super) fn run(work: &Workload<'_>, shape: Shape, progress: Progress<'_>) -> Result<Completed, EngineError> {
+    let plain_ok = probe_plain_opcodes()?;
+    let gate = StartGate::new(shape.jobs);
+    let counter = AtomicU64::new(0);
+    let halt = AtomicBool::new(false);
+    let job = |j: usize| {
+        let result = run_job(work, share(work.offsets, j, shape.jobs), shape.depth, plain_ok, &gate, &counter, &halt, progress);
+        if result.is_err() {
+            halt.store(true, Ordering::Relaxed);
+        }
+        result
+    };
+    let results: Vec<Result<(Part, Mode, Instant), EngineError>> = if shape.jobs == 1 {
+        vec![job(0)]
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..shape.jobs).map(|j| scope.spawn(move || job(j))).collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|panic| Err(EngineError::Panicked(panic_message(&*panic)))))
+                .collect()
+        })
+    };
+    let mut parts = Vec::with_capacity(results.len());
+    let mut first: Option<(Mode, Instant)> = None;
+    let mut failure = None;
+    for result in results {
+        match result {
+            Ok((part, mode, start)) => {
+                first.get_or_insert((mode, start));
+                parts.push(part);
+            }
+            // The first real error wins over the setup error of a job that
+            // was only waiting for the others.
+            Err(e) => match (&failure, &e) {
+                (None, _) | (Some(EngineError::Setup(_)), _) => failure = Some(e),
+                _ => {}
+            },
+        }
+    }
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let Some((mode, start)) = first else { return Err(EngineError::Panicked("no io_uring job ran".to_owned())) };
+    let (recorder, elapsed, partial) = merge(start, parts);
+    report(progress, recorder.ios)?;
+    Ok(Completed { recorder, elapsed, engine: "io_uring", engine_detail: Some(mode.describe()), partial })
+}
+
+/// Can this kernel take plain `READ`/`WRITE`? Also the first test of
+/// whether io_uring is allowed at all (ENOSYS, EPERM under seccomp).
+fn probe_plain_opcodes() -> Result<bool, EngineError> {
+    let ring = IoUring::new(2).map_err(EngineError::Setup)?;
+    let mut probe = Probe::new();
+    // Kernels before 5.6 have no probe, and no plain READ either.
+    Ok(ring.submitter().register_probe(&mut probe).is_ok()
+        && probe.is_supported(opcode::Read::CODE)
+        && probe.is_supported(opcode::Write::CODE))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_job(
+    work: &Workload<'_>,
+    offsets: &[u64],
+    depth: usize,
+    plain_ok: bool,
+    gate: &StartGate,
+    counter: &AtomicU64,
+    halt: &AtomicBool,
+    progress: Progress<'_>,
+) -> Result<(Part, Mode, Instant), EngineError> {
+    let entries = u32::try_from(depth.next_power_of_two()).unwrap_or(4096);
+    let ring = IoUring::new(entries);
+    let mut buf = buffer_for(work, depth);
+    // Every job reaches the gate, even one whose ring failed, or the others
+    // would wait for it for ever.
+    let ring = match ring {
+        Ok(ring) => ring,
+        Err(e) => {
+            gate.wait();
+            return Err(EngineError::Setup(e));
+        }
+    };
+    let region = libc::iovec { iov_base: buf.ptr_at(0).cast(), iov_len: buf.len() };
+    // SAFETY: the registered region is `buf`, which outlives the ring: the
+    // ring is dropped (unregistering it) before `buf` on every path below,
+    // and `buf` is leaked rather than freed if requests could still be in
+    // flight.
+    let mode = match unsafe { ring.submitter().register_buffers(std::slice::from_ref(&region)) } {
+        Ok(()) => Mode::Fixed,
+        Err(e) if plain_ok => Mode::Plain(memlock_hint(&e)),
+        Err(e) => Mode::Vectored(memlock_hint(&e)),
+    };
+    let start = gate.wait();
+    let mut job = Job::new(work, depth, start);
+    let outcome = job.drive(ring, &mut buf, offsets, &mode, counter, halt, progress);
+    match outcome {
+        Ok(()) => Ok((Part { recorder: job.recorder, partial: job.partial }, mode, start)),
+        Err(Leak(e)) => {
+            // Requests may still be in flight: leak the buffer rather than
+            // let the kernel write into freed memory.
+            std::mem::forget(buf);
+            Err(e)
+        }
+    }
+}
+
+/// A registration error, with the likely cause named.
+fn memlock_hint(e: &std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::ENOMEM) => format!("{e}: the memlock limit (ulimit -l) is too small for pinned buffers"),
+        _ => e.to_string(),
+    }
+}
+
+/// An error after which in-flight requests may still touch the buffer.
+struct Leak(EngineError);
+
+struct Job<'w, 'a> {
+    work: &'w Workload<'a>,
+    bs: usize,
+    /// Per slot: the request in it and when it was first issued.
+    slots: Vec<Option<(Pending, Instant)>>,
+    iovecs: Vec<libc::iovec>,
+    free: Vec<usize>,
+    resubmit: Vec<usize>,
+    in_flight: usize,
+    recorder: Recorder,
+    failure: Option<EngineError>,
+    partial: bool,
+}
+
+impl<'w, 'a> Job<'w, 'a> {
+    fn new(work: &'w Workload<'a>, depth: usize, start: Instant) -> Self {
+        Job {
+            work,
+            bs: work.block_size,
+            slots: vec![None; depth],
+            iovecs: vec![libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; depth],
+            free: (0..depth).rev().collect(),
+            resubmit: Vec::new(),
+            in_flight: 0,
+            recorder: Recorder::new(start),
+            failure: None,
+            partial: false,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn drive(
+        &mut self,
+        mut ring: IoUring,
+        buf: &mut crate::buffer::AlignedBuf,
+        offsets: &[u64],
+        mode: &Mode,
+        counter: &AtomicU64,
+        halt: &AtomicBool,
+        progress: Progress<'_>,
+    ) -> Result<(), Leak> {
+        let fd = types::Fd(self.work.fd.as_raw_fd());
+        let op = self.work.op();
+        let stamped = self.work.write && matches!(self.work.data, super::Data::Random(_));
+        let mut next = 0usize;
+        loop {
+            if self.failure.is_none() {
+                self.failure = check_interrupt().err();
+            }
+            let halted = self.failure.is_some() || halt.load(Ordering::Relaxed);
+            // The rest of short transfers first: they are already counted in flight.
+            while let Some(slot) = self.resubmit.pop() {
+                if halted {
+                    self.release(slot);
+                    continue;
+                }
+                let Some((pending, _)) = self.slots[slot] else { continue };
+                let (at, skip, len) = pending.remaining();
+                let entry = self.entry(fd, buf, mode, slot, at, skip, len);
+                // SAFETY: the entry points into `buf` slot `slot`, untouched
+                // until its completion is reaped below.
+                if unsafe { ring.submission().push(&entry) }.is_err() {
+                    self.resubmit.push(slot);
+                    break;
+                }
+            }
+            while !halted && next < offsets.len() {
+                if self.work.past_deadline() {
+                    self.partial = true;
+                    break;
+                }
+                let Some(slot) = self.free.pop() else { break };
+                let offset = offsets[next];
+                if stamped {
+                    let range = slot * self.bs..(slot + 1) * self.bs;
+                    stamp(&mut buf.as_mut_slice()[range], offset, next_serial());
+                }
+                let entry = self.entry(fd, buf, mode, slot, offset, 0, self.bs);
+                // SAFETY: as above.
+                if unsafe { ring.submission().push(&entry) }.is_err() {
+                    self.free.push(slot);
+                    break;
+                }
+                self.slots[slot] = Some((Pending::new(offset, self.bs), Instant::now()));
+                next += 1;
+                self.in_flight += 1;
+            }
+            if self.in_flight == 0 {
+                break;
+            }
+            match ring.submit_and_wait(1) {
+                Ok(_) => {}
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EBUSY | libc::EAGAIN)) => {}
+                Err(e) => {
+                    return Err(Leak(
+                        self.failure.take().unwrap_or(EngineError::Call { op: "io_uring_enter", source: e }),
+                    ));
+                }
+            }
+            let now = Instant::now();
+            let mut completed = 0u64;
+            for cqe in ring.completion() {
+                let slot = cqe.user_data() as usize;
+                let Some(Some((pending, issued))) = self.slots.get_mut(slot) else { continue };
+                let issued = *issued;
+                match pending.on_result(i64::from(cqe.result()), op) {
+                    super::Next::Complete => {
+                        self.recorder.record(now, now - issued, self.bs as u64);
+                        completed += 1;
+                        self.release(slot);
+                    }
+                    super::Next::Resubmit => self.resubmit.push(slot),
+                    super::Next::Fail(e) => {
+                        self.failure.get_or_insert(e);
+                        self.release(slot);
+                    }
+                }
+            }
+            if completed > 0 {
+                let total = counter.fetch_add(completed, Ordering::Relaxed) + completed;
+                if total / 256 != (total - completed) / 256 {
+                    if let Err(e) = report(progress, total) {
+                        self.failure.get_or_insert(e);
+                    }
+                }
+            }
+        }
+        if next < offsets.len() && self.failure.is_none() && !halt.load(Ordering::Relaxed) {
+            self.partial = true;
+        }
+        drop(ring);
+        match self.failure.take() {
+            Some(e) => Err(Leak(e)),
+            None => Ok(()),
+        }
+    }
+
+    fn release(&mut self, slot: usize) {
+        self.slots[slot] = None;
+        self.free.push(slot);
+        self.in_flight -= 1;
+    }
+
+    /// The submission entry for `len` bytes at file offset `at`, into or
+    /// from slot `slot` of `buf` starting `skip` bytes in.
+    #[allow(clippy::too_many_arguments)]
+    fn entry(
+        &mut self,
+        fd: types::Fd,
+        buf: &mut crate::buffer::AlignedBuf,
+        mode: &Mode,
+        slot: usize,
+        at: u64,
+        skip: usize,
+        len: usize,
+    ) -> squeue::Entry {
+        let ptr = buf.ptr_at(slot * self.bs + skip);
+        let len32 = len as u32;
+        let write = self.work.write;
+        let entry = match mode {
+            Mode::Fixed if write => opcode::WriteFixed::new(fd, ptr, len32, 0).offset(at).build(),
+            Mode::Fixed => opcode::ReadFixed::new(fd, ptr, len32, 0).offset(at).build(),
+            Mode::Plain(_) if write => opcode::Write::new(fd, ptr, len32).offset(at).build(),
+            Mode::Plain(_) => opcode::Read::new(fd, ptr, len32).offset(at).build(),
+            Mode::Vectored(_) => {
+                self.iovecs[slot] = libc::iovec { iov_base: ptr.cast(), iov_len: len };
+                let iov = &self.iovecs[slot] as *const libc::iovec;
+                if write {
+                    opcode::Writev::new(fd, iov, 1).offset(at).build()
+                } else {
+                    opcode::Readv::new(fd, iov, 1).offset(at).build()
+                }
+            }
+        };
+        entry.user_data(slot as u64)
+    }
+}

@@ -1,0 +1,157 @@
+//! The hdparm-like read tests, as `hdparm -Tt --direct` runs them (hdparm.c
+//! `time_cache` and `time_device`; the sequence below was also read off
+//! Debian's hdparm 9.65 with strace on this project's machine):
+//!
+//! - **`-T` (`cached_read_mib_s`)**: `sync`, a 3 s pause ("give time for I/O
+//!   to settle"), one untimed read of the first 2 MiB, a flush of the
+//!   device's buffers (`sync`, `BLKFLSBUF`, `sync`) and a 1 s pause, then
+//!   re-reads of those 2 MiB until 2 s have passed; then flush and pause again.
+//! - **`-t` (`seq_read_mib_s`)**: a 3 s pause after `sync`, then 2 MiB
+//!   reads from byte 0 onwards until 3 s have passed, but never more than
+//!   the device holds: hdparm caps the count at size ÷ 2 MiB, so a small
+//!   device is read once, to its end, and never wraps around.
+//!
+//! Before `-t` an untimed priming read of the first 2 MiB wakes the device,
+//! so that a spun-down USB disk does not put its spin-up into the timed
+//! window (in `hdparm -Tt` the `-T` test's reads do this). Both report MiB/s
+//! with two decimals, as hdparm prints `%6.2f MB/sec` with MB = 2^20 bytes.
+
+use std::fs::File;
+use std::os::fd::{AsFd, AsRawFd};
+use std::time::{Duration, Instant};
+
+use storage_scoring::schema::TestDetail;
+
+use super::{Ctx, Measured, Window, detail, round_to, sync};
+use crate::buffer::AlignedBuf;
+use crate::devstat::{DevStat, Direction};
+use crate::engine::{self, Completed, Data, EngineError, Workload};
+use crate::recorder::Recorder;
+
+const MIB: u64 = 1 << 20;
+/// hdparm's `TIMING_BUF_MB`: 2 MiB per read.
+const CHUNK: usize = 2 * MIB as usize;
+
+/// `hdparm -T --direct`.
+pub(super) fn cached(ctx: &Ctx<'_>, file: &File, stat: Option<&DevStat>) -> Result<Measured, EngineError> {
+    let key = "cached_read_mib_s";
+    ctx.observer.started(key, ctx.sizes.cached_read_time.as_millis() as u64);
+    sync();
+    pause(ctx.sizes.settle)?;
+    let mut buf = AlignedBuf::zeroed(CHUNK);
+    read_at(file, &mut buf, 0)?;
+    flush(file);
+    pause(ctx.sizes.flush_pause)?;
+    let window = Window::open(stat);
+    let (value, mut detail) = timed_reads(ctx, file, ctx.sizes.cached_read_time, u64::MAX, |_| 0)?;
+    window.close(&mut detail, Direction::Read);
+    flush(file);
+    pause(ctx.sizes.flush_pause)?;
+    Ok(Measured { value, detail })
+}
+
+/// `hdparm -t --direct`.
+pub(super) fn device(ctx: &Ctx<'_>, file: &File, size: u64, stat: Option<&DevStat>) -> Result<Measured, EngineError> {
+    let key = "seq_read_mib_s";
+    let min_time = ctx.sizes.seq_read_time;
+    ctx.observer.started(key, min_time.as_millis() as u64);
+    let cap = size / CHUNK as u64;
+    if cap == 0 {
+        return Err(EngineError::Short { op: "read", offset: 0, got: size as usize, want: CHUNK });
+    }
+    let mut buf = AlignedBuf::zeroed(CHUNK);
+    read_at(file, &mut buf, 0)?;
+    sync();
+    pause(ctx.sizes.settle)?;
+    let window = Window::open(stat);
+    let (value, mut detail) = timed_reads(ctx, file, min_time, cap, |i| i * CHUNK as u64)?;
+    window.close(&mut detail, Direction::Read);
+    if detail.ios == cap && detail.seconds < min_time.as_secs_f64() {
+        detail.notes.push(format!(
+            "the device ended after {} MiB, read in {:.3} s, before hdparm's {} s were up: hdparm reads at most size ÷ 2 MiB blocks and stops there too",
+            detail.bytes / MIB,
+            detail.seconds,
+            min_time.as_secs()
+        ));
+        detail.low_confidence = true;
+    }
+    Ok(Measured { value, detail })
+}
+
+/// Reads 2 MiB at `offset(i)` for the i-th read, until `min_time` has
+/// passed or `max_reads` reads are done. MiB/s with two decimals.
+fn timed_reads(
+    ctx: &Ctx<'_>,
+    file: &File,
+    min_time: Duration,
+    max_reads: u64,
+    offset: impl Fn(u64) -> u64,
+) -> Result<(f64, TestDetail), EngineError> {
+    let mut buf = AlignedBuf::zeroed(CHUNK);
+    let start = Instant::now();
+    let mut recorder = Recorder::new(start);
+    let mut reads = 0u64;
+    let mut partial = false;
+    let elapsed = loop {
+        let issued = Instant::now();
+        read_at(file, &mut buf, offset(reads))?;
+        let now = Instant::now();
+        recorder.record(now, now - issued, CHUNK as u64);
+        reads += 1;
+        let elapsed = now - start;
+        ctx.observer.progress(elapsed.as_millis() as u64);
+        if elapsed >= min_time || reads >= max_reads {
+            break elapsed;
+        }
+        if ctx.deadline.is_some_and(|d| now >= d) {
+            partial = true;
+            break elapsed;
+        }
+    };
+    let mib_s = round_to(recorder.bytes as f64 / MIB as f64 / elapsed.as_secs_f64(), 2);
+    let done = Completed { recorder, elapsed, engine: "sync", engine_detail: None, partial };
+    Ok((mib_s, detail(&done, elapsed)))
+}
+
+fn read_at(file: &File, buf: &mut AlignedBuf, offset: u64) -> Result<(), EngineError> {
+    let offsets = [offset];
+    let work = Workload::new(file.as_fd(), &offsets, buf.len(), false, Data::Zeros);
+    engine::run_sync(&work, &|_| {}).map(drop)
+}
+
+/// hdparm's `flush_buffer_cache`: `sync`, `BLKFLSBUF` (drop the device's
+/// page cache), `sync`. BLKFLSBUF needs CAP_SYS_ADMIN; without it, as in
+/// hdparm, the flush is just skipped.
+fn flush(file: &File) {
+    nix::ioctl_none!(blkflsbuf, 0x12, 97);
+    sync();
+    // SAFETY: BLKFLSBUF takes no argument; on a non-block fd it fails harmlessly.
+    let _ = unsafe { blkflsbuf(file.as_raw_fd()) };
+    sync();
+}
+
+/// Sleeps for `d`, but returns at once on Ctrl-C or SIGTERM.
+pub(super) fn pause(d: Duration) -> Result<(), EngineError> {
+    let until = Instant::now() + d;
+    loop {
+        if let Some(signal) = crate::interrupt::requested() {
+            return Err(EngineError::Interrupted(signal));
+        }
+        let now = Instant::now();
+        if now >= until {
+            return Ok(());
+        }
+        std::thread::sleep((until - now).min(Duration::from_millis(50)));
+    }
+}
+
+/// Size of a block device (BLKGETSIZE64) or regular file.
+pub(super) fn device_size(file: &File) -> u64 {
+    nix::ioctl_read!(blkgetsize64, 0x12, 114, u64);
+    let mut size = 0u64;
+    // SAFETY: BLKGETSIZE64 writes one u64 into `size`; on a non-block fd it fails harmlessly.
+    if unsafe { blkgetsize64(file.as_raw_fd(), &mut size) }.is_ok() && size > 0 {
+        return size;
+    }
+    file.metadata().map(|m| m.len()).unwrap_or(0)
+}

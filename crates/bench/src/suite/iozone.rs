@@ -1,0 +1,106 @@
+//! The iozone-like tests, as Storage.sh runs them: `iozone -a -e -I -i 0
+//! -i 1 -i 2 -s 80M -r 4k`, one new 80 MiB file, O_DIRECT (`-I`), 4 KiB
+//! records, one at a time, and the `fsync` inside the timing (`-e`).
+//!
+//! iozone's order on that file (iozone.c 3.471: `write_perf_test`,
+//! `read_perf_test`, `random_perf_test`), each pass of which is reproduced:
+//!
+//! | pass | file state it meets | figure |
+//! |---|---|---|
+//! | write | new and empty (truncated, unlinked, created, fsynced): each write extends it and allocates blocks | `seq_write_4k_qd1_kib_s` |
+//! | rewrite | written once | (not scored) |
+//! | read | written twice, in order | `seq_read_4k_qd1_kib_s` |
+//! | reread | the same | (not scored) |
+//! | random read | the same; every record once, in a shuffled order | `rand_read_4k_qd1_kib_s` |
+//! | random write | the same; the same order | `rand_write_4k_qd1_kib_s` |
+//!
+//! Passes run up to the last selected figure (a random read needs the file
+//! that write, rewrite and read left behind); the others are not timed.
+//! KiB/s truncate as iozone prints them ([`super::iozone_kib_s`]).
+
+use std::fs::File;
+use std::os::fd::AsFd;
+
+use super::fio::shuffled;
+use super::{Eta, Measured, Runner, Window, detail, iozone_kib_s};
+use crate::devstat::{DevStat, Direction};
+use crate::engine::{self, Data, EngineError, Workload};
+use crate::{filestate, scratch};
+
+const BLOCK: u64 = 4096;
+
+/// One pass of iozone's sequence.
+struct Pass {
+    key: Option<&'static str>,
+    write: bool,
+    random: bool,
+}
+
+const PASSES: [Pass; 6] = [
+    Pass { key: Some("seq_write_4k_qd1_kib_s"), write: true, random: false },
+    Pass { key: None, write: true, random: false },
+    Pass { key: Some("seq_read_4k_qd1_kib_s"), write: false, random: false },
+    Pass { key: None, write: false, random: false },
+    Pass { key: Some("rand_read_4k_qd1_kib_s"), write: false, random: true },
+    Pass { key: Some("rand_write_4k_qd1_kib_s"), write: true, random: true },
+];
+
+pub(super) fn run(runner: &mut Runner<'_>, file: &File, base: u64, stat: Option<&DevStat>) -> Result<(), crate::suite::RunError> {
+    let setup = |source| crate::suite::RunError::Engine { key: "iozone setup".to_owned(), source };
+    let raw = base > 0;
+    // iozone fsyncs the new, empty file before its timer starts.
+    file.sync_all().map_err(|source| setup(EngineError::Call { op: "fsync", source }))?;
+    scratch::set_direct(file, true).map_err(|source| setup(EngineError::Call { op: "fcntl(O_DIRECT)", source }))?;
+    let bytes = runner.sizes.test_file_bytes;
+    let sequential: Vec<u64> = (0..bytes / BLOCK).map(|b| base + b * BLOCK).collect();
+    let random = shuffled(base, bytes);
+    let last = PASSES.iter().rposition(|p| p.key.is_some_and(|k| runner.plan.wants(k))).unwrap_or(0);
+    for (i, pass) in PASSES.iter().enumerate().take(last + 1) {
+        let timed = pass.key.filter(|k| runner.plan.wants(k));
+        if runner.time_is_up() {
+            return Ok(());
+        }
+        let offsets = if pass.random { &random } else { &sequential };
+        let ctx = runner.ctx();
+        let key = timed.unwrap_or("iozone (untimed pass)");
+        if timed.is_some() {
+            ctx.observer.started(key, offsets.len() as u64);
+        }
+        let mut work = Workload::new(file.as_fd(), offsets, BLOCK as usize, pass.write, Data::Random(0x5eed_0003 + i as u64));
+        work.deadline = ctx.deadline;
+        let eta = Eta::new(key, ctx.observer, offsets.len() as u64, "4 KiB records");
+        let mut state = if raw { None } else { filestate::observe(file, i == 0) };
+        let window = Window::open(stat);
+        let measured = engine::run_sync(&work, &|n| {
+            if timed.is_some() {
+                ctx.observer.progress(n);
+                eta.update(n);
+            }
+        })
+        .and_then(|done| {
+            let mut elapsed = done.elapsed;
+            if pass.write {
+                // -e: the fsync after the writes is inside the timing.
+                let t = std::time::Instant::now();
+                file.sync_all().map_err(|source| EngineError::Call { op: "fsync", source })?;
+                elapsed += t.elapsed();
+            }
+            let mut detail = detail(&done, elapsed);
+            window.close(&mut detail, if pass.write { Direction::Write } else { Direction::Read });
+            filestate::finish(&mut state, file);
+            detail.file_state = state;
+            Ok(Measured { value: iozone_kib_s(done.recorder.bytes, elapsed), detail })
+        });
+        match timed {
+            Some(key) => runner.record(key, measured)?,
+            None => {
+                let done = measured.map_err(|source| crate::suite::RunError::Engine { key: key.to_owned(), source })?;
+                if done.detail.partial {
+                    runner.time_is_up();
+                    return Ok(());
+                }
+            }
+        }
+    }
+    Ok(())
+}
