@@ -19,6 +19,12 @@
 //!
 //! `seq_read_mib_s` and `cached_read_mib_s` (hdparm) are shown by PiBenchmarks
 //! but are not part of its score.
+//!
+//! Storage.sh scores the number dd prints, whatever its unit: from
+//! 1000 MB/s dd prints `1.2 GB/s`, and the script adds `1.2 * 1024`. A
+//! `seq_write_mb_s` of 1000 or more (a true MB/s figure, which the class
+//! verdict needs) therefore enters the sum as dd's GB/s number
+//! ([`dd_printed_number`]), so the score matches PiBenchmarks' to the digit.
 
 use crate::schema::{Measurements, Score};
 
@@ -59,8 +65,8 @@ pub fn pibenchmarks(m: &Measurements, comparable: bool) -> Score {
     for (key, weight) in SCORE_TERMS {
         match m.get(key) {
             Some(v) if v.is_finite() && v >= 0.0 => {
-                total =
-                    total.and_then(|t| fixed_point(v)?.checked_mul(i128::from(weight)).and_then(|x| t.checked_add(x)));
+                let term = if key == "seq_write_mb_s" { dd_printed_number(v) } else { fixed_point(v) };
+                total = total.and_then(|t| term?.checked_mul(i128::from(weight)).and_then(|x| t.checked_add(x)));
             }
             _ => missing.push(key.to_owned()),
         }
@@ -79,6 +85,14 @@ pub fn pibenchmarks(m: &Measurements, comparable: bool) -> Score {
         None
     };
     Score { pibenchmarks, missing, comparable }
+}
+
+/// The number dd prints for `mb_s` MB/s, in fixed point: `mb_s` itself
+/// below 1000, and `mb_s / 1000` (its GB/s figure) from 1000 on, since
+/// PiBenchmarks scores that number as if it were MB/s.
+pub fn dd_printed_number(mb_s: f64) -> Option<i128> {
+    let fixed = fixed_point(mb_s)?;
+    Some(if mb_s >= 1000.0 { fixed / 1000 } else { fixed })
 }
 
 /// `v` (finite, not negative) as an integer count of 10^-[`FRACTION_DIGITS`],
@@ -230,12 +244,24 @@ mod tests {
     fn huge_figures_saturate() {
         let m = full([1e308; 7]);
         assert_eq!(pibenchmarks(&m, true).pibenchmarks, Some(u64::MAX));
-        // Fits i128 but not u64 after division: 1e20 MB/s * 1024.
-        let m = full([1e20, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+        // Fits i128 but not u64 after division: 1e20 IOPS * 10.
+        let m = full([0.0, 0.0, 1e20, 0.0, 0.0, 0.0, 0.0]);
         assert_eq!(pibenchmarks(&m, true).pibenchmarks, Some(u64::MAX));
-        // Large but exact: 1e15*1024/100.
-        let m = full([1e15, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
-        assert_eq!(pibenchmarks(&m, true).pibenchmarks, Some(10_240_000_000_000_000));
+        // Large but exact: 1e15*10/100.
+        let m = full([0.0, 0.0, 1e15, 0.0, 0.0, 0.0, 0.0]);
+        assert_eq!(pibenchmarks(&m, true).pibenchmarks, Some(100_000_000_000_000));
+    }
+
+    #[test]
+    fn dd_from_1000_mb_s_is_scored_as_printed() {
+        // dd prints 1200 MB/s as "1.2 GB/s"; Storage.sh adds 1.2*1024 = 1228.8.
+        //   with 10*10000 = 100000 from rw64: total 101228.8 -> 1012
+        let m = full([1200.0, 0.0, 10000.0, 0.0, 0.0, 0.0, 0.0]);
+        assert_eq!(pibenchmarks(&m, true).pibenchmarks, Some(1012));
+        // Below 1000 the figure is scored as it is: 999*1024 = 1022976 -> 10229.
+        let m = full([999.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+        assert_eq!(pibenchmarks(&m, true).pibenchmarks, Some(10229));
+        assert_eq!(dd_printed_number(2500.0), fixed_point(2.5));
     }
 
     #[test]

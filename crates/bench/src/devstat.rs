@@ -129,7 +129,7 @@ pub fn missed(io: &DeviceIo, direction: Direction) -> String {
     };
     let verb = match direction {
         Direction::Read => "read",
-        Direction::Write => "written",
+        Direction::Write => "wrote",
     };
     format!(
         "only {:.1} MiB of the {:.1} MiB this test {verb} reached {} (a cache or a filesystem that ignores O_DIRECT served the rest): the figure is not the device's",

@@ -80,6 +80,10 @@ pub struct RunArgs {
     /// Queue-depth engine: io_uring, or threads of pread/pwrite.
     #[arg(long, value_enum, default_value_t = EngineArg::Auto)]
     pub engine: EngineArg,
+    /// End the run after SECS seconds (a dying card can take hours): the test
+    /// running then is cut short and marked partial, the rest are not run.
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_time: Option<u64>,
 }
 
 #[derive(Debug, Args)]

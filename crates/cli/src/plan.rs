@@ -7,8 +7,9 @@
 
 use std::fs::OpenOptions;
 use std::io::{BufRead, IsTerminal, Write};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use storage_bench::{EngineChoice, Plan, Profile, WriteTarget};
 use storage_identify::target::{self, Mount};
@@ -25,16 +26,12 @@ pub fn build(args: &RunArgs, resolved: &Resolved, roots: &Roots) -> Result<Plan,
     let Some(disk) = &resolved.disk else {
         let what = resolved.target.filesystem.clone().unwrap_or_else(|| "this filesystem".to_owned());
         return Err(Failure::Usage(format!(
-            "{} is on {what}, which has no block device behind it; give a directory on a real disk, or the disk itself",
+            "{} is on {what}, which has no block device behind it: none of the tests can measure a device there (the read tests need one to read, and writes there would be timed in memory or over the network); give a directory on a real disk, or the disk itself",
             args.target
         )));
     };
 
-    // The raw device the read tests read. Under a captured sysfs tree the
-    // kernel names in it need not exist here, so a device node the user gave
-    // is read directly.
-    let disk_node = if input_is_block && resolved.partition.is_none() { input.to_path_buf() } else { disk.node() };
-    let read_device = readable(&disk_node);
+    let read_device = raw_disk_node(input, input_is_block, resolved, disk, roots).and_then(|node| readable(&node));
 
     let write_target = if args.destructive {
         destructive_target(args, resolved, roots, input_is_block)?
@@ -43,20 +40,99 @@ pub fn build(args: &RunArgs, resolved: &Resolved, roots: &Roots) -> Result<Plan,
         scratch_target(args, resolved, roots, disk, wants_writes)?
     };
 
-    Ok(Plan {
-        read_device,
-        write_target,
-        profile: match args.profile {
-            ProfileArg::Compat => Profile::Compat,
-            ProfileArg::Quick => Profile::Quick,
-        },
-        keys,
-        engine: match args.engine {
-            EngineArg::Auto => EngineChoice::Auto,
-            EngineArg::IoUring => EngineChoice::IoUring,
-            EngineArg::Threads => EngineChoice::Threads,
-        },
+    let mut plan = Plan::new(read_device, write_target);
+    plan.profile = match args.profile {
+        ProfileArg::Compat => Profile::Compat,
+        ProfileArg::Quick => Profile::Quick,
+    };
+    plan.keys = keys;
+    plan.engine = match args.engine {
+        EngineArg::Auto => EngineChoice::Auto,
+        EngineArg::IoUring => EngineChoice::IoUring,
+        EngineArg::Threads => EngineChoice::Threads,
+    };
+    plan.max_time = args.max_time.map(|secs| Duration::from_secs(secs.max(1)));
+    plan.write_device = resolved.mount.as_ref().and_then(mount_device);
+    plan.filesystem = resolved.mount.as_ref().map(|m| m.fs_type.clone());
+    Ok(plan)
+}
+
+/// The real device node of the disk the read tests read, found by device
+/// number, never by a kernel name: under `--sysfs-root` the names come from
+/// a captured tree (an `mmcblk0` there need not be this machine's
+/// `/dev/mmcblk0`), and only the numbers the target itself carries (a
+/// device node's, or its filesystem's) are this machine's. For the same
+/// reason the step from a partition to its disk is taken in the live sysfs.
+fn raw_disk_node(
+    input: &Path,
+    input_is_block: bool,
+    resolved: &Resolved,
+    disk: &target::BlockDev,
+    roots: &Roots,
+) -> Result<PathBuf, String> {
+    if !roots.captured {
+        let by_number = disk.dev().and_then(|dev| parse_devnum(&dev)).and_then(node_of);
+        return Ok(by_number.unwrap_or_else(|| disk.node()));
+    }
+    // The device number identification followed, as this machine knows it.
+    let top = if input_is_block {
+        std::fs::metadata(input).ok().map(|m| m.rdev())
+    } else {
+        resolved.mount.as_ref().and_then(|m| std::fs::metadata(&m.mount_point).ok()).map(|m| m.dev())
+    };
+    let top = top.filter(|&dev| nix::sys::stat::major(dev) != 0).or_else(|| resolved.mount.as_ref().and_then(mount_devnum));
+    let Some(top) = top else {
+        return Err(format!(
+            "under --sysfs-root the disk {} has no device number on this machine; give its device node to measure it",
+            disk.name
+        ));
+    };
+    let live = Path::new("/sys/dev/block").join(format!("{}:{}", nix::sys::stat::major(top), nix::sys::stat::minor(top)));
+    let whole = if live.join("partition").exists() {
+        std::fs::read_to_string(live.join("../dev")).ok().and_then(|d| parse_devnum(d.trim()))
+    } else {
+        Some(top)
+    };
+    whole.and_then(node_of).ok_or_else(|| {
+        format!(
+            "no device node on this machine has the device number that {} resolved to; give the whole-disk node to measure it",
+            input.display()
+        )
     })
+}
+
+/// `MAJ:MIN` as a `dev_t`.
+fn parse_devnum(text: &str) -> Option<u64> {
+    let (major, minor) = text.trim().split_once(':')?;
+    Some(nix::sys::stat::makedev(major.parse().ok()?, minor.parse().ok()?))
+}
+
+/// The block device node with device number `dev`: udev's `/dev/block/MAJ:MIN`
+/// link, or a node of that number directly in `/dev`.
+fn node_of(dev: u64) -> Option<PathBuf> {
+    let is_it = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.file_type().is_block_device() && m.rdev() == dev);
+    let link = Path::new("/dev/block").join(format!("{}:{}", nix::sys::stat::major(dev), nix::sys::stat::minor(dev)));
+    if let Ok(node) = std::fs::canonicalize(&link) {
+        if is_it(&node) {
+            return Some(node);
+        }
+    }
+    std::fs::read_dir("/dev").ok()?.flatten().map(|e| e.path()).find(|p| is_it(p))
+}
+
+/// A mount's real device number: its own, or its source node's for
+/// filesystems with an anonymous one (btrfs, FUSE).
+fn mount_devnum(mount: &Mount) -> Option<u64> {
+    if mount.major != 0 {
+        return Some(nix::sys::stat::makedev(u64::from(mount.major), u64::from(mount.minor)));
+    }
+    let meta = std::fs::metadata(&mount.source).ok()?;
+    meta.file_type().is_block_device().then(|| meta.rdev())
+}
+
+/// The block device node under a mount, for its I/O counters.
+fn mount_device(mount: &Mount) -> Option<PathBuf> {
+    mount_devnum(mount).and_then(node_of)
 }
 
 fn selected_keys(only: &[String]) -> Result<Vec<String>, Failure> {
@@ -78,10 +154,21 @@ fn selected_keys(only: &[String]) -> Result<Vec<String>, Failure> {
 fn readable(node: &Path) -> Result<PathBuf, String> {
     match OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(node) {
         Ok(_) => Ok(node.to_path_buf()),
-        Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) => {
-            Err(format!("reading the raw device {} needs root: run with sudo to measure it", node.display()))
-        }
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) => Err(permission_denied(node)),
         Err(e) => Err(format!("cannot open {} for reading: {e}", node.display())),
+    }
+}
+
+/// Why a raw open was refused: without root, root is the fix; as root, it
+/// is a policy this program cannot change.
+fn permission_denied(node: &Path) -> String {
+    if nix::unistd::geteuid().is_root() {
+        format!(
+            "reading the raw device {} was refused: permission denied even as root (a container or device policy?); run where the device may be read",
+            node.display()
+        )
+    } else {
+        format!("reading the raw device {} needs root: run with sudo to measure it", node.display())
     }
 }
 

@@ -52,6 +52,15 @@ impl Observer for Bars {
         }
     }
 
+    fn note(&self, message: &str) {
+        // Heard whether or not bars are drawn: with --json too, on stderr.
+        let line = format!("storage-score: {message}");
+        match self.current.lock().ok().and_then(|current| current.clone()) {
+            Some(bar) => bar.suspend(|| eprintln!("{line}")),
+            None => eprintln!("{line}"),
+        }
+    }
+
     fn finished(&self, key: &str, value: f64) {
         if !self.enabled {
             return;

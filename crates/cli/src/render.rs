@@ -270,11 +270,17 @@ pub fn report(report: &Report) -> String {
     let m = report.measurements.unwrap_or_default();
     for key in MEASUREMENT_KEYS {
         let (unit, like) = reference(key);
+        let detail = report.details.get(key);
         let value = match m.get(key) {
-            Some(v) => format!("{v}"),
+            // ≈ marks a low-confidence figure, and "partial" one cut short.
+            Some(v) => match detail {
+                Some(d) if d.partial => format!("{v} (partial)"),
+                Some(d) if d.low_confidence => format!("≈ {v}"),
+                _ => format!("{v}"),
+            },
             None => "—".to_owned(),
         };
-        let lat = report.details.get(key).map(|d| d.latency);
+        let lat = detail.map(|d| d.latency);
         let mut cells = vec![
             Cell::new(key),
             Cell::new(value).set_alignment(CellAlignment::Right),
@@ -288,6 +294,11 @@ pub fn report(report: &Report) -> String {
         t.add_row(cells);
     }
     let _ = writeln!(out, "{t}");
+    for (key, detail) in &report.details {
+        for note in &detail.notes {
+            let _ = writeln!(out, "{key}: {note}");
+        }
+    }
     for s in &report.skipped {
         let _ = writeln!(out, "skipped {}: {}", s.key, s.reason);
     }
@@ -308,7 +319,7 @@ pub fn score_lines(score: &Score, verdict: Option<&Verdict>) -> String {
             let _ = writeln!(out, "PiBenchmarks score: {n}");
         }
         Some(n) => {
-            let _ = writeln!(out, "PiBenchmarks score: {n} (quick profile: not comparable with PiBenchmarks results)");
+            let _ = writeln!(out, "PiBenchmarks score: {n} (not comparable with PiBenchmarks results: see the notes)");
         }
         None => {
             let _ = writeln!(out, "PiBenchmarks score: none (missing {})", score.missing.join(", "));

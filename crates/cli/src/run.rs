@@ -52,6 +52,7 @@ pub fn run(args: &RunArgs, roots: &Roots) -> Result<(), Failure> {
     report.device = device;
     report.system = Some(storage_identify::system::system(roots));
     report.profile = Some(plan.profile.as_str().to_owned());
+    let trustworthy = outcome.trustworthy();
     report.measurements = Some(outcome.measurements);
     report.details = outcome.details;
     report.skipped = outcome.skipped;
@@ -59,7 +60,13 @@ pub fn run(args: &RunArgs, roots: &Roots) -> Result<(), Failure> {
     if let Some(e) = &error {
         report.notes.push(format!("the run stopped early: {e}"));
     }
-    let comparable = plan.profile == storage_bench::Profile::Compat;
+    if !trustworthy {
+        report.notes.push(
+            "the score is not comparable with PiBenchmarks results: a figure was cut short by --max-time, or its bytes did not reach the device (see the test's notes)"
+                .to_owned(),
+        );
+    }
+    let comparable = plan.profile == storage_bench::Profile::Compat && trustworthy;
     report.score = Some(storage_scoring::score::pibenchmarks(&outcome.measurements, comparable));
     report.verdict = Some(storage_scoring::verdict::verdict_for(
         report.device.as_ref(),

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use super::{Ctx, Eta, Measured, Window, detail, round_to};
 use crate::devstat::{DevStat, Direction};
 use crate::engine::{self, Data, EngineError, Workload};
+use crate::filestate;
 
 const BLOCK: u64 = 4096;
 
@@ -27,6 +28,7 @@ pub(super) fn run(ctx: &Ctx<'_>, file: &File, base: u64, stat: Option<&DevStat>)
     let mut work = Workload::new(file.as_fd(), &offsets, BLOCK as usize, true, Data::Zeros);
     work.deadline = ctx.deadline;
     let eta = Eta::new(key, ctx.observer, count, "4 KiB writes");
+    let mut state = if base == 0 { filestate::observe(file, true) } else { None };
     let window = Window::open(stat);
     let done = engine::run_sync(&work, &|n| {
         ctx.observer.progress(n);
@@ -37,6 +39,8 @@ pub(super) fn run(ctx: &Ctx<'_>, file: &File, base: u64, stat: Option<&DevStat>)
     let mb_s = like_dd(done.recorder.bytes as f64 / 1e6 / elapsed.as_secs_f64());
     let mut detail = detail(&done, elapsed);
     window.close(&mut detail, Direction::Write);
+    filestate::finish(&mut state, file);
+    detail.file_state = state;
     if mb_s >= 1000.0 {
         detail.notes.push(format!(
             "dd prints this rate as {} GB/s, and PiBenchmarks' Storage.sh scores the number it prints ({}) as if it were MB/s; the score does the same, and this figure keeps the true MB/s",
