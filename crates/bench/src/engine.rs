@@ -188,10 +188,20 @@ pub fn run_queued(
         EngineChoice::IoUring => uring::run(work, shape, progress),
         EngineChoice::Auto => match uring::run(work, shape, progress) {
             Err(EngineError::Setup(e)) if uring_refused(&e) => {
-                threads::run(work, shape, progress, Some(format!("io_uring refused ({e})")))
+                threads::run(work, shape, progress, Some(format!("io_uring refused ({})", memlock_hint(&e))))
             }
             other => other,
         },
+    }
+}
+
+/// An io_uring setup or registration error, with the likely cause named:
+/// rings and registered buffers are charged to RLIMIT_MEMLOCK for a user
+/// without CAP_IPC_LOCK.
+fn memlock_hint(e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::ENOMEM) => format!("{e}: the memlock limit (ulimit -l) is too small for pinned buffers"),
+        _ => e.to_string(),
     }
 }
 

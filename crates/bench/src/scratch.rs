@@ -42,6 +42,11 @@ pub fn check_space(dir: &Path, need: u64) -> Result<(), ScratchError> {
     if st.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY) {
         return Err(ScratchError::ReadOnly { dir: dir.to_owned() });
     }
+    // A filesystem that reports no size at all (ramfs) has no free-space
+    // figure to check against; it grows until memory runs out.
+    if st.blocks() == 0 {
+        return Ok(());
+    }
     // The casts widen: statvfs's fields are u32 on 32-bit ARM.
     #[allow(clippy::unnecessary_cast)]
     let free = (st.blocks_available() as u64).saturating_mul(st.fragment_size() as u64);

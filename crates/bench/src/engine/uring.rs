@@ -19,7 +19,7 @@ use io_uring::{IoUring, Probe, opcode, squeue, types};
 
 use super::{
     Completed, EngineError, Part, Pending, Progress, Shape, StartGate, Workload, buffer_for, check_interrupt, merge,
-    next_serial, panic_message, report, share, stamp,
+    memlock_hint, next_serial, panic_message, report, share, stamp,
 };
 use crate::recorder::Recorder;
 
@@ -150,14 +150,6 @@ fn run_job(
             std::mem::forget(buf);
             Err(e)
         }
-    }
-}
-
-/// A registration error, with the likely cause named.
-fn memlock_hint(e: &std::io::Error) -> String {
-    match e.raw_os_error() {
-        Some(libc::ENOMEM) => format!("{e}: the memlock limit (ulimit -l) is too small for pinned buffers"),
-        _ => e.to_string(),
     }
 }
 
