@@ -115,9 +115,18 @@ fn each_test_meets_the_file_state_storage_sh_gives_it() {
     let mut table = BTreeMap::new();
     table.insert("dd: Storage.sh first seen / at end", (dd_first.clone(), dd_last.clone()));
     table.insert("dd: ours at start", (ours("seq_write_mb_s"), Value::Null));
-    table.insert("fio randwrite: Storage.sh at start / ours at start", (rw_first.clone(), ours("rand_write_4k_qd64_iops")));
-    table.insert("fio randread: Storage.sh (file unchanged by reads) / ours at start", (rr_last.clone(), ours("rand_read_4k_qd64_iops")));
-    table.insert("iozone write: ours at start / iozone read: ours at start", (ours("seq_write_4k_qd1_kib_s"), ours("seq_read_4k_qd1_kib_s")));
+    table.insert(
+        "fio randwrite: Storage.sh at start / ours at start",
+        (rw_first.clone(), ours("rand_write_4k_qd64_iops")),
+    );
+    table.insert(
+        "fio randread: Storage.sh (file unchanged by reads) / ours at start",
+        (rr_last.clone(), ours("rand_read_4k_qd64_iops")),
+    );
+    table.insert(
+        "iozone write: ours at start / iozone read: ours at start",
+        (ours("seq_write_4k_qd1_kib_s"), ours("seq_read_4k_qd1_kib_s")),
+    );
     for (what, (a, b)) in &table {
         eprintln!("{what}:\n  {a}\n  {b}");
     }
@@ -151,7 +160,12 @@ fn each_test_meets_the_file_state_storage_sh_gives_it() {
         g.len()
     };
     assert_eq!(generations(&[&dd_last, &rw_first, &rr_last]), 3, "Storage.sh's files");
-    let (a, b, c, d) = (ours("seq_write_mb_s"), ours("rand_write_4k_qd64_iops"), ours("rand_read_4k_qd64_iops"), ours("seq_write_4k_qd1_kib_s"));
+    let (a, b, c, d) = (
+        ours("seq_write_mb_s"),
+        ours("rand_write_4k_qd64_iops"),
+        ours("rand_read_4k_qd64_iops"),
+        ours("seq_write_4k_qd1_kib_s"),
+    );
     assert_eq!(generations(&[&a, &b, &c, &d]), 4, "ours");
 
     // iozone's write makes a new, empty file and grows it (iozone.c
@@ -285,7 +299,10 @@ fn a_refused_buffer_registration_falls_back_and_says_so() {
     let plain = run_limited("--memlock=65536:65536", "io_uring");
     assert_eq!(plain["engine"], "io_uring", "{plain}");
     let how = plain["engine_detail"].as_str().unwrap_or("");
-    assert!(how.contains("plain read/write") && how.contains("registration refused") && how.contains("memlock"), "{how}");
+    assert!(
+        how.contains("plain read/write") && how.contains("registration refused") && how.contains("memlock"),
+        "{how}"
+    );
     let threads = run_limited("--memlock=0:0", "auto");
     assert_eq!(threads["engine"], "threads", "{threads}");
     let how = threads["engine_detail"].as_str().unwrap_or("");
@@ -324,11 +341,24 @@ fn under_sysfs_root_raw_reads_go_to_the_target_never_to_a_name_in_the_tree() {
     let root = tempfile::tempdir().expect("sysfs root");
     copy_dir(&fixture_dir("01-amazon-basics-microsd-xc-i-10-u3-a2-v30"), root.path());
     std::fs::rename(root.path().join("block/mmcblk0"), root.path().join("block").join(&decoy_name)).expect("rename");
-    std::os::unix::fs::symlink(format!("../../block/{decoy_name}"), root.path().join("dev/block").join(fs.dev.devnum()))
-        .expect("link");
+    std::os::unix::fs::symlink(
+        format!("../../block/{decoy_name}"),
+        root.path().join("dev/block").join(fs.dev.devnum()),
+    )
+    .expect("link");
     let (decoy_before, target_before) = (decoy.sectors().0, fs.dev.sectors().0);
     let root_arg = root.path().to_str().expect("utf8");
-    let out = run(&["run", "--json", "--sysfs-root", root_arg, "--profile", "quick", "--only", "seq_read_mib_s", fs.mount_point()]);
+    let out = run(&[
+        "run",
+        "--json",
+        "--sysfs-root",
+        root_arg,
+        "--profile",
+        "quick",
+        "--only",
+        "seq_read_mib_s",
+        fs.mount_point(),
+    ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let doc = stdout_json(&out);
     assert_eq!(doc["target"]["disk"], format!("/dev/{decoy_name}"), "identification follows the tree");
@@ -426,7 +456,8 @@ fn a_filesystem_that_refuses_o_direct_says_so_and_runs_what_it_can() {
     let refusal: Vec<&&str> = notes.iter().filter(|n| n.contains("refuses O_DIRECT")).collect();
     assert_eq!(refusal.len(), 1, "{notes:?}");
     assert!(refusal[0].contains("ramfs") && !refusal[0].contains('\n'), "{}", refusal[0]);
-    let skipped: Vec<&str> = doc["skipped"].as_array().expect("skipped").iter().filter_map(|s| s["key"].as_str()).collect();
+    let skipped: Vec<&str> =
+        doc["skipped"].as_array().expect("skipped").iter().filter_map(|s| s["key"].as_str()).collect();
     assert_eq!(skipped.len(), 6, "the six O_DIRECT tests: {skipped:?}");
     // What can run, ran: the raw reads, and dd (flagged: it never reached the device).
     assert!(figure(&doc, "seq_read_mib_s") > 0.0);

@@ -670,7 +670,8 @@ impl MemoryFuse {
 
 impl Drop for MemoryFuse {
     fn drop(&mut self) {
-        let quiet = |cmd: &mut Command| cmd.stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
+        let quiet =
+            |cmd: &mut Command| cmd.stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
         if !quiet(Command::new("umount").arg(self.dir.path())) {
             quiet(Command::new("umount").arg("-l").arg(self.dir.path()));
         }
@@ -686,6 +687,8 @@ impl Drop for MemoryFuse {
 /// Is `program` on PATH (or in an sbin directory)?
 pub fn have(program: &str) -> bool {
     std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).chain(["/usr/sbin".into(), "/sbin".into()]).any(|d| d.join(program).is_file()))
+        .map(|p| {
+            std::env::split_paths(&p).chain(["/usr/sbin".into(), "/sbin".into()]).any(|d| d.join(program).is_file())
+        })
         .unwrap_or(false)
 }

@@ -20,12 +20,17 @@ use std::process::{Command, ExitCode, Stdio};
 use anyhow::{Context, Result, bail};
 
 /// Debian packages the device tests use, by the command each provides.
-const NEEDS: [(&str, &str); 5] = [
+/// fio is the reference tool that the file-state test (tests/flash.rs)
+/// runs with Storage.sh's own arguments, beside ours.
+const NEEDS: [(&str, &str); 8] = [
     ("mkfs.ext4", "e2fsprogs"),
     ("losetup", "mount"),
     ("fallocate", "util-linux"),
+    ("prlimit", "util-linux"),
+    ("unshare", "util-linux"),
     ("mount", "mount"),
     ("mkfs.btrfs", "btrfs-progs"),
+    ("fio", "fio"),
 ];
 
 /// Debian packages the device tests use that bring no command, by a file

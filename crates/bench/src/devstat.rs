@@ -147,7 +147,10 @@ mod tests {
     fn parses_the_kernel_format() {
         let text = "    1520      42   123456     987     300      12    65536    4321        2     1111     5308        0        0        0        0      17      53\n";
         let s = Snapshot::parse(text).expect("parse");
-        assert_eq!(s, Snapshot { read_ios: 1520, read_sectors: 123456, write_ios: 300, write_sectors: 65536, in_flight: 2 });
+        assert_eq!(
+            s,
+            Snapshot { read_ios: 1520, read_sectors: 123456, write_ios: 300, write_sectors: 65536, in_flight: 2 }
+        );
         assert!(Snapshot::parse("1 2 3").is_none());
     }
 
@@ -160,7 +163,11 @@ mod tests {
         assert!(read.reached, "{read:?}");
         let write = evidence(&stat, before, after, Direction::Write, 1 << 20);
         assert!(!write.reached, "{write:?}");
-        assert!(missed(&write, Direction::Write).contains("only 0.0 MiB of the 1.0 MiB"), "{}", missed(&write, Direction::Write));
+        assert!(
+            missed(&write, Direction::Write).contains("only 0.0 MiB of the 1.0 MiB"),
+            "{}",
+            missed(&write, Direction::Write)
+        );
     }
 
     #[test]

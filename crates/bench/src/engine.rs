@@ -153,7 +153,9 @@ pub enum EngineError {
     #[error("could not set up io_uring: {0}")]
     Setup(io::Error),
     /// A worker died: its I/Os would be missing from the figure, so there is none.
-    #[error("an I/O worker failed unexpectedly ({0}); no figure is kept rather than an undercount (please report this)")]
+    #[error(
+        "an I/O worker failed unexpectedly ({0}); no figure is kept rather than an undercount (please report this)"
+    )]
     Panicked(String),
 }
 
@@ -342,7 +344,8 @@ fn transfer(fd: RawFd, buf: &mut AlignedBuf, len: usize, offset: u64, write: boo
             let ptr = buf.ptr_at(skip);
             if write { libc::pwrite64(fd, ptr.cast(), want, at) } else { libc::pread64(fd, ptr.cast(), want, at) }
         };
-        let result = if n < 0 { -i64::from(io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)) } else { n as i64 };
+        let result =
+            if n < 0 { -i64::from(io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)) } else { n as i64 };
         match pending.on_result(result, op) {
             Next::Complete => return Ok(()),
             Next::Resubmit => {
@@ -507,7 +510,10 @@ mod tests {
         assert!(matches!(end.on_result(512, "read"), Next::Resubmit));
         assert!(matches!(end.on_result(0, "read"), Next::Fail(EngineError::Short { got: 512, .. })));
         let mut eio = Pending::new(4096, 4096);
-        assert!(matches!(eio.on_result(-i64::from(libc::EIO), "write"), Next::Fail(EngineError::Io { offset: 4096, .. })));
+        assert!(matches!(
+            eio.on_result(-i64::from(libc::EIO), "write"),
+            Next::Fail(EngineError::Io { offset: 4096, .. })
+        ));
         let mut stuck = Pending::new(0, 4096);
         let gave_up = (0..=MAX_RETRIES).map(|_| stuck.on_result(-i64::from(libc::EAGAIN), "read")).last();
         assert!(matches!(gave_up, Some(Next::Fail(EngineError::Io { .. }))));
@@ -518,7 +524,10 @@ mod tests {
         // The same 64 blocks written twice over: no two 4 KiB blocks the
         // device saw may be equal, within a pass or between the passes.
         for (name, run) in [
-            ("sync", &(|w: &Workload<'_>| run_sync(w, &|_| {})) as &dyn Fn(&Workload<'_>) -> Result<Completed, EngineError>),
+            (
+                "sync",
+                &(|w: &Workload<'_>| run_sync(w, &|_| {})) as &dyn Fn(&Workload<'_>) -> Result<Completed, EngineError>,
+            ),
             ("threads", &|w: &Workload<'_>| run_queued(w, Shape::depth(8), EngineChoice::Threads, &|_| {})),
             ("io_uring", &|w: &Workload<'_>| run_queued(w, Shape::depth(8), EngineChoice::IoUring, &|_| {})),
         ] {

@@ -23,5 +23,5 @@ pub mod scratch;
 pub mod suite;
 
 pub use engine::EngineChoice;
-pub use suite::{Observer, Outcome, Plan, Profile, RunError, Silent, WriteTarget, run};
 pub use suite::dd::like_dd;
+pub use suite::{Observer, Outcome, Plan, Profile, RunError, Silent, WriteTarget, run};

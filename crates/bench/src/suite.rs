@@ -226,7 +226,9 @@ pub enum RunError {
     Engine { key: String, source: EngineError },
     #[error("cannot open {path}: {source}; {hint}")]
     Open { path: PathBuf, source: std::io::Error, hint: &'static str },
-    #[error("{path} is too small for the write tests: it has {have_mib} MiB, they need {need_mib} MiB from its first GiB on")]
+    #[error(
+        "{path} is too small for the write tests: it has {have_mib} MiB, they need {need_mib} MiB from its first GiB on"
+    )]
     TooSmall { path: PathBuf, have_mib: u64, need_mib: u64 },
 }
 
@@ -345,8 +347,9 @@ impl Runner<'_> {
         self.plan.max_time.map_or(0, |t| t.as_secs())
     }
 
+    /// Skips `keys` with `reason`, listed in the table's order.
     fn skip(&mut self, keys: &[&str], reason: &str) {
-        for key in keys.iter().filter(|k| self.plan.wants(k)) {
+        for key in MEASUREMENT_KEYS.iter().filter(|k| keys.contains(k) && self.plan.wants(k)) {
             self.out.skipped.push(Skipped { key: (*key).to_owned(), reason: reason.to_owned() });
         }
     }
@@ -471,13 +474,14 @@ impl Runner<'_> {
     fn open_raw(&self, device: &Path) -> Result<File, RunError> {
         // O_EXCL on a block device: the kernel refuses (EBUSY) while any
         // partition is mounted or the device is held by another claimer.
-        let file = OpenOptions::new().read(true).write(true).custom_flags(libc::O_EXCL).open(device).map_err(
-            |source| RunError::Open {
-                path: device.to_owned(),
-                source,
-                hint: "--destructive needs the whole device unmounted and unused",
-            },
-        )?;
+        let file =
+            OpenOptions::new().read(true).write(true).custom_flags(libc::O_EXCL).open(device).map_err(|source| {
+                RunError::Open {
+                    path: device.to_owned(),
+                    source,
+                    hint: "--destructive needs the whole device unmounted and unused",
+                }
+            })?;
         let need = RAW_OFFSET + self.plan.scratch_bytes();
         let have = hdparm::device_size(&file);
         if have < need {
@@ -759,6 +763,9 @@ mod tests {
         eta.update(101);
         let heard = heard.0.into_inner().expect("lock");
         assert_eq!(heard.len(), 1, "{heard:?}");
-        assert!(heard[0].contains("rand_write_4k_qd64_iops is very slow") && heard[0].contains("ETA 35 min"), "{heard:?}");
+        assert!(
+            heard[0].contains("rand_write_4k_qd64_iops is very slow") && heard[0].contains("ETA 35 min"),
+            "{heard:?}"
+        );
     }
 }

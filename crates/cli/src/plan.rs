@@ -80,14 +80,16 @@ fn raw_disk_node(
     } else {
         resolved.mount.as_ref().and_then(|m| std::fs::metadata(&m.mount_point).ok()).map(|m| m.dev())
     };
-    let top = top.filter(|&dev| nix::sys::stat::major(dev) != 0).or_else(|| resolved.mount.as_ref().and_then(mount_devnum));
+    let top =
+        top.filter(|&dev| nix::sys::stat::major(dev) != 0).or_else(|| resolved.mount.as_ref().and_then(mount_devnum));
     let Some(top) = top else {
         return Err(format!(
             "under --sysfs-root the disk {} has no device number on this machine; give its device node to measure it",
             disk.name
         ));
     };
-    let live = Path::new("/sys/dev/block").join(format!("{}:{}", nix::sys::stat::major(top), nix::sys::stat::minor(top)));
+    let live =
+        Path::new("/sys/dev/block").join(format!("{}:{}", nix::sys::stat::major(top), nix::sys::stat::minor(top)));
     let whole = if live.join("partition").exists() {
         std::fs::read_to_string(live.join("../dev")).ok().and_then(|d| parse_devnum(d.trim()))
     } else {

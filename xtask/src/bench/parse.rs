@@ -26,6 +26,16 @@ pub fn hdparm_mib_s(stdout: &str) -> Result<f64> {
     Ok(value * scale)
 }
 
+/// `hdparm -Tt`: the rate on the line that contains `what` (`cached reads`
+/// or `disk reads`), as [`hdparm_mib_s`] reads it.
+pub fn hdparm_line_mib_s(stdout: &str, what: &str) -> Result<f64> {
+    let line = stdout
+        .lines()
+        .find(|l| l.contains(what))
+        .ok_or_else(|| anyhow!("no `{what}` line in hdparm's output:\n{stdout}"))?;
+    hdparm_mib_s(line)
+}
+
 /// `dd`: the rate at the end of its last stderr line, as in
 /// `545259520 bytes (545 MB, 520 MiB) copied, 13.9 s, 39.2 MB/s`; dd's units
 /// are SI. Returns MB/s (10^6 B/s).
@@ -180,6 +190,14 @@ mod tests {
         assert_eq!(hdparm_mib_s(slow).unwrap(), 0.5);
         assert!(hdparm_mib_s("/dev/loop3: No such device\n").is_err());
         assert!(hdparm_mib_s(" Timing: = fast MB/sec\n").is_err());
+    }
+
+    #[test]
+    fn hdparm_both_lines() {
+        let out = "\n/dev/loop3:\n Timing O_DIRECT cached reads:   102 MB in  2.01 seconds =  50.75 MB/sec\n Timing O_DIRECT disk reads: 152 MB in  3.01 seconds =  50.52 MB/sec\n";
+        assert_eq!(hdparm_line_mib_s(out, "cached reads").unwrap(), 50.75);
+        assert_eq!(hdparm_line_mib_s(out, "disk reads").unwrap(), 50.52);
+        assert!(hdparm_line_mib_s(out, "buffered disk reads").is_err());
     }
 
     #[test]

@@ -18,8 +18,8 @@ use std::time::Instant;
 use io_uring::{IoUring, Probe, opcode, squeue, types};
 
 use super::{
-    Completed, EngineError, Part, Pending, Progress, Shape, StartGate, Workload, buffer_for, check_interrupt, merge,
-    memlock_hint, next_serial, panic_message, report, share, stamp,
+    Completed, EngineError, Part, Pending, Progress, Shape, StartGate, Workload, buffer_for, check_interrupt,
+    memlock_hint, merge, next_serial, panic_message, report, share, stamp,
 };
 use crate::recorder::Recorder;
 
@@ -52,7 +52,8 @@ pub(super) fn run(work: &Workload<'_>, shape: Shape, progress: Progress<'_>) -> 
     let counter = AtomicU64::new(0);
     let halt = AtomicBool::new(false);
     let job = |j: usize| {
-        let result = run_job(work, share(work.offsets, j, shape.jobs), shape.depth, plain_ok, &gate, &counter, &halt, progress);
+        let result =
+            run_job(work, share(work.offsets, j, shape.jobs), shape.depth, plain_ok, &gate, &counter, &halt, progress);
         if result.is_err() {
             halt.store(true, Ordering::Relaxed);
         }

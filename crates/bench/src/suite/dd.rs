@@ -36,19 +36,26 @@ pub(super) fn run(ctx: &Ctx<'_>, file: &File, base: u64, stat: Option<&DevStat>)
     })?;
     let fsync_took = watched_fsync(ctx, file, stat, done.recorder.bytes, &eta)?;
     let elapsed = done.elapsed + fsync_took;
-    let mb_s = like_dd(done.recorder.bytes as f64 / 1e6 / elapsed.as_secs_f64());
+    let exact = done.recorder.bytes as f64 / 1e6 / elapsed.as_secs_f64();
+    let mb_s = like_dd(exact);
     let mut detail = detail(&done, elapsed);
     window.close(&mut detail, Direction::Write);
     filestate::finish(&mut state, file);
     detail.file_state = state;
-    if mb_s >= 1000.0 {
-        detail.notes.push(format!(
-            "dd prints this rate as {} GB/s, and PiBenchmarks' Storage.sh scores the number it prints ({}) as if it were MB/s; the score does the same, and this figure keeps the true MB/s",
-            mb_s / 1000.0,
-            mb_s / 1000.0
-        ));
-    }
+    detail.notes.extend(scored_as_printed(exact));
     Ok(Measured { value: mb_s, detail })
+}
+
+/// From 1000 MB/s dd prints GB/s, and PiBenchmarks scores the number it
+/// prints (storage_scoring::score::dd_printed_number): say so beside the figure.
+fn scored_as_printed(exact_mb_s: f64) -> Option<String> {
+    let mb_s = like_dd(exact_mb_s);
+    (mb_s >= 1000.0).then(|| {
+        let printed = mb_s / 1000.0;
+        format!(
+            "dd prints {exact_mb_s:.1} MB/s as \"{printed} GB/s\", and PiBenchmarks' Storage.sh scores the number it prints ({printed}) as if it were MB/s: the score does the same, while this figure stays in MB/s"
+        )
+    })
 }
 
 /// Runs `fsync` on a helper thread and watches it: a signal gets one line
@@ -125,5 +132,12 @@ mod tests {
         assert_eq!(like_dd(33.44), 33.4);
         assert_eq!(like_dd(370.3), 370.0);
         assert_eq!(like_dd(1234.5), 1200.0);
+    }
+
+    #[test]
+    fn from_1000_mb_s_the_figure_says_how_it_is_scored() {
+        assert_eq!(scored_as_printed(999.4), None);
+        let note = scored_as_printed(1234.5).expect("a note");
+        assert!(note.contains("1234.5 MB/s as \"1.2 GB/s\"") && note.contains("(1.2)"), "{note}");
     }
 }

@@ -45,7 +45,12 @@ const PASSES: [Pass; 6] = [
     Pass { key: Some("rand_write_4k_qd1_kib_s"), write: true, random: true },
 ];
 
-pub(super) fn run(runner: &mut Runner<'_>, file: &File, base: u64, stat: Option<&DevStat>) -> Result<(), crate::suite::RunError> {
+pub(super) fn run(
+    runner: &mut Runner<'_>,
+    file: &File,
+    base: u64,
+    stat: Option<&DevStat>,
+) -> Result<(), crate::suite::RunError> {
     let setup = |source| crate::suite::RunError::Engine { key: "iozone setup".to_owned(), source };
     let raw = base > 0;
     // iozone fsyncs the new, empty file before its timer starts.
@@ -66,7 +71,8 @@ pub(super) fn run(runner: &mut Runner<'_>, file: &File, base: u64, stat: Option<
         if timed.is_some() {
             ctx.observer.started(key, offsets.len() as u64);
         }
-        let mut work = Workload::new(file.as_fd(), offsets, BLOCK as usize, pass.write, Data::Random(0x5eed_0003 + i as u64));
+        let mut work =
+            Workload::new(file.as_fd(), offsets, BLOCK as usize, pass.write, Data::Random(0x5eed_0003 + i as u64));
         work.deadline = ctx.deadline;
         let eta = Eta::new(key, ctx.observer, offsets.len() as u64, "4 KiB records");
         let mut state = if raw { None } else { filestate::observe(file, i == 0) };
