@@ -381,7 +381,7 @@ impl StartGate {
 }
 
 /// The offsets of job `job` of `jobs`: contiguous, in order.
-fn share<'a>(offsets: &'a [u64], job: usize, jobs: usize) -> &'a [u64] {
+fn share(offsets: &[u64], job: usize, jobs: usize) -> &[u64] {
     let per = offsets.len().div_ceil(jobs.max(1));
     let from = (job * per).min(offsets.len());
     let to = ((job + 1) * per).min(offsets.len());
