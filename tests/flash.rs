@@ -439,6 +439,12 @@ fn bytes_that_never_reach_the_device_are_flagged_not_scored() {
     }
     assert_eq!(doc["score"]["comparable"], false);
     assert!(doc["notes"].to_string().contains("did not reach the device"), "{}", doc["notes"]);
+    // Nor does the verdict judge the device by them: to it they were not measured.
+    let verdict = doc["verdict"].to_string();
+    assert!(
+        verdict.contains("not measured: seq_write_mb_s, rand_read_4k_qd64_iops, rand_write_4k_qd64_iops"),
+        "{verdict}"
+    );
 }
 
 #[test]

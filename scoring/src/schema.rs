@@ -649,10 +649,6 @@ pub struct TestDetail {
     pub file_state: Option<FileState>,
 }
 
-fn is_false(value: &bool) -> bool {
-    !*value
-}
-
 /// A block device's I/O counters (`/sys/dev/block/MAJ:MIN/stat`) before and
 /// after one test.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]

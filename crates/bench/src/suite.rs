@@ -215,6 +215,19 @@ impl Outcome {
     pub fn trustworthy(&self) -> bool {
         self.details.values().all(|d| !d.partial && d.device_io.as_ref().is_none_or(|io| io.reached))
     }
+
+    /// The figures whose bytes were not seen missing the device: what a
+    /// verdict on the device may be judged from.
+    pub fn proven(&self) -> Measurements {
+        let mut proven = Measurements::default();
+        for key in MEASUREMENT_KEYS {
+            let missed = self.details.get(key).and_then(|d| d.device_io.as_ref()).is_some_and(|io| !io.reached);
+            if let (Some(value), false) = (self.measurements.get(key), missed) {
+                proven.set(key, value);
+            }
+        }
+        proven
+    }
 }
 
 /// Why a run stopped early.
