@@ -213,21 +213,28 @@ fn max_time_caps_a_dying_card_that_says_its_eta() {
     // 20 writes a second: 80 MiB of 4 KiB random writes would take 17 min.
     let _slow = BlkioThrottle::new(&fs.dev, Throttle { write_iops: Some(20), ..Throttle::default() });
     let started = Instant::now();
-    let out = run(&[
-        "run",
-        "--json",
-        "--only",
-        "rand_write_4k_qd64_iops,rand_read_4k_qd64_iops",
-        "--max-time",
-        "8",
-        fs.mount_point(),
-    ]);
+    let mut child = Command::new(BIN)
+        .args(["run", "--json", "--only", "rand_write_4k_qd64_iops,rand_read_4k_qd64_iops", "--max-time", "8"])
+        .arg(fs.mount_point())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let stderr = child.stderr.take().expect("stderr");
+    let lines = std::thread::spawn(move || {
+        BufReader::new(stderr).lines().map_while(Result::ok).map(|l| (Instant::now(), l)).collect::<Vec<_>>()
+    });
+    let out = child.wait_with_output().expect("wait");
     let took = started.elapsed();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines = lines.join().expect("stderr reader");
+    let stderr: String = lines.iter().map(|(_, l)| format!("{l}\n")).collect();
     assert!(out.status.success(), "{stderr}");
-    // Said once, with its ETA.
-    assert_eq!(stderr.matches("very slow").count(), 1, "{stderr}");
-    assert!(stderr.contains("ETA") && stderr.contains("min"), "{stderr}");
+    // Said once, with its ETA, a few seconds in: before the cap, not after.
+    let slow: Vec<&(Instant, String)> = lines.iter().filter(|(_, l)| l.contains("very slow")).collect();
+    assert_eq!(slow.len(), 1, "{stderr}");
+    assert!(slow[0].1.contains("ETA") && slow[0].1.contains("min"), "{stderr}");
+    assert!(slow[0].0 - started < Duration::from_secs(7), "told after {:?}", slow[0].0 - started);
     // Capped: 8 s, plus the 64 writes in flight draining at 20 a second.
     assert!(took < Duration::from_secs(20), "took {took:?}");
     let doc = stdout_json(&out);

@@ -174,8 +174,13 @@ pub struct Completed {
     pub partial: bool,
 }
 
-/// Called now and then with the number of I/Os completed so far.
+/// Called now and then with the number of I/Os completed so far: every few
+/// hundred I/Os, and at least every [`REPORT_EVERY`] while I/Os complete, so
+/// that a slow device is noticed (and its ETA told) early.
 pub type Progress<'a> = &'a (dyn Fn(u64) + Sync);
+
+/// The longest wait between two progress reports while I/Os complete.
+pub const REPORT_EVERY: Duration = Duration::from_millis(200);
 
 /// Runs `work` with `shape.jobs` jobs of `shape.depth` requests in flight each.
 pub fn run_queued(
@@ -218,6 +223,7 @@ pub fn run_sync(work: &Workload<'_>, progress: Progress<'_>) -> Result<Completed
     let start = Instant::now();
     let mut recorder = Recorder::new(start);
     let mut partial = false;
+    let mut last_report = start;
     for (i, &offset) in work.offsets.iter().enumerate() {
         check_interrupt()?;
         if work.past_deadline() {
@@ -231,7 +237,8 @@ pub fn run_sync(work: &Workload<'_>, progress: Progress<'_>) -> Result<Completed
         transfer(work.fd.as_raw_fd(), &mut buf, work.block_size, offset, work.write)?;
         let done = Instant::now();
         recorder.record(done, done - issued, work.block_size as u64);
-        if i % 64 == 63 {
+        if i % 64 == 63 || done - last_report >= REPORT_EVERY {
+            last_report = done;
             report(progress, i as u64 + 1)?;
         }
     }

@@ -11,8 +11,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use super::{
-    Completed, EngineError, Part, Progress, Shape, StartGate, Workload, check_interrupt, merge, next_serial,
-    panic_message, report, share, stamp, transfer,
+    Completed, EngineError, Part, Progress, REPORT_EVERY, Shape, StartGate, Workload, check_interrupt, merge,
+    next_serial, panic_message, report, share, stamp, transfer,
 };
 use crate::buffer::AlignedBuf;
 use crate::recorder::Recorder;
@@ -97,6 +97,7 @@ fn worker(
     let start = gate.wait();
     let mut recorder = Recorder::new(start);
     let mut partial = false;
+    let mut last_report = start;
     let fd = work.fd.as_raw_fd();
     // A panic inside the loop (a bug, or the progress callback) must stop
     // the others and surface as an error: catch it here and say so.
@@ -126,7 +127,8 @@ fn worker(
             let now = std::time::Instant::now();
             recorder.record(now, now - issued, work.block_size as u64);
             let finished = shared.done.fetch_add(1, Ordering::Relaxed) + 1;
-            if finished % 256 == 0 {
+            if finished % 256 == 0 || now - last_report >= REPORT_EVERY {
+                last_report = now;
                 if let Err(e) = report(progress, finished) {
                     shared.fail(e);
                     break;

@@ -18,8 +18,8 @@ use std::time::Instant;
 use io_uring::{IoUring, Probe, opcode, squeue, types};
 
 use super::{
-    Completed, EngineError, Part, Pending, Progress, Shape, StartGate, Workload, buffer_for, check_interrupt,
-    memlock_hint, merge, next_serial, panic_message, report, share, stamp,
+    Completed, EngineError, Part, Pending, Progress, REPORT_EVERY, Shape, StartGate, Workload, buffer_for,
+    check_interrupt, memlock_hint, merge, next_serial, panic_message, report, share, stamp,
 };
 use crate::recorder::Recorder;
 
@@ -169,6 +169,7 @@ struct Job<'w, 'a> {
     recorder: Recorder,
     failure: Option<EngineError>,
     partial: bool,
+    last_report: Instant,
 }
 
 impl<'w, 'a> Job<'w, 'a> {
@@ -184,6 +185,7 @@ impl<'w, 'a> Job<'w, 'a> {
             recorder: Recorder::new(start),
             failure: None,
             partial: false,
+            last_report: start,
         }
     }
 
@@ -277,7 +279,8 @@ impl<'w, 'a> Job<'w, 'a> {
             }
             if completed > 0 {
                 let total = counter.fetch_add(completed, Ordering::Relaxed) + completed;
-                if total / 256 != (total - completed) / 256 {
+                if total / 256 != (total - completed) / 256 || now - self.last_report >= REPORT_EVERY {
+                    self.last_report = now;
                     if let Err(e) = report(progress, total) {
                         self.failure.get_or_insert(e);
                     }
