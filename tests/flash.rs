@@ -188,8 +188,13 @@ fn the_hdparm_like_read_stops_at_the_end_of_a_small_fast_device() {
     // 64 MiB in memory: read whole in far less than hdparm's 3 s.
     let dev = LoopDev::in_memory(64);
     let before = dev.sectors();
+    let started = Instant::now();
     let out = run(&["run", "--json", "--only", "seq_read_mib_s", dev.path()]);
+    let took = started.elapsed();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // hdparm's own 3 s pause comes before the clock starts: the reads
+    // themselves take a fraction of a second here.
+    assert!(took >= Duration::from_secs(3), "no settling pause before the timed reads: the run took {took:?}");
     let doc = stdout_json(&out);
     let detail = &doc["details"]["seq_read_mib_s"];
     // hdparm's cap: size ÷ 2 MiB reads, and no wrapping around.
@@ -203,6 +208,44 @@ fn the_hdparm_like_read_stops_at_the_end_of_a_small_fast_device() {
     let notes = detail["notes"].to_string();
     assert!(notes.contains("ended after 64 MiB") && notes.contains("under 1 s"), "{notes}");
     assert!(figure(&doc, "seq_read_mib_s") > 0.0);
+}
+
+#[test]
+#[ignore = "needs root: loop devices, ext4 mounts"]
+fn each_tool_starts_after_a_sync() {
+    let _lock = device_lock();
+    let target = Ext4::new(512, "rw");
+    let other = Ext4::new(64, "rw");
+    let started = Instant::now();
+    let child = Command::new(BIN)
+        .args(["run", "--json", "--only", "seq_read_mib_s,rand_read_4k_qd64_iops"])
+        .arg(target.mount_point())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // The hdparm-like read starts with an untimed 2 MiB priming read, then
+    // `sync` and a 3 s pause. Once the priming read shows in the device's
+    // counters, leave 16 MiB of dirty pages on another filesystem: hdparm's
+    // sync is behind us, and the kernel would keep them for 30 s
+    // (dirty_expire_centisecs), so only the `sync` before the fio-like job
+    // writes them out during this run.
+    let read_before = target.dev.sectors().0;
+    while target.dev.sectors().0 < read_before + 4096 {
+        assert!(started.elapsed() < Duration::from_secs(20), "no priming read seen in 20 s");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let written_before = other.dev.sectors().1;
+    std::fs::write(other.dir.path().join("dirty"), vec![0x5a_u8; 16 * MIB as usize]).expect("write");
+    let out = child.wait_with_output().expect("wait");
+    let took = started.elapsed();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let flushed = (other.dev.sectors().1 - written_before) * 512;
+    assert!(took < Duration::from_secs(25), "too slow to tell a sync from the kernel's own writeback: {took:?}");
+    assert!(flushed >= 16 * MIB, "only {flushed} bytes of the dirty 16 MiB were written: no sync before fio's job");
+    assert!(figure(&stdout_json(&out), "rand_read_4k_qd64_iops") > 0.0);
 }
 
 #[test]
