@@ -344,7 +344,11 @@ fn a_refused_buffer_registration_falls_back_and_says_so() {
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let doc = stdout_json(&out);
         assert!(figure(&doc, "rand_read_4k_qd64_iops") > 0.0);
-        doc["details"]["rand_read_4k_qd64_iops"].clone()
+        let detail = doc["details"]["rand_read_4k_qd64_iops"].clone();
+        // Said in the notes too, so the table a user reads tells it.
+        let said = format!("ran on {}", detail["engine_detail"].as_str().unwrap_or("?"));
+        assert!(detail["notes"].to_string().contains(&said), "{detail}");
+        detail
     };
     let plain = run_limited("--memlock=65536:65536", "io_uring");
     assert_eq!(plain["engine"], "io_uring", "{plain}");

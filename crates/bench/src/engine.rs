@@ -170,6 +170,9 @@ pub struct Completed {
     /// How the engine ran, when there is more to say than its name: the
     /// io_uring opcodes used, or why it fell back to threads.
     pub engine_detail: Option<String>,
+    /// The engine asked for was refused something (a ring, registered
+    /// buffers) and this ran another way, which `engine_detail` names.
+    pub fell_back: bool,
     /// The deadline stopped it before every offset was issued.
     pub partial: bool,
 }
@@ -244,7 +247,7 @@ pub fn run_sync(work: &Workload<'_>, progress: Progress<'_>) -> Result<Completed
     }
     let elapsed = recorder.last_completion().map_or(Duration::ZERO, |t| t - start);
     report(progress, recorder.ios)?;
-    Ok(Completed { recorder, elapsed, engine: "sync", engine_detail: None, partial })
+    Ok(Completed { recorder, elapsed, engine: "sync", engine_detail: None, fell_back: false, partial })
 }
 
 fn buffer_for(work: &Workload<'_>, slots: usize) -> AlignedBuf {

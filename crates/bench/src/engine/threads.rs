@@ -58,11 +58,12 @@ pub(super) fn run(
     }
     let (recorder, elapsed, partial) = merge(start, parts);
     report(progress, recorder.ios)?;
+    let fell_back = why.is_some();
     let detail = match why {
         Some(why) => format!("{threads} threads of pread/pwrite: {why}"),
         None => format!("{threads} threads of pread/pwrite"),
     };
-    Ok(Completed { recorder, elapsed, engine: "threads", engine_detail: Some(detail), partial })
+    Ok(Completed { recorder, elapsed, engine: "threads", engine_detail: Some(detail), fell_back, partial })
 }
 
 /// What the workers of one run share: atomics, and a slot for the first error.

@@ -93,7 +93,8 @@ pub(super) fn run(work: &Workload<'_>, shape: Shape, progress: Progress<'_>) -> 
     let Some((mode, start)) = first else { return Err(EngineError::Panicked("no io_uring job ran".to_owned())) };
     let (recorder, elapsed, partial) = merge(start, parts);
     report(progress, recorder.ios)?;
-    Ok(Completed { recorder, elapsed, engine: "io_uring", engine_detail: Some(mode.describe()), partial })
+    let fell_back = !matches!(mode, Mode::Fixed);
+    Ok(Completed { recorder, elapsed, engine: "io_uring", engine_detail: Some(mode.describe()), fell_back, partial })
 }
 
 /// Can this kernel take plain `READ`/`WRITE`? Also the first test of

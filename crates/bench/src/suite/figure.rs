@@ -40,8 +40,13 @@ pub(crate) fn judge(detail: &mut TestDetail, max_time: Option<Duration>) {
     }
 }
 
-/// The detail of a finished workload timed over `elapsed`.
+/// The detail of a finished workload timed over `elapsed`. An engine that
+/// fell back says so in a note, so that the table a user reads tells it too.
 pub(crate) fn detail(done: &Completed, elapsed: Duration) -> TestDetail {
+    let notes = match (&done.engine_detail, done.fell_back) {
+        (Some(how), true) => vec![format!("ran on {how}")],
+        _ => Vec::new(),
+    };
     TestDetail {
         engine: done.engine.to_owned(),
         engine_detail: done.engine_detail.clone(),
@@ -52,6 +57,7 @@ pub(crate) fn detail(done: &Completed, elapsed: Duration) -> TestDetail {
         intervals_mib_s: done.recorder.intervals_mib_s(elapsed),
         interval_ms: INTERVAL.as_millis() as u64,
         partial: done.partial,
+        notes,
         ..TestDetail::default()
     }
 }

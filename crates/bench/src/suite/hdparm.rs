@@ -109,7 +109,7 @@ fn timed_reads(
         }
     };
     let mib_s = round_to(recorder.bytes as f64 / MIB as f64 / elapsed.as_secs_f64(), 2);
-    let done = Completed { recorder, elapsed, engine: "sync", engine_detail: None, partial };
+    let done = Completed { recorder, elapsed, engine: "sync", engine_detail: None, fell_back: false, partial };
     Ok((mib_s, detail(&done, elapsed)))
 }
 
