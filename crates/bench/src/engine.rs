@@ -57,12 +57,14 @@ pub struct Workload<'a> {
     /// No new I/O is issued from this instant on; the result is then
     /// [`Completed::partial`]. I/O already in flight still completes.
     pub deadline: Option<Instant>,
+    /// Keep every I/O's completion time and latency ([`Recorder::trace`]).
+    pub trace: bool,
 }
 
 impl<'a> Workload<'a> {
     /// A workload with no deadline.
     pub fn new(fd: BorrowedFd<'a>, offsets: &'a [u64], block_size: usize, write: bool, data: Data) -> Self {
-        Workload { fd, offsets, block_size, write, data, deadline: None }
+        Workload { fd, offsets, block_size, write, data, deadline: None, trace: false }
     }
 
     fn op(&self) -> &'static str {
@@ -224,7 +226,7 @@ fn uring_refused(e: &io::Error) -> bool {
 pub fn run_sync(work: &Workload<'_>, progress: Progress<'_>) -> Result<Completed, EngineError> {
     let mut buf = buffer_for(work, 1);
     let start = Instant::now();
-    let mut recorder = Recorder::new(start);
+    let mut recorder = Recorder::new(start).traced(work.trace);
     let mut partial = false;
     let mut last_report = start;
     for (i, &offset) in work.offsets.iter().enumerate() {
@@ -455,6 +457,20 @@ mod tests {
                 assert_eq!(done.recorder.bytes, 256 * 4096);
                 assert!(!done.partial);
             }
+        }
+    }
+
+    #[test]
+    fn a_traced_workload_keeps_every_io_in_every_engine() {
+        let f = file_with(64 * 4096);
+        let offs = offsets(64);
+        let mut work = Workload::new(f.as_fd(), &offs, 4096, false, Data::Zeros);
+        work.trace = true;
+        for done in engines(&work, 4) {
+            let trace = done.recorder.trace();
+            assert_eq!(trace.len(), 64, "{}", done.engine);
+            assert!(trace.windows(2).all(|w| w[0].done <= w[1].done), "{}: completion order", done.engine);
+            assert!(trace.iter().all(|t| t.latency <= t.done + Duration::from_millis(1)), "{}", done.engine);
         }
     }
 

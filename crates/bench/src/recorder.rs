@@ -1,5 +1,7 @@
 //! Per-test recording: every I/O's latency into an HDR histogram, and bytes
-//! completed per fixed interval for throughput-over-time plots.
+//! completed per fixed interval for throughput-over-time plots. A traced
+//! recorder also keeps each I/O's completion time and latency, for studies
+//! that plot single I/Os (the `profile` command's speed curves and scatter).
 
 use std::time::{Duration, Instant};
 
@@ -16,8 +18,18 @@ pub struct Recorder {
     start: Instant,
     interval_bytes: Vec<u64>,
     last: Option<Instant>,
+    /// Every I/O, when traced.
+    trace: Option<Vec<Traced>>,
     pub ios: u64,
     pub bytes: u64,
+}
+
+/// One I/O of a traced run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Traced {
+    /// When it completed, from the start of the run.
+    pub done: Duration,
+    pub latency: Duration,
 }
 
 impl Recorder {
@@ -26,7 +38,15 @@ impl Recorder {
         // which matters with one recorder per worker thread (64 at QD64).
         let histogram = Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
             .unwrap_or_else(|_| unreachable!("the bounds above are valid"));
-        Recorder { histogram, start, interval_bytes: Vec::new(), last: None, ios: 0, bytes: 0 }
+        Recorder { histogram, start, interval_bytes: Vec::new(), last: None, trace: None, ios: 0, bytes: 0 }
+    }
+
+    /// Also keeps every I/O (16 bytes each) when `on`.
+    pub fn traced(mut self, on: bool) -> Self {
+        if on {
+            self.trace = Some(Vec::new());
+        }
+        self
     }
 
     /// Records one completed I/O of `bytes` that took `latency`, finishing at `now`.
@@ -42,6 +62,9 @@ impl Recorder {
             self.interval_bytes.resize(slot + 1, 0);
         }
         self.interval_bytes[slot] += bytes;
+        if let Some(trace) = &mut self.trace {
+            trace.push(Traced { done: now.saturating_duration_since(self.start), latency });
+        }
     }
 
     /// Merges another recorder's figures (from a worker thread) into this one.
@@ -56,6 +79,17 @@ impl Recorder {
         for (mine, theirs) in self.interval_bytes.iter_mut().zip(&other.interval_bytes) {
             *mine += theirs;
         }
+        if let Some(theirs) = &other.trace {
+            let offset = other.start.saturating_duration_since(self.start);
+            let mine = self.trace.get_or_insert_with(Vec::new);
+            mine.extend(theirs.iter().map(|t| Traced { done: t.done + offset, ..*t }));
+            mine.sort_by_key(|t| t.done);
+        }
+    }
+
+    /// Every I/O in completion order, when the recorder was [`traced`](Self::traced).
+    pub fn trace(&self) -> &[Traced] {
+        self.trace.as_deref().unwrap_or_default()
     }
 
     /// When the last recorded I/O completed.
@@ -116,5 +150,22 @@ mod tests {
         // The last interval (1000..1001 ms) holds one I/O: its rate is over
         // that 1 ms, not over a whole 500 ms.
         assert!((iv[2] - 4096.0 / 0.001 / 1_048_576.0).abs() < 0.1, "{iv:?}");
+        assert!(r.trace().is_empty(), "not traced");
+    }
+
+    #[test]
+    fn a_traced_merge_keeps_every_io_in_completion_order() {
+        let start = Instant::now();
+        let mut a = Recorder::new(start).traced(true);
+        let mut b = Recorder::new(start).traced(true);
+        a.record(start + Duration::from_millis(3), Duration::from_millis(3), 4096);
+        b.record(start + Duration::from_millis(1), Duration::from_millis(1), 4096);
+        a.record(start + Duration::from_millis(5), Duration::from_millis(2), 4096);
+        let mut all = Recorder::new(start);
+        all.merge(&a);
+        all.merge(&b);
+        let done: Vec<u128> = all.trace().iter().map(|t| t.done.as_millis()).collect();
+        assert_eq!(done, vec![1, 3, 5]);
+        assert_eq!(all.trace()[2].latency, Duration::from_millis(2));
     }
 }

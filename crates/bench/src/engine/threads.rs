@@ -96,7 +96,7 @@ fn worker(
     let mut buf = if work.write { work.data.buffer(work.block_size, n) } else { AlignedBuf::zeroed(work.block_size) };
     let stamped = work.write && matches!(work.data, super::Data::Random(_));
     let start = gate.wait();
-    let mut recorder = Recorder::new(start);
+    let mut recorder = Recorder::new(start).traced(work.trace);
     let mut partial = false;
     let mut last_report = start;
     let fd = work.fd.as_raw_fd();

@@ -183,7 +183,7 @@ impl<'w, 'a> Job<'w, 'a> {
             free: (0..depth).rev().collect(),
             resubmit: Vec::new(),
             in_flight: 0,
-            recorder: Recorder::new(start),
+            recorder: Recorder::new(start).traced(work.trace),
             failure: None,
             partial: false,
             last_report: start,
