@@ -6,6 +6,7 @@
 
 pub mod input;
 pub mod privacy;
+pub mod profile;
 pub mod schema;
 pub mod score;
 pub mod verdict;

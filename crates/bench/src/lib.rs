@@ -3,6 +3,7 @@
 //! - [`engine`] keeps N requests in flight (io_uring, or threads) or one
 //!   (sync), and records each completion.
 //! - [`suite`] defines the nine figures of DESIGN.md §4 on top of it.
+//! - [`profile`] runs the deep studies of `storage-score profile` (§12).
 //! - [`scratch`] makes scratch files that cannot outlive the process.
 //! - [`devstat`] proves that a test's bytes reached the device, and
 //!   [`filestate`] records the file state each test met.
@@ -18,6 +19,7 @@ pub mod devstat;
 pub mod engine;
 pub mod filestate;
 pub mod interrupt;
+pub mod profile;
 pub mod recorder;
 pub mod scratch;
 pub mod suite;
