@@ -46,6 +46,10 @@ pub struct Studies {
     /// Where the studies' region starts on the raw device.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_offset: Option<u64>,
+    /// The region the sweep and the transfer-size scan read and write:
+    /// bytes from the start of the file (or from `raw_offset`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work_bytes: Option<u64>,
     /// The time box of the whole command, in seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_time_s: Option<f64>,
@@ -167,6 +171,9 @@ pub struct SweepCell {
     pub bytes: u64,
     #[serde(default)]
     pub seconds: f64,
+    /// The cell's time box: no I/O starts after it (I/O in flight finishes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_box_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<Latency>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -196,6 +203,9 @@ pub struct TransferPoint {
     pub ios: u64,
     #[serde(default)]
     pub seconds: f64,
+    /// The point's time box.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_box_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<Latency>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

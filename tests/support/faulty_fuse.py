@@ -25,6 +25,11 @@ Each FAULT is ``NAME=VALUE``; sizes are bytes, or with a K, M or G suffix
     lie-size=BYTES             disk.img claims BYTES, more than the SIZE bytes
                                of real data: reads past the data come back
                                short, writes past it fail with EIO
+    slc=BYTES:FAST:SLOW        a card with a write cache (an "SLC" model):
+                               the first BYTES written (counted from when
+                               this fault is set) go at FAST bytes per
+                               second, every byte after at SLOW; FAST and
+                               SLOW are plain numbers (40000000 = 40 MB/s)
 
 Faults can also be given in the environment variable FAULTY_FUSE (separated
 by spaces or commas), and changed while the disk runs by writing them to the
@@ -77,6 +82,9 @@ class Faults:
         self.stall_seconds = 0.0
         self.stall_until = None
         self.lie_size = None
+        self.slc = None
+        self.slc_written = 0
+        self.slc_clock = None
 
     def apply(self, spec):
         for item in spec.replace(",", " ").split():
@@ -95,6 +103,11 @@ class Faults:
                 self.stall_until = None
             elif name == "lie-size":
                 self.lie_size = parse_size(value)
+            elif name == "slc":
+                cache, fast, slow = value.split(":")
+                self.slc = (parse_size(cache), float(fast), float(slow))
+                self.slc_written = 0
+                self.slc_clock = None
             else:
                 raise ValueError("unknown fault %r" % item)
 
@@ -195,7 +208,41 @@ class FaultyDisk(fuse.Operations):
         if offset + len(data) > self.size:
             log("EIO on write at %d, past the real %d" % (offset, self.size))
             raise fuse.FuseOSError(errno.EIO)
-        return os.pwrite(self.fd, data, offset)
+        written = os.pwrite(self.fd, data, offset)
+        self.pace(len(data))
+        return written
+
+    # How long the disk may sit idle and still count as busy: a write that
+    # arrives within this of the previous one's end starts at that end, so
+    # the kernel's and this server's own time per request does not slow
+    # the modelled rate.
+    SLACK = 0.005
+
+    def pace(self, size):
+        """Holds a write until the modelled card would have finished it.
+
+        Writes take turns on one virtual clock, each for its bytes' time at
+        the cache's rate while the cache lasts and at the slow rate after,
+        so the rate the writer sees is the model's whatever the request
+        sizes or how many are in flight.
+        """
+        with self.mutex:
+            f = self.faults
+            if f.slc is None:
+                return
+            cache, fast, slow = f.slc
+            inside = max(0, min(size, cache - f.slc_written))
+            cost = inside / fast + (size - inside) / slow
+            if f.slc_written < cache <= f.slc_written + size:
+                log("slc: cache of %d bytes full" % cache)
+            f.slc_written += size
+            now = time.monotonic()
+            start = f.slc_clock if f.slc_clock is not None and now - f.slc_clock < self.SLACK else now
+            start = max(start, now - self.SLACK)
+            f.slc_clock = start + cost
+            wait = f.slc_clock - now
+        if wait > 0:
+            time.sleep(wait)
 
     def before_io(self, op, offset, size):
         end = offset + size

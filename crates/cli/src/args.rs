@@ -42,6 +42,10 @@ pub enum Command {
     /// on disk), 2 bad usage or report, 3 no consent (no terminal to ask on
     /// and no --yes, or the answer was no).
     Submit(SubmitArgs),
+    /// The deep studies, with plots: a sustained write (speed against
+    /// progress, where the cache runs out), a block size × jobs sweep, and
+    /// random I/O speed against transfer size. With no study named, all three.
+    Profile(ProfileArgs),
 }
 
 #[derive(Debug, Args, Default)]
@@ -156,6 +160,91 @@ pub struct SubmitArgs {
     pub delete: bool,
 }
 
+#[derive(Debug, Args, Default)]
+pub struct ProfileArgs {
+    /// A whole disk, a partition or a directory.
+    #[arg(default_value = "/")]
+    pub target: String,
+    /// Run the block size {4K, 1M, 256M} × jobs {1, 4, 8} sweep, reading and writing.
+    #[arg(long)]
+    pub sweep: bool,
+    /// Run the sustained write: SIZE (e.g. 2G, 512M) in 4 MiB chunks; by
+    /// default a quarter of the free space, at most 8 GiB.
+    #[arg(long, value_name = "SIZE", num_args = 0..=1, default_missing_value = "auto", value_parser = parse_size_or_auto)]
+    pub sustained: Option<SizeArg>,
+    /// After the sustained write, random 4 KiB writes for SECS seconds
+    /// (default 60), then the same write again, the two curves side by side.
+    #[arg(long, value_name = "SECS", num_args = 0..=1, default_missing_value = "60", value_parser = clap::value_parser!(u64).range(1..))]
+    pub after_random: Option<u64>,
+    /// Run the transfer-size scan: random O_DIRECT reads and writes of 512 B to 8 MiB.
+    #[arg(long)]
+    pub transfer_sizes: bool,
+    /// Run the studies on the raw device instead of a file (needs
+    /// --destructive, and the device unmounted).
+    #[arg(long, requires = "destructive")]
+    pub raw: bool,
+    /// Allow writing the raw device from its first GiB on. ITS DATA THERE IS LOST.
+    #[arg(long, requires = "raw")]
+    pub destructive: bool,
+    /// Do not ask for confirmation before a destructive run.
+    #[arg(long, requires = "destructive")]
+    pub yes: bool,
+    /// Time box of the whole command in seconds, shared among the studies.
+    #[arg(long, value_name = "SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(10..))]
+    pub max_time: u64,
+    /// Print the report (`storage-score/1` with a `profile` section) as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Write a self-contained HTML report with the plots to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Write the tables as CSV files into DIR (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub csv: Option<PathBuf>,
+    /// Queue-depth engine: io_uring, or threads of pread/pwrite.
+    #[arg(long, value_enum, default_value_t = EngineArg::Auto)]
+    pub engine: EngineArg,
+}
+
+/// A size given on the command line, or `auto` for the default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SizeArg {
+    Auto,
+    Bytes(u64),
+}
+
+/// `512M`, `2G`, `1.5G`, `4096`, `8GiB`: binary units (K, M, G, T = powers
+/// of 1024), as dd and fio read them; `auto` for the default.
+pub fn parse_size_or_auto(text: &str) -> Result<SizeArg, String> {
+    if text == "auto" {
+        return Ok(SizeArg::Auto);
+    }
+    parse_size(text).map(SizeArg::Bytes)
+}
+
+/// A byte count with an optional binary unit.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let lower = t.to_ascii_lowercase();
+    let digits = lower.trim_end_matches("ib").trim_end_matches('b');
+    let (number, scale) = match digits.chars().last() {
+        Some('k') => (&digits[..digits.len() - 1], 1u64 << 10),
+        Some('m') => (&digits[..digits.len() - 1], 1 << 20),
+        Some('g') => (&digits[..digits.len() - 1], 1 << 30),
+        Some('t') => (&digits[..digits.len() - 1], 1 << 40),
+        _ => (digits, 1),
+    };
+    let value: f64 = number
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size; write it as 512M, 2G or a number of bytes"))?;
+    let bytes = value * scale as f64;
+    if !(1.0..1e18).contains(&bytes) {
+        return Err(format!("{text:?} is not a usable size; give at least one byte, e.g. 512M or 2G"));
+    }
+    Ok(bytes as u64)
+}
+
 #[derive(Debug, Clone, Copy, ValueEnum, Default)]
 pub enum ProfileArg {
     #[default]
@@ -179,5 +268,30 @@ mod tests {
     #[test]
     fn definitions_are_consistent() {
         super::Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn sizes_read_in_binary_units() {
+        use super::{SizeArg, parse_size, parse_size_or_auto};
+        assert_eq!(parse_size("512M"), Ok(512 << 20));
+        assert_eq!(parse_size("2G"), Ok(2 << 30));
+        assert_eq!(parse_size("1.5g"), Ok(3 << 29));
+        assert_eq!(parse_size("8GiB"), Ok(8 << 30));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert!(parse_size("lots").is_err() && parse_size("0").is_err() && parse_size("-1G").is_err());
+        assert_eq!(parse_size_or_auto("auto"), Ok(SizeArg::Auto));
+    }
+
+    #[test]
+    fn profile_flags_parse_and_raw_needs_destructive() {
+        use clap::Parser;
+        let cli = super::Cli::try_parse_from(["storage-score", "profile", "/mnt", "--sustained", "--after-random"])
+            .expect("parse");
+        let Some(super::Command::Profile(args)) = cli.command else { panic!("not profile") };
+        assert_eq!(args.sustained, Some(super::SizeArg::Auto));
+        assert_eq!(args.after_random, Some(60));
+        assert!(super::Cli::try_parse_from(["storage-score", "profile", "--raw"]).is_err());
+        assert!(super::Cli::try_parse_from(["storage-score", "profile", "--destructive"]).is_err());
+        assert!(super::Cli::try_parse_from(["storage-score", "profile", "--raw", "--destructive", "--yes"]).is_ok());
     }
 }

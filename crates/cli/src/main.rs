@@ -5,6 +5,8 @@
 mod capacity_cmd;
 mod failure;
 mod plan;
+mod profile_cmd;
+mod profile_render;
 mod progress;
 mod render;
 mod run;
@@ -37,6 +39,7 @@ fn main() {
         Some(Command::Score(args)) => score_cmd::score(&args),
         Some(Command::VerifyCapacity(args)) => capacity_cmd::verify_capacity(&args, &roots),
         Some(Command::Submit(args)) => upload::submit_command(&args),
+        Some(Command::Profile(args)) => profile_cmd::profile(&args, &roots),
     };
     if let Err(failure) = result {
         eprintln!("storage-score: {failure}");

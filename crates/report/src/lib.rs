@@ -6,12 +6,18 @@
 //! - [`svg`]: a small SVG writer (shapes, text, groups) that escapes what it
 //!   is given.
 //! - [`plot`]: plots built on it, each a pure function from data to an SVG
-//!   string: today the strip plot of a card's scores; the `profile` plots
-//!   (speed against progress, heatmap, scatter, latency histogram) belong
-//!   beside it, on the same [`plot::axis`] scales and [`plot::Frame`].
+//!   string, on the same scales ([`plot::axis`], [`plot::log`]) and
+//!   [`plot::Frame`]: the strip plot of a card's scores, and the `profile`
+//!   plots (speed against progress, latency histogram, heatmap, scatter).
+//! - [`profile_page`]: the `profile` command's self-contained HTML report,
+//!   and [`csv`] its tables; [`sparkline`] its terminal curve.
 //!
-//! Pure: no I/O, no dependencies.
+//! Pure: no I/O. Its one dependency is `storage-scoring`, for the report
+//! types the pages are drawn from.
 
+pub mod csv;
 pub mod html;
 pub mod plot;
+pub mod profile_page;
+pub mod sparkline;
 pub mod svg;

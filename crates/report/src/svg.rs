@@ -21,6 +21,8 @@ pub struct Style<'a> {
     pub stroke: Option<&'a str>,
     pub stroke_width: Option<f64>,
     pub opacity: Option<f64>,
+    /// `stroke-dasharray`, e.g. `4 3`.
+    pub dash: Option<&'a str>,
 }
 
 impl<'a> Style<'a> {
@@ -35,6 +37,17 @@ impl<'a> Style<'a> {
     pub fn with_opacity(mut self, opacity: f64) -> Self {
         self.opacity = Some(opacity);
         self
+    }
+
+    /// A dashed stroke: `pattern` as SVG's `stroke-dasharray` (`"4 3"`).
+    pub fn with_dash(mut self, pattern: &'a str) -> Self {
+        self.dash = Some(pattern);
+        self
+    }
+
+    /// A fill with a stroke around it.
+    pub fn fill_and_stroke(fill: &'a str, stroke: &'a str, width: f64) -> Self {
+        Style { fill: Some(fill), stroke: Some(stroke), stroke_width: Some(width), ..Style::default() }
     }
 
     fn write(&self, out: &mut String) {
@@ -57,6 +70,11 @@ impl<'a> Style<'a> {
         }
         if let Some(o) = self.opacity {
             let _ = write!(out, " opacity=\"{}\"", num(o));
+        }
+        if let Some(dash) = self.dash {
+            out.push_str(" stroke-dasharray=\"");
+            push_escaped(out, dash);
+            out.push('"');
         }
     }
 }
@@ -96,6 +114,15 @@ impl Svg {
         let _ = write!(self.body, "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"", num(x), num(y), num(w), num(h));
         style.write(&mut self.body);
         self.body.push_str("/>\n");
+    }
+
+    /// A rectangle with a tooltip (`<title>`), shown on hover.
+    pub fn rect_titled(&mut self, x: f64, y: f64, w: f64, h: f64, style: Style<'_>, title: &str) {
+        let _ = write!(self.body, "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"", num(x), num(y), num(w), num(h));
+        style.write(&mut self.body);
+        self.body.push_str("><title>");
+        push_escaped(&mut self.body, title);
+        self.body.push_str("</title></rect>\n");
     }
 
     pub fn line(&mut self, x1: f64, y1: f64, x2: f64, y2: f64, style: Style<'_>) {
@@ -141,6 +168,22 @@ impl Svg {
             anchor.as_str(),
             num(size)
         );
+        push_escaped(&mut self.body, text);
+        self.body.push_str("</text>\n");
+    }
+
+    /// Text in `color` (a fill colour), e.g. white on a dark cell.
+    pub fn colored_text(&mut self, x: f64, y: f64, text: &str, anchor: Anchor, size: f64, color: &str) {
+        let _ = write!(
+            self.body,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"{}\" font-size=\"{}\" fill=\"",
+            num(x),
+            num(y),
+            anchor.as_str(),
+            num(size)
+        );
+        push_escaped(&mut self.body, color);
+        self.body.push_str("\">");
         push_escaped(&mut self.body, text);
         self.body.push_str("</text>\n");
     }
@@ -203,6 +246,18 @@ mod tests {
         assert!(doc.contains("<title>t&lt;</title><desc>d&amp;</desc>"));
         assert!(!doc.contains("<script>"));
         assert!(doc.contains("x=\"1\" y=\"2.5\""));
+    }
+
+    #[test]
+    fn dashes_tooltips_and_coloured_text() {
+        let mut svg = Svg::new(10.0, 10.0);
+        svg.line(0.0, 0.0, 5.0, 5.0, Style::stroke("#000", 1.0).with_dash("4 3"));
+        svg.rect_titled(1.0, 1.0, 2.0, 2.0, Style::fill("#ccc"), "skipped: <reason>");
+        svg.colored_text(1.0, 1.0, "a&b", Anchor::Middle, 10.0, "#fff");
+        let doc = svg.finish("t", "d");
+        assert!(doc.contains("stroke-dasharray=\"4 3\""));
+        assert!(doc.contains("<title>skipped: &lt;reason&gt;</title></rect>"));
+        assert!(doc.contains("fill=\"#fff\">a&amp;b</text>"));
     }
 
     #[test]

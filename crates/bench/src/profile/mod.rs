@@ -98,7 +98,9 @@ pub struct Config {
     /// Bytes of memory the I/O buffers may take (half of what the system has
     /// available, say); sweep cells that need more are skipped.
     pub memory_budget: Option<u64>,
-    pub sd: SdFacts,
+    /// The card's facts when the device is an SD card: the sustained
+    /// write then says how it relates to the SD speed classes.
+    pub sd: Option<SdFacts>,
     /// The live sysfs, for the device's I/O counters.
     pub live_sysfs: PathBuf,
     /// The block device under the filesystem, when it has no counters of its own.
@@ -116,7 +118,7 @@ impl Config {
             max_time: DEFAULT_MAX_TIME,
             engine: EngineChoice::Auto,
             memory_budget: None,
-            sd: SdFacts::default(),
+            sd: None,
             live_sysfs: PathBuf::from("/sys"),
             write_device: None,
         }
@@ -353,6 +355,7 @@ impl<'a> Runner<'a> {
                 Work { file, base, len: written }
             }
         };
+        self.out.work_bytes = Some(work.len);
         let ctx = self.ctx(&opened, &work.file);
         if self.config.sweep {
             let time_box = self.time_box("sweep");

@@ -54,16 +54,17 @@ pub(crate) fn run(
     .max(Duration::from_secs(1));
     let mut fresh = pass(ctx, file, base, size, start + fresh_box, "sustained write")?;
     fresh.notes.insert(0, box_note(&fresh, fresh_box));
-    if let Some(note) = sd_note(&fresh, ctx.config.sd) {
+    if let Some(note) = ctx.config.sd.and_then(|sd| sd_note(&fresh, sd)) {
         fresh.notes.push(note);
     }
     let written = fresh.bytes_written;
     let mut sustained = Sustained { fresh, after_random: None };
     if let (Some(random), true) = (after_random, written > 0) {
         let (random_writes, random_seconds) = random_writes(ctx, file, base, written, random)?;
-        let end = (start + time_box).max(Instant::now() + Duration::from_secs(1));
+        let begun = Instant::now();
+        let end = (start + time_box).max(begun + Duration::from_secs(1));
         let mut curve = pass(ctx, file, base, written, end, "sustained write after random writes")?;
-        curve.notes.insert(0, box_note(&curve, end.saturating_duration_since(start)));
+        curve.notes.insert(0, box_note(&curve, end.saturating_duration_since(begun)));
         sustained.after_random = Some(AfterRandom {
             random_seconds: round_to(random_seconds, 3),
             random_writes,

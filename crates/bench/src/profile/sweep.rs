@@ -169,6 +169,7 @@ fn measure(
     cell.ios = total.recorder.ios;
     cell.bytes = total.recorder.bytes;
     cell.seconds = round_to(secs, 3);
+    cell.time_box_s = Some(round_to(cell_box.as_secs_f64(), 3));
     cell.latency = Some(total.recorder.latency());
     cell.engine = Some(total.engine.to_owned());
     ctx.observer.finished(&label, round_rate(mb_s));

@@ -124,6 +124,7 @@ fn measure(
     point.iops = Some((ios as f64 / secs).round());
     point.ios = ios;
     point.seconds = round_to(secs, 3);
+    point.time_box_s = Some(round_to(point_box.as_secs_f64(), 3));
     point.samples_mb_s = stats::spread(&rates, SAMPLES).into_iter().map(round_rate).collect();
     rates.sort_by(f64::total_cmp);
     if !rates.is_empty() {

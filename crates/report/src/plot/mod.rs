@@ -5,7 +5,13 @@
 //! plots (the `profile` study's speed against progress, heatmap, scatter and
 //! latency histogram) go in their own module here, on the same pieces.
 
+pub mod axes;
 pub mod axis;
+pub mod heatmap;
+pub mod histogram;
+pub mod log;
+pub mod scatter;
+pub mod speed;
 pub mod strip;
 
 use crate::svg::{Anchor, Style, Svg};

@@ -1,0 +1,345 @@
+//! `storage-score profile` end to end, on real devices whose truth is
+//! known (DESIGN §7, §12):
+//!
+//! - a tiered card: a FUSE disk behind a loop device that writes its first
+//!   128 MiB at 40 MB/s and everything after at 10 MB/s (the `slc` model of
+//!   `support/faulty_fuse.py`), claiming an SD card's registers: the cache
+//!   size must come out within ±10 %, both speeds within ±5 %;
+//! - every study at small sizes, with the HTML report opened in headless
+//!   Chromium, its SVGs parsed as XML and their axes labelled in units, and
+//!   the CSV tables;
+//! - the raw device: only with --raw --destructive, only unmounted, and its
+//!   first GiB untouched;
+//! - Ctrl-C, a full disk, bad usage.
+//!
+//! Accuracy against fio for the sweep and the transfer-size scan is a
+//! benchmark (`cargo xtask bench`), not a test here.
+
+mod support;
+
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use support::*;
+
+const MIB: f64 = 1_048_576.0;
+
+fn within(measured: f64, truth: f64, share: f64) -> bool {
+    (measured / truth - 1.0).abs() <= share
+}
+
+#[test]
+#[ignore = "needs root: FUSE, loop device, ext4 mount"]
+fn a_tiered_card_shows_its_cache_size_and_both_speeds() {
+    let _lock = device_lock();
+    let fs = Ext4::on(FaultyDisk::new(1024, &[]), "rw");
+    // The cache counts from here: mkfs and mount wrote at full speed.
+    fs.dev.set_faults("slc=128M:40000000:10000000");
+    let root = sysfs_claiming("23-kingston-canvas-go-plus-64gb-05-2023", &fs.dev.dev);
+    let root_arg = root.path().to_str().expect("utf8");
+    let out = run(&[
+        "profile",
+        "--sysfs-root",
+        root_arg,
+        fs.mount_point(),
+        "--sustained",
+        "320M",
+        "--max-time",
+        "300",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stderr), fs.dev.log());
+    let doc = stdout_json(&out);
+    let s = &doc["profile"]["sustained"];
+    eprintln!(
+        "cache {} B, before {} MB/s, after {} MB/s, steady {} MB/s, slowest second {} MB/s, levels {}",
+        s["cache_bytes"], s["before_mb_s"], s["after_mb_s"], s["steady_mb_s"], s["min_1s_mb_s"], s["levels"]
+    );
+    assert_eq!(s["bytes_written"], 320 << 20);
+    assert_eq!(s["points"].as_array().map(Vec::len), Some(80), "one point per 4 MiB chunk");
+    let cache = s["cache_bytes"].as_f64().expect("a cache step");
+    assert!(within(cache, 128.0 * MIB, 0.10), "cache {} MiB, truth 128 MiB", cache / MIB);
+    let before = s["before_mb_s"].as_f64().expect("before");
+    let after = s["after_mb_s"].as_f64().expect("after");
+    let steady = s["steady_mb_s"].as_f64().expect("steady");
+    assert!(within(before, 40.0, 0.05), "before {before} MB/s, truth 40");
+    assert!(within(after, 10.0, 0.05), "after {after} MB/s, truth 10");
+    assert!(within(steady, 10.0, 0.05), "steady {steady} MB/s, truth 10");
+    let slowest = s["min_1s_mb_s"].as_f64().expect("slowest second");
+    assert!(slowest <= steady * 1.01 && slowest > 5.0, "slowest second {slowest} MB/s");
+    // The card claims V30: the note relates the steady rate to it, per AU.
+    let notes = s["notes"].to_string();
+    assert!(notes.contains("per allocation unit") && notes.contains("claims V30"), "{notes}");
+    assert!(s["device_io"]["reached"].as_bool().unwrap_or(false), "{}", s["device_io"]);
+    assert_eq!(doc["device"]["sd"]["class_label"], "A2 Class 10 V30 U3");
+    assert!(fs.entries().is_empty(), "nothing left behind: {:?}", fs.entries());
+}
+
+#[test]
+#[ignore = "needs root and Chromium: loop device, ext4 mount, headless chromium"]
+fn every_study_with_the_html_report_opened_in_chromium() {
+    let _lock = device_lock();
+    let fs = Ext4::new(512, "rw");
+    let free_before = fs.free_bytes();
+    let out_dir = report_dir();
+    let html = out_dir.join("profile-report.html");
+    let csv = out_dir.join("profile-csv");
+    let _ = std::fs::remove_dir_all(&csv);
+    let started = Instant::now();
+    let out = run(&[
+        "profile",
+        fs.mount_point(),
+        "--sustained",
+        "48M",
+        "--after-random",
+        "1",
+        "--sweep",
+        "--transfer-sizes",
+        "--max-time",
+        "24",
+        "--json",
+        "--html",
+        html.to_str().expect("utf8"),
+        "--csv",
+        csv.to_str().expect("utf8"),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "no progress with --json: {}", String::from_utf8_lossy(&out.stderr));
+    eprintln!("profile took {:.1} s", started.elapsed().as_secs_f64());
+    let doc = stdout_json(&out);
+    assert_eq!(doc["schema"], "storage-score/1");
+    let p = &doc["profile"];
+    for key in ["bytes_written", "steady_mb_s", "points"] {
+        assert!(!p["sustained"][key].is_null(), "sustained.{key}: {}", p["sustained"]);
+    }
+    assert!(p["sustained"]["after_random"]["random_writes"].as_u64().unwrap_or(0) > 0);
+    let sweep = p["sweep"].as_array().expect("sweep");
+    assert_eq!(sweep.len(), 18, "3 block sizes × 3 job counts × read, write");
+    for cell in sweep {
+        assert_eq!(cell["target"], "file");
+        assert!(cell["mb_s"].as_f64().is_some_and(|v| v > 0.0) || cell["skipped"].is_string(), "{cell}");
+        assert!(cell["bs"].is_u64() && cell["jobs"].is_u64() && cell["rw"].is_string());
+    }
+    let measured = sweep.iter().filter(|c| c["mb_s"].is_number()).count();
+    assert!(measured >= 12, "the 4 KiB and 1 MiB cells fit a 48 MiB region: {measured} measured");
+    let sizes = p["transfer_sizes"].as_array().expect("transfer sizes");
+    assert_eq!(sizes.len(), 30, "15 sizes × read, write");
+    assert!(sizes.iter().filter(|t| t["mb_s"].is_number()).count() >= 26, "{sizes:?}");
+    assert!(fs.entries().is_empty(), "nothing left behind: {:?}", fs.entries());
+    assert!(fs.free_bytes() + (4 << 20) >= free_before, "the scratch space came back");
+
+    // The SVGs: well-formed XML, every axis titled with its unit.
+    let page = std::fs::read_to_string(&html).expect("html");
+    let svgs = svg_documents(&page);
+    assert_eq!(svgs.len(), 4, "speed, latency, sweep, transfer-size figures");
+    let units = [
+        "(MB/s)",
+        "(MiB)",
+        "(µs, log scale)",
+        "(%)",
+        "(bytes)",
+        "(bytes, log scale)",
+        "(MB/s, log scale)",
+        "MB/s (log colour scale)",
+    ];
+    for svg in &svgs {
+        let parsed = roxmltree::Document::parse(svg).unwrap_or_else(|e| panic!("SVG does not parse: {e}\n{svg}"));
+        let texts: Vec<&str> =
+            parsed.descendants().filter(|n| n.has_tag_name("text")).filter_map(|n| n.text()).collect();
+        let titled = texts.iter().filter(|t| units.iter().any(|u| t.contains(u))).count();
+        assert!(titled >= 2, "axes without units: {texts:?}");
+    }
+
+    // The CSV tables.
+    for (name, header) in [
+        ("sustained.csv", "pass,chunk,offset_bytes,mb_s"),
+        ("sweep.csv", "target,rw,bs_bytes,jobs,mb_s,iops"),
+        ("transfer_sizes.csv", "rw,bytes,mb_s,iops"),
+        ("transfer_samples.csv", "rw,bytes,sample,mb_s"),
+    ] {
+        let text = std::fs::read_to_string(csv.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(text.starts_with(header), "{name}: {}", text.lines().next().unwrap_or(""));
+        assert!(text.lines().count() > 2, "{name} has rows");
+    }
+
+    // Chromium renders it: the DOM it builds holds the four figures and
+    // the identification, and a screenshot is kept for people to look at.
+    let chromium = chromium_path();
+    let dom = chromium_run(&chromium, &["--dump-dom", &format!("file://{}", html.display())]);
+    assert_eq!(dom.matches("<svg").count(), 4, "{}", &dom[..dom.len().min(2000)]);
+    assert!(dom.contains("Sustained write") && dom.contains(">Device</h2>"), "{}", &dom[..dom.len().min(2000)]);
+    assert!(dom.contains(fs.mount_point()), "the identification names the target");
+    let shot = out_dir.join("profile-report.png");
+    let _ = std::fs::remove_file(&shot);
+    chromium_run(
+        &chromium,
+        &[
+            "--window-size=1100,4200",
+            &format!("--screenshot={}", shot.display()),
+            &format!("file://{}", html.display()),
+        ],
+    );
+    let png = std::fs::read(&shot).expect("screenshot");
+    assert!(png.starts_with(b"\x89PNG") && png.len() > 50_000, "a real picture: {} bytes", png.len());
+    eprintln!("screenshot: {}", shot.display());
+}
+
+#[test]
+#[ignore = "needs root: loop device, ext4 mount"]
+fn the_raw_device_only_with_destructive_unmounted_and_past_its_first_gib() {
+    let _lock = device_lock();
+    // Mounted: refused, nothing written.
+    let fs = Ext4::new(1100, "rw");
+    let out = run(&["profile", fs.dev.path(), "--raw", "--destructive", "--yes", "--sweep", "--json"]);
+    let line = assert_one_line_error(&out, 3);
+    assert!(line.contains("mounted"), "{line}");
+    drop(fs);
+
+    let dev = LoopDev::new(1100);
+    let marker: Vec<u8> = (0..1u32 << 20).map(|i| (i % 251) as u8).collect();
+    let write_at = |offset: u64| {
+        let mut f = std::fs::OpenOptions::new().write(true).open(dev.path()).expect("open");
+        f.seek(SeekFrom::Start(offset)).expect("seek");
+        f.write_all(&marker).expect("marker");
+        f.sync_all().expect("sync");
+    };
+    let read_at = |offset: u64| {
+        let mut f = std::fs::File::open(dev.path()).expect("open");
+        f.seek(SeekFrom::Start(offset)).expect("seek");
+        let mut back = vec![0u8; marker.len()];
+        f.read_exact(&mut back).expect("read back");
+        back
+    };
+    write_at(0);
+    write_at((1 << 30) - (1 << 20));
+    let out = run(&["profile", dev.path(), "--raw", "--destructive", "--yes", "--sweep", "--max-time", "12", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc = stdout_json(&out);
+    assert_eq!(doc["profile"]["place"], "raw");
+    assert_eq!(doc["profile"]["raw_offset"], 1u64 << 30);
+    let sweep = doc["profile"]["sweep"].as_array().expect("sweep");
+    assert!(sweep.iter().all(|c| c["target"] == "raw"), "{sweep:?}");
+    assert!(sweep.iter().any(|c| c["rw"] == "write" && c["mb_s"].is_number()), "{sweep:?}");
+    assert!(read_at(0) == marker, "the device's first MiB was changed");
+    assert!(read_at((1 << 30) - (1 << 20)) == marker, "the MiB below 1 GiB was changed");
+
+    // Without confirmation and no terminal to ask on: refused.
+    let out = run(&["profile", dev.path(), "--raw", "--destructive", "--sweep"]);
+    let line = assert_one_line_error(&out, 3);
+    assert!(line.contains("--yes"), "{line}");
+}
+
+#[test]
+#[ignore = "needs root: loop device, ext4 mount, blkio cgroup"]
+fn ctrl_c_stops_the_studies_and_leaves_nothing_behind() {
+    let _lock = device_lock();
+    let fs = Ext4::new(512, "rw");
+    let free_before = fs.free_bytes();
+    let cg = BlkioThrottle::new(&fs.dev, Throttle { write_bps: Some(5_000_000), ..Throttle::default() });
+    let mut child = cg
+        .command(&["profile", fs.mount_point(), "--sustained", "200M", "--json"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(child.try_wait().expect("wait").is_none(), "still writing after 3 s");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT)
+        .expect("kill");
+    let stopped = Instant::now();
+    let status = child.wait().expect("wait");
+    let took = stopped.elapsed();
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    child.stdout.take().map(|mut s| s.read_to_end(&mut stdout));
+    child.stderr.take().map(|mut s| s.read_to_end(&mut stderr));
+    let out = Output { status, stdout, stderr };
+    let line = assert_one_line_error(&out, 1);
+    assert!(line.contains("interrupted by SIGINT") && line.contains("nothing was left behind"), "{line}");
+    assert!(took < Duration::from_secs(5), "took {took:?} to stop");
+    // What was measured is still reported.
+    let doc = stdout_json(&out);
+    assert!(doc["notes"].to_string().contains("stopped early"), "{}", doc["notes"]);
+    drop(cg);
+    assert!(fs.entries().is_empty(), "nothing left behind: {:?}", fs.entries());
+    assert!(fs.free_bytes() + (4 << 20) >= free_before, "the scratch space came back");
+}
+
+#[test]
+#[ignore = "needs root: loop device, ext4 mount"]
+fn a_size_that_does_not_fit_is_refused_before_writing() {
+    let _lock = device_lock();
+    let fs = Ext4::new(256, "rw");
+    let out = run(&["profile", fs.mount_point(), "--sustained", "1G", "--json"]);
+    let line = assert_one_line_error(&out, 3);
+    assert!(line.contains("not enough free space"), "{line}");
+    assert!(fs.entries().is_empty());
+}
+
+#[test]
+fn bad_usage_is_refused_before_any_io() {
+    let out = run(&["profile", "/", "--raw"]);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run(&["profile", "/", "--destructive", "--yes"]);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    let line = assert_one_line_error(&run(&["profile", "/", "--html", "/no/such/dir/report.html"]), 2);
+    assert!(line.contains("--html"), "{line}");
+    let out = run(&["profile", "/", "--sustained", "lots"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// Where the report and screenshot are kept: `target/profile-report/`.
+fn report_dir() -> std::path::PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/profile-report");
+    std::fs::create_dir_all(&dir).expect("report dir");
+    dir
+}
+
+/// Every `<svg …>…</svg>` in a page.
+fn svg_documents(page: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = page;
+    while let Some(start) = rest.find("<svg") {
+        let end = rest[start..].find("</svg>").map(|e| start + e + "</svg>".len()).expect("closed svg");
+        out.push(&rest[start..end]);
+        rest = &rest[end..];
+    }
+    out
+}
+
+fn chromium_path() -> String {
+    let path = "/usr/bin/chromium";
+    assert!(
+        Path::new(path).exists(),
+        "no {path}: the HTML report test opens it in Debian's chromium (apt-get install chromium; `cargo xtask test` installs it)"
+    );
+    path.to_owned()
+}
+
+/// Runs headless Chromium with the machine's flags (no sandbox as root, no
+/// background network) and a fresh profile directory; returns its stdout.
+fn chromium_run(chromium: &str, args: &[&str]) -> String {
+    let profile = tempfile::tempdir().expect("chromium profile");
+    let out = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--virtual-time-budget=2000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("chromium");
+    assert!(out.status.success(), "chromium failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
