@@ -27,8 +27,14 @@
 //!    usable size, time, bytes written and whether the data survived, in a
 //!    table and `target/bench/capacity.json`. `cargo xtask bench capacity`
 //!    runs this step alone.
-//! 5. Writes everything to `target/bench/latest.json` and ends with
-//!    `bench: N within 0.97-1.03, M outside`.
+//! 5. **profile vs fio** ([`profile`]). `storage-score profile`'s sweep
+//!    cells and transfer-size points against fio jobs with the same offsets,
+//!    sizes, job counts and time boxes, on a throttled raw loop device;
+//!    judged in issue 11's band, ±5% ([`profile::BAND`]).
+//! 6. Writes everything to `target/bench/latest.json` and ends with
+//!    `bench: N within 0.97-1.03, M outside` (and the profile's count in its
+//!    own band). `--only agreement|efficiency|capacity|profile` runs one step
+//!    (and writes only its part); agreement and efficiency run together.
 //!
 //! Needs root; without it the task prints why and exits 0 ("skipped"). Every
 //! loop device, mount and throttle rule it makes is undone on every exit path
@@ -41,6 +47,7 @@ mod capacity;
 mod efficiency;
 mod guard;
 mod parse;
+mod profile;
 mod report;
 mod sys;
 
@@ -58,10 +65,10 @@ pub fn main(args: &[String]) -> ExitCode {
     if args.first().map(String::as_str) == Some("capacity") {
         return capacity_only();
     }
-    let rounds = match parse_rounds(args) {
-        Ok(rounds) => rounds,
+    let options = match Options::parse(args) {
+        Ok(options) => options,
         Err(e) => {
-            eprintln!("xtask bench: {e}\nusage: cargo xtask bench [--rounds N]");
+            eprintln!("xtask bench: {e}\nusage: cargo xtask bench [--rounds N] [--only {}]", Options::STEPS.join("|"));
             return ExitCode::from(2);
         }
     };
@@ -71,11 +78,15 @@ pub fn main(args: &[String]) -> ExitCode {
     }
     sys::catch_interrupts();
     let started = Instant::now();
-    let result = run(rounds);
+    let result = run(&options);
     eprintln!("bench: took {:.0} s", started.elapsed().as_secs_f64());
     match result {
         Ok(summary) => {
             println!("bench: {} within {:.2}-{:.2}, {} outside", summary.within, BAND.0, BAND.1, summary.outside);
+            if let Some((within, outside)) = summary.profile {
+                let (low, high) = profile::BAND;
+                println!("bench: profile: {within} within {low:.2}-{high:.2}, {outside} outside");
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -114,15 +125,40 @@ fn run_capacity(binary: &std::path::Path, paths: &Paths) -> Result<()> {
     Ok(())
 }
 
-/// `[--rounds N]`: runs per side in the engine comparison (default 3).
-fn parse_rounds(args: &[String]) -> std::result::Result<usize, String> {
-    match args {
-        [] => Ok(3),
-        [flag, n] if flag == "--rounds" => match n.parse() {
-            Ok(rounds) if rounds >= 1 => Ok(rounds),
-            _ => Err(format!("--rounds wants a whole number ≥ 1, not `{n}`")),
-        },
-        _ => Err(format!("unexpected arguments `{}`", args.join(" "))),
+/// What the task was asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Options {
+    /// Runs per side in the engine comparison (default 3).
+    rounds: usize,
+    /// One step only.
+    only: Option<String>,
+}
+
+impl Options {
+    const STEPS: [&'static str; 4] = ["agreement", "efficiency", "capacity", "profile"];
+
+    /// `[--rounds N] [--only STEP]`.
+    fn parse(args: &[String]) -> std::result::Result<Options, String> {
+        let mut options = Options { rounds: 3, only: None };
+        let mut words = args.iter();
+        while let Some(word) = words.next() {
+            match (word.as_str(), words.next()) {
+                ("--rounds", Some(n)) => match n.parse() {
+                    Ok(rounds) if rounds >= 1 => options.rounds = rounds,
+                    _ => return Err(format!("--rounds wants a whole number ≥ 1, not `{n}`")),
+                },
+                ("--only", Some(step)) if Self::STEPS.contains(&step.as_str()) => options.only = Some(step.clone()),
+                ("--only", Some(step)) => {
+                    return Err(format!("--only takes one of {}, not `{step}`", Self::STEPS.join(", ")));
+                }
+                _ => return Err(format!("unexpected arguments `{}`", args.join(" "))),
+            }
+        }
+        Ok(options)
+    }
+
+    fn wants(&self, step: &str) -> bool {
+        self.only.as_deref().is_none_or(|only| only == step)
     }
 }
 
@@ -131,29 +167,46 @@ fn parse_rounds(args: &[String]) -> std::result::Result<usize, String> {
 struct Summary {
     within: usize,
     outside: usize,
+    /// The profile step's counts in its own band, when it ran.
+    profile: Option<(usize, usize)>,
 }
 
-fn run(rounds: usize) -> Result<Summary> {
+fn run(options: &Options) -> Result<Summary> {
     let paths = Paths::locate();
     sys::ensure_tools()?;
     let binary = sys::build_release(&paths)?;
 
-    let agreement = agreement::run(&binary)?;
-    print!("{}", report::agreement_table(&agreement));
-    let efficiency = efficiency::run(&binary, rounds)?;
-    print!("{}", report::efficiency_table(&efficiency));
-    run_capacity(&binary, &paths)?;
+    let mut ratios = Vec::new();
+    let mut json = serde_json::json!({"band": [BAND.0, BAND.1]});
+    if options.wants("agreement") || options.wants("efficiency") {
+        // The two steps report together; --only runs both of them.
+        let agreement = agreement::run(&binary)?;
+        print!("{}", report::agreement_table(&agreement));
+        let efficiency = efficiency::run(&binary, options.rounds)?;
+        print!("{}", report::efficiency_table(&efficiency));
+        json = report::to_json(&agreement, &efficiency);
+        ratios.extend(report::banded_ratios(&agreement, &efficiency));
+    }
+    if options.wants("capacity") {
+        run_capacity(&binary, &paths)?;
+    }
+    let mut profile_counts = None;
+    if options.wants("profile") {
+        let p = profile::run(&binary)?;
+        print!("{}", profile::table(&p));
+        let within = p.rows.iter().filter(|r| profile::in_band(r.ratio())).count();
+        profile_counts = Some((within, p.rows.len() - within));
+        json["profile"] = profile::to_json(&p);
+    }
 
-    let json = report::to_json(&agreement, &efficiency);
     std::fs::create_dir_all(&paths.out_dir).with_context(|| format!("creating {}", paths.out_dir.display()))?;
     let out = paths.out_dir.join("latest.json");
     let text = serde_json::to_string_pretty(&json).context("serializing the results")?;
     std::fs::write(&out, text + "\n").with_context(|| format!("writing {}", out.display()))?;
     println!("bench: results in {}", out.display());
 
-    let ratios = report::banded_ratios(&agreement, &efficiency);
     let within = ratios.iter().filter(|&&r| in_band(r)).count();
-    Ok(Summary { within, outside: ratios.len() - within })
+    Ok(Summary { within, outside: ratios.len() - within, profile: profile_counts })
 }
 
 /// Is `ratio` within [`BAND`]?

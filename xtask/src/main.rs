@@ -27,12 +27,14 @@ const USAGE: &str = "\
 usage: cargo xtask <task> [options]
 
 tasks:
-  bench [--rounds N]
+  bench [--rounds N] [--only agreement|efficiency|capacity|profile]
       As root: storage-score side by side with hdparm, dd and fio on a
       throttled loop device (ratios ours/theirs, wall time, peak RSS), and its
       io_uring engine against fio's on /dev/shm (N runs each, default 3).
       Writes target/bench/latest.json. Then verify-capacity beside f3probe on
-      fake cards (FUSE behind loop): target/bench/capacity.json.
+      fake cards (FUSE behind loop): target/bench/capacity.json. Then the
+      profile command's sweep and transfer-size scan against fio jobs on a
+      throttled raw loop device (in latest.json). --only runs one step.
   bench capacity
       Only the verify-capacity vs f3probe comparison.
   fuzz [--runs N] [--target NAME]

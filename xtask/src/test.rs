@@ -21,8 +21,9 @@ use anyhow::{Context, Result, bail};
 
 /// Debian packages the device tests use, by the command each provides.
 /// fio is the reference tool that the file-state test (tests/flash.rs)
-/// runs with Storage.sh's own arguments, beside ours.
-const NEEDS: [(&str, &str); 8] = [
+/// runs with Storage.sh's own arguments, beside ours; the profile report test
+/// opens its HTML in headless Chromium.
+const NEEDS: [(&str, &str); 9] = [
     ("mkfs.ext4", "e2fsprogs"),
     ("losetup", "mount"),
     ("fallocate", "util-linux"),
@@ -31,6 +32,7 @@ const NEEDS: [(&str, &str); 8] = [
     ("mount", "mount"),
     ("mkfs.btrfs", "btrfs-progs"),
     ("fio", "fio"),
+    ("chromium", "chromium"),
 ];
 
 /// Debian packages the device tests use that bring no command, by a file
