@@ -97,11 +97,12 @@ fn measure(
         let done = match engine::run_sync(&w, &|_| ctx.observer.progress(started.elapsed().as_millis() as u64)) {
             Ok(done) => done,
             Err(EngineError::Io { source, .. }) if source.raw_os_error() == Some(libc::EINVAL) && ios == 0 => {
-                point.skipped = Some(format!(
+                let why = format!(
                     "O_DIRECT transfers of {} were refused (EINVAL): the device's logical block size is larger",
                     size_label(point.bytes)
-                ));
-                ctx.observer.finished(&label, 0.0);
+                );
+                ctx.observer.note(&format!("{label}: skipped: {why}"));
+                point.skipped = Some(why);
                 return Ok(());
             }
             Err(e) => return Err(e),
