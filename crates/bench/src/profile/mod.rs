@@ -148,6 +148,10 @@ pub enum ProfileError {
         "{path} is too small for the studies: it has {have_mib} MiB from its first GiB on, and they need {need_mib} MiB; give a smaller --sustained SIZE or a larger device"
     )]
     TooSmall { path: PathBuf, have_mib: u64, need_mib: u64 },
+    #[error(
+        "{dir} is on a filesystem that refuses O_DIRECT ({source}): the studies need it to time the device rather than the page cache; give a directory on another filesystem, or --raw --destructive on the unmounted device"
+    )]
+    NoDirectIo { dir: PathBuf, source: std::io::Error },
 }
 
 impl ProfileError {
@@ -167,7 +171,12 @@ impl ProfileError {
 
     /// True when the target cannot hold the studies (bad target, exit 2).
     pub fn is_bad_target(&self) -> bool {
-        matches!(self, ProfileError::TooSmall { .. } | ProfileError::Scratch(ScratchError::ReadOnly { .. }))
+        matches!(
+            self,
+            ProfileError::TooSmall { .. }
+                | ProfileError::NoDirectIo { .. }
+                | ProfileError::Scratch(ScratchError::ReadOnly { .. })
+        )
     }
 
     fn engine(study: &'static str) -> impl Fn(EngineError) -> ProfileError {
@@ -227,11 +236,12 @@ impl Opened {
             Opened::Scratch { dir, .. } => {
                 scratch::check_space(dir, need)?;
                 let file = scratch::create(dir)?;
+                scratch::set_direct(&file, true)
+                    .map_err(|source| ProfileError::NoDirectIo { dir: dir.clone(), source })?;
                 scratch::allocate(&file, need).map_err(|source| ProfileError::Engine {
                     study: "setup",
                     source: EngineError::Call { op: "fallocate", source },
                 })?;
-                set_direct(&file)?;
                 Ok((file, 0))
             }
             Opened::Raw { device, path, size } => {
@@ -257,13 +267,6 @@ impl Opened {
             Opened::Raw { .. } => "raw",
         }
     }
-}
-
-fn set_direct(file: &File) -> Result<(), ProfileError> {
-    scratch::set_direct(file, true).map_err(|source| ProfileError::Engine {
-        study: "setup",
-        source: EngineError::Call { op: "fcntl(O_DIRECT)", source },
-    })
 }
 
 /// The region the sweep and the transfer-size scan use: written in full.
