@@ -15,11 +15,13 @@
 //! Accuracy against fio for the sweep and the transfer-size scan is a
 //! benchmark (`cargo xtask bench`), not a test here.
 
+#[path = "support/chromium.rs"]
+mod chromium;
 mod support;
 
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use support::*;
@@ -166,21 +168,14 @@ fn every_study_with_the_html_report_opened_in_chromium() {
 
     // Chromium renders it: the DOM it builds holds the four figures and
     // the identification, and a screenshot is kept for people to look at.
-    let chromium = chromium_path();
-    let dom = chromium_run(&chromium, &["--dump-dom", &format!("file://{}", html.display())]);
+    let url = format!("file://{}", html.display());
+    let dom = chromium::dump_dom(&url).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(dom.matches("<svg").count(), 4, "{}", &dom[..dom.len().min(2000)]);
     assert!(dom.contains("Sustained write") && dom.contains(">Device</h2>"), "{}", &dom[..dom.len().min(2000)]);
     assert!(dom.contains(fs.mount_point()), "the identification names the target");
     let shot = out_dir.join("profile-report.png");
     let _ = std::fs::remove_file(&shot);
-    chromium_run(
-        &chromium,
-        &[
-            "--window-size=1100,4200",
-            &format!("--screenshot={}", shot.display()),
-            &format!("file://{}", html.display()),
-        ],
-    );
+    chromium::screenshot(&url, &shot, 1100, 4200).unwrap_or_else(|e| panic!("{e}"));
     let png = std::fs::read(&shot).expect("screenshot");
     assert!(png.starts_with(b"\x89PNG") && png.len() > 50_000, "a real picture: {} bytes", png.len());
     eprintln!("screenshot: {}", shot.display());
@@ -307,39 +302,4 @@ fn svg_documents(page: &str) -> Vec<&str> {
         rest = &rest[end..];
     }
     out
-}
-
-fn chromium_path() -> String {
-    let path = "/usr/bin/chromium";
-    assert!(
-        Path::new(path).exists(),
-        "no {path}: the HTML report test opens it in Debian's chromium (apt-get install chromium; `cargo xtask test` installs it)"
-    );
-    path.to_owned()
-}
-
-/// Runs headless Chromium with the machine's flags (no sandbox as root, no
-/// background network) and a fresh profile directory; returns its stdout.
-fn chromium_run(chromium: &str, args: &[&str]) -> String {
-    let profile = tempfile::tempdir().expect("chromium profile");
-    let out = Command::new(chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--hide-scrollbars",
-            "--virtual-time-budget=2000",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("chromium");
-    assert!(out.status.success(), "chromium failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }

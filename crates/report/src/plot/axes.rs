@@ -38,7 +38,7 @@ pub fn x_axis(svg: &mut Svg, frame: &Frame, ticks: &[Tick], title: &str) {
         svg.text(tick.at, bottom + 16.0, &tick.label, Anchor::Middle, 11.0);
     }
     svg.line(frame.plot_left(), bottom, frame.plot_right(), bottom, Style::stroke(AXIS_COLOR, 1.0));
-    svg.text((frame.plot_left() + frame.plot_right()) / 2.0, bottom + 34.0, title, Anchor::Middle, 12.0);
+    svg.text((frame.plot_left() + frame.plot_right()) / 2.0, bottom + 32.0, title, Anchor::Middle, 12.0);
 }
 
 /// The left axis of `frame`: grid lines across the plot area, labels left

@@ -14,7 +14,7 @@ pub mod scatter;
 pub mod speed;
 pub mod strip;
 
-use crate::svg::{Anchor, Style, Svg};
+use crate::svg::Svg;
 
 /// Colours used by every plot: readable on white and for common colour
 /// vision deficiencies (Okabe–Ito palette).
@@ -53,14 +53,6 @@ impl Frame {
     /// A horizontal value axis along the bottom of the plot area, with grid
     /// lines up through it and a title under it.
     pub fn draw_x_axis(&self, svg: &mut Svg, scale: &axis::Linear, title: &str) {
-        let (bottom, top) = (self.plot_bottom(), self.plot_top());
-        for tick in scale.ticks(6) {
-            let x = scale.map(tick);
-            svg.line(x, top, x, bottom, Style::stroke(GRID_COLOR, 1.0));
-            svg.line(x, bottom, x, bottom + 4.0, Style::stroke(AXIS_COLOR, 1.0));
-            svg.text(x, bottom + 16.0, &axis::format_tick(tick), Anchor::Middle, 11.0);
-        }
-        svg.line(self.plot_left(), bottom, self.plot_right(), bottom, Style::stroke(AXIS_COLOR, 1.0));
-        svg.text((self.plot_left() + self.plot_right()) / 2.0, bottom + 32.0, title, Anchor::Middle, 12.0);
+        axes::x_axis(svg, self, &axes::linear_ticks(scale, 6, axes::plain), title);
     }
 }
