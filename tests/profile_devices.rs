@@ -8,6 +8,9 @@
 //! - every study at small sizes, with the HTML report opened in headless
 //!   Chromium, its SVGs parsed as XML and their axes labelled in units, and
 //!   the CSV tables;
+//! - no study named: all three, the sustained write sized to a quarter of
+//!   the free space, each saying it is time-boxed, with the terminal's
+//!   sparkline and tables;
 //! - the raw device: only with --raw --destructive, only unmounted, and its
 //!   first GiB untouched;
 //! - Ctrl-C, a full disk, bad usage.
@@ -224,6 +227,38 @@ fn the_raw_device_only_with_destructive_unmounted_and_past_its_first_gib() {
     let out = run(&["profile", dev.path(), "--raw", "--destructive", "--sweep"]);
     let line = assert_one_line_error(&out, 3);
     assert!(line.contains("--yes"), "{line}");
+}
+
+#[test]
+#[ignore = "needs root: loop device, ext4 mount"]
+fn with_no_study_named_all_three_run_sized_to_the_free_space_and_say_so() {
+    let _lock = device_lock();
+    let fs = Ext4::new(512, "rw");
+    // The default sustained size: a quarter of the free space less the
+    // scratch margin (64 MiB), in whole 4 MiB chunks.
+    let usable = fs.free_bytes() - (64 << 20);
+    let size = usable / 4 / (4 << 20) * (4 << 20);
+    let out = run(&["profile", fs.mount_point(), "--max-time", "30"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{text}");
+    // All three studies, in the terminal's words.
+    assert!(text.contains("Sustained write (4 MiB chunks"), "{text}");
+    assert!(text.contains("Block size × jobs"), "{text}");
+    assert!(text.contains("Transfer sizes"), "{text}");
+    // The sustained curve as a sparkline: one bar per column, at least two heights.
+    let bars: Vec<char> = text.chars().filter(|c| ('▁'..='█').contains(c)).collect();
+    assert!(bars.len() >= 20, "a sparkline: {text}");
+    assert!(text.contains(&format!("{} MiB in", size >> 20)), "wrote the default {} MiB: {text}", size >> 20);
+    // Each study says it is time-boxed, and how the size was chosen.
+    assert!(
+        text.contains(&format!("a quarter of the {} MiB free, at most 8 GiB: {} MiB", usable >> 20, size >> 20)),
+        "{text}"
+    );
+    assert!(text.contains("within its time box of") || text.contains("time-boxed at"), "{text}");
+    assert!(text.contains("each cell time-boxed at"), "{text}");
+    assert!(text.contains("each size time-boxed at"), "{text}");
+    assert!(fs.entries().is_empty(), "nothing left behind: {:?}", fs.entries());
 }
 
 #[test]
