@@ -44,6 +44,8 @@ fn a_tiered_card_shows_its_cache_size_and_both_speeds() {
     fs.dev.set_faults("slc=128M:40000000:10000000");
     let root = sysfs_claiming("23-kingston-canvas-go-plus-64gb-05-2023", &fs.dev.dev);
     let root_arg = root.path().to_str().expect("utf8");
+    // Kept for people to look at: the curve with its step marked.
+    let html = report_dir().join("tiered-card.html");
     let out = run(&[
         "profile",
         "--sysfs-root",
@@ -54,6 +56,8 @@ fn a_tiered_card_shows_its_cache_size_and_both_speeds() {
         "--max-time",
         "300",
         "--json",
+        "--html",
+        html.to_str().expect("utf8"),
     ]);
     assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stderr), fs.dev.log());
     let doc = stdout_json(&out);
@@ -80,6 +84,8 @@ fn a_tiered_card_shows_its_cache_size_and_both_speeds() {
     assert!(s["device_io"]["reached"].as_bool().unwrap_or(false), "{}", s["device_io"]);
     assert_eq!(doc["device"]["sd"]["class_label"], "A2 Class 10 V30 U3");
     assert!(fs.entries().is_empty(), "nothing left behind: {:?}", fs.entries());
+    let page = std::fs::read_to_string(&html).expect("html");
+    assert!(page.contains("▼ cache runs out at "), "the plot marks the step");
 }
 
 #[test]

@@ -127,8 +127,9 @@ pub fn report(doc: &ProfileReport, written: &[String]) -> String {
             .fold(0.0, f64::max);
         let _ = writeln!(
             out,
-            "\nSustained write ({} chunks, one in flight; the bars run from 0 to {top} MB/s):",
-            size_label(s.fresh.chunk_bytes)
+            "\nSustained write ({} chunks, one in flight; the bars run from 0 to {} MB/s):",
+            size_label(s.fresh.chunk_bytes),
+            rate_text(top)
         );
         curve(&mut out, "fresh", &s.fresh, top);
         if let Some(again) = &s.after_random {
