@@ -18,7 +18,9 @@
 //! - **sweep:** `storage-score profile --sweep`, then per cell one fio run
 //!   with one job section per job, each at the stretch our report's region
 //!   rule gives ([`storage_bench::profile::sweep::regions`]), `rw=read|write`,
-//!   `ioengine=io_uring`, `iodepth=1`, `direct=1`, `time_based` with the
+//!   `ioengine=io_uring` with `fixedbufs=1` (ours registers its buffers too:
+//!   blk-throttle charges each piece a transfer is split into, and registered
+//!   and plain buffers split differently), `iodepth=1`, `direct=1`, `time_based` with the
 //!   cell's own time box as `runtime`;
 //! - **transfer sizes:** `storage-score profile --transfer-sizes`, then per
 //!   point fio `rw=randread|randwrite`, `ioengine=psync` (one at a time, as
@@ -133,7 +135,7 @@ pub fn run(binary: &Path) -> Result<ProfileAgreement> {
         };
         let box_s = number(cell, "time_box_s")?;
         let mut file = format!(
-            "[global]\nfilename={dev}\ndirect=1\nioengine=io_uring\niodepth=1\nrw={rw}\nbs={bs}\ntime_based=1\nruntime={}ms\ngroup_reporting=1\n",
+            "[global]\nfilename={dev}\ndirect=1\nioengine=io_uring\nfixedbufs=1\niodepth=1\nrw={rw}\nbs={bs}\ntime_based=1\nruntime={}ms\ngroup_reporting=1\n",
             (box_s * 1000.0).round() as u64
         );
         for (j, (start, stretch)) in regions(len, bs, jobs).into_iter().enumerate() {
