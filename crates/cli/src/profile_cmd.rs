@@ -63,6 +63,7 @@ pub fn profile(args: &ProfileArgs, roots: &Roots) -> Result<(), Failure> {
     let mut report = Report::new(VERSION);
     report.target = Some(resolved.target.clone());
     report.device = device;
+    report.system = Some(storage_identify::system::system(roots));
     if let Some(e) = &error {
         report.notes.push(format!("the run stopped early: {e}"));
     }

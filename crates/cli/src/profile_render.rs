@@ -114,7 +114,7 @@ pub fn plan_line(config: &Config) -> String {
 pub fn report(doc: &ProfileReport, written: &[String]) -> String {
     let mut out = String::new();
     if let Some(target) = &doc.report.target {
-        out.push_str(&render::identification(target, doc.report.device.as_ref()));
+        out.push_str(&render::identification(target, doc.report.device.as_ref(), doc.report.system.as_ref()));
     }
     let studies = &doc.profile;
     if let Some(s) = &studies.sustained {
