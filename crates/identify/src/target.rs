@@ -204,9 +204,7 @@ pub fn resolve(input: &str, roots: &Roots) -> Result<Resolved, TargetError> {
         Some(meta) if meta.is_dir() => {
             let mount = mount_of_dir(path, meta.dev(), roots);
             let dev = mount.as_ref().and_then(|m| block_of_mount(m, roots));
-            if let Some(m) = &mount
-                && dev.is_none()
-            {
+            if let (Some(m), None) = (&mount, &dev) {
                 resolved.target.notes.push(format!(
                     "{} is on {} ({}), which has no block device behind it: there is no disk to identify or read",
                     input, m.fs_type, m.source
