@@ -6,6 +6,10 @@
 //!   devices, and its io_uring engine next to fio's (see [`bench`]).
 //! - `fuzz`: every cargo-fuzz target for 10 million executions (see [`fuzz`]).
 //! - `lb-bench`: the leaderboard server under load (see [`lb_bench`]).
+//! - `dist`: the release files in target/dist: static binaries for x86_64 and
+//!   the Pis, man pages, completions, .deb packages (see [`dist`]).
+//! - `msrv`: the workspace checked with rustc 1.85 for 32-bit ARM in a trixie
+//!   chroot (see [`msrv`] and [`cross`]).
 //! - `test`: every test of the project (see [`test`]); the README's command.
 //! - `vm-identify`: boots a Debian kernel under QEMU with an emulated SD card
 //!   (`sdhci-pci` + `sd-card`), runs `storage-score identify /dev/mmcblk0 --json`
@@ -20,6 +24,9 @@ use std::process::ExitCode;
 mod bench;
 mod fuzz;
 mod lb_bench;
+mod cross;
+mod dist;
+mod msrv;
 mod test;
 mod vm;
 
@@ -47,6 +54,15 @@ tasks:
       submissions (10000) from 50 clients with idempotency keys and retries,
       on SQLite and PostgreSQL; kill -9 mid-load and restart; page latency
       with 100000 results. Writes target/bench/leaderboard.json.
+  dist [--targets T1,T2] [--no-deb] [--no-smoke]
+      As root: static, stripped storage-score binaries for x86_64, aarch64,
+      armv7 and armv5te (every 32-bit Pi, the ARMv6 Zero/1 included), the ARM
+      ones built in a Debian trixie chroot (target/cross/) with rustc 1.85;
+      smoke-checked under qemu-user; man pages, completions and .deb packages
+      (cargo-deb). Writes target/dist/.
+  msrv
+      As root: `cargo check --workspace --all-targets` with rustc 1.85 (the
+      rust-version) for armv7, in the trixie chroot.
   test
       Every test: cargo test --workspace (device tests included where this
       machine can make loop devices and blkio throttles, skipped otherwise),
@@ -64,6 +80,8 @@ fn main() -> ExitCode {
         Some("bench") => bench::main(&args[1..]),
         Some("fuzz") => fuzz::main(&args[1..]),
         Some("lb-bench") => lb_bench::main(&args[1..]),
+        Some("dist") => dist::main(&args[1..]),
+        Some("msrv") => msrv::main(&args[1..]),
         Some("test") => test::main(&args[1..]),
         Some("vm-identify") => match vm::Options::parse(&args[1..]) {
             Ok(opts) => vm::main(&opts),

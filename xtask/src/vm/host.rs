@@ -84,6 +84,13 @@ pub fn apt_errors(stderr: &str) -> String {
 /// The workspace root and `target/vm/…`, asking cargo where `target/` is (it
 /// may be moved by `CARGO_TARGET_DIR` or a config file).
 pub fn paths() -> Result<Paths> {
+    let (workspace, target) = workspace_and_target()?;
+    let vm = target.join("vm");
+    Ok(Paths { workspace, kernel: vm.join("kernel"), run: vm.join("run") })
+}
+
+/// The workspace root and its target directory, from `cargo metadata`.
+pub fn workspace_and_target() -> Result<(PathBuf, PathBuf)> {
     let out = Command::new(cargo())
         .args(["metadata", "--format-version", "1", "--no-deps"])
         .output()
@@ -95,8 +102,7 @@ pub fn paths() -> Result<Paths> {
     let field = |key: &str| -> Result<PathBuf> {
         meta[key].as_str().map(PathBuf::from).with_context(|| format!("`cargo metadata` has no {key}"))
     };
-    let vm = field("target_directory")?.join("vm");
-    Ok(Paths { workspace: field("workspace_root")?, kernel: vm.join("kernel"), run: vm.join("run") })
+    Ok((field("workspace_root")?, field("target_directory")?))
 }
 
 /// The cargo that runs us (`CARGO` is set by `cargo run`).

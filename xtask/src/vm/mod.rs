@@ -35,7 +35,7 @@ use anyhow::{Context, Result, bail};
 
 mod checks;
 mod guest;
-mod host;
+pub mod host;
 mod initramfs;
 mod kernel;
 mod qemu;
