@@ -152,6 +152,33 @@ impl Chroot {
         self.workspace.join(BUILD_DIR.trim_start_matches(SRC).trim_start_matches('/'))
     }
 
+    /// Where a host path under the workspace appears inside the chroot.
+    pub fn inside(&self, host_path: &Path) -> Option<String> {
+        let rel = host_path.strip_prefix(&self.workspace).ok()?;
+        Some(Path::new(SRC).join(rel).to_string_lossy().into_owned())
+    }
+
+    /// `cargo build --release --locked` of `packages` for every target in
+    /// one run (cargo interleaves them, which keeps both cores busy), static
+    /// and stripped; returns each target's release directory on the host.
+    pub fn cargo_build(&self, packages: &[&str], targets: &[CrossTarget]) -> Result<Vec<PathBuf>> {
+        let mut env = vec![
+            ("CARGO_TARGET_DIR".to_owned(), BUILD_DIR.to_owned()),
+            ("CARGO_PROFILE_RELEASE_STRIP".to_owned(), "symbols".to_owned()),
+            ("CARGO_TERM_COLOR".to_owned(), "never".to_owned()),
+        ];
+        let mut script = format!("cd {SRC}\ncargo build --release --locked");
+        for package in packages {
+            script.push_str(&format!(" -p {package}"));
+        }
+        for t in targets {
+            script.push_str(&format!(" --target {}", t.triple));
+            env.extend(t.cargo_env(true));
+        }
+        self.run(&script, &env)?;
+        Ok(targets.iter().map(|t| self.build_dir().join(t.triple).join("release")).collect())
+    }
+
     fn stamped(&self, step: &str) -> bool {
         self.root.join(STAMPS).join(step).is_file()
     }
@@ -275,7 +302,8 @@ impl Chroot {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
-    fn command(&self, script: &str, env: &[(String, String)]) -> Command {
+    /// The command [`Chroot::run`] runs, to be run as the caller likes.
+    pub fn command(&self, script: &str, env: &[(String, String)]) -> Command {
         // $1 = root, $2 = workspace, $3 = the script.
         const ENTER: &str = "set -e\n\
             mount -t proc proc \"$1/proc\"\n\

@@ -15,6 +15,9 @@
 //!   (`sdhci-pci` + `sd-card`), runs `storage-score identify /dev/mmcblk0 --json`
 //!   inside the guest and checks the report against what QEMU's card really
 //!   holds. See [`vm`] and `tests/vm/README.md`.
+//! - `vm-raspi`: the aarch64 release binary on an emulated Raspberry Pi 3B
+//!   (`-M raspi3b`, the Pi's own SD host): `identify` and `run --profile
+//!   quick` on its card. See [`vm::raspi`].
 //!
 //! The exit code is 0 when every check passed (or the run was skipped because
 //! the machine cannot run QEMU at all), 1 otherwise, and 2 for bad usage.
@@ -72,6 +75,13 @@ tasks:
       `storage-score identify /dev/mmcblk0 --json` in the guest and check the
       decoded registers. --binary puts a prebuilt storage-score in the guest
       instead of building one. Everything it makes lives under target/vm/.
+  vm-raspi [--timeout SECS] [--binary PATH]
+      As root: boot Debian's arm64 kernel on an emulated Raspberry Pi 3B
+      (qemu-system-aarch64 -M raspi3b) with a 4 GiB SD card on the Pi's own
+      SD host, and run `identify` and `run --profile quick --destructive` on
+      /dev/mmcblk0 with the static aarch64 binary (built in the trixie chroot
+      unless --binary is given). Everything it makes lives under
+      target/vm/raspi/ and target/cross/.
 ";
 
 fn main() -> ExitCode {
@@ -85,7 +95,11 @@ fn main() -> ExitCode {
         Some("test") => test::main(&args[1..]),
         Some("vm-identify") => match vm::Options::parse(&args[1..]) {
             Ok(opts) => vm::main(&opts),
-            Err(e) => usage_error(&e.to_string()),
+            Err(e) => usage_error(&format!("vm-identify: {e}")),
+        },
+        Some("vm-raspi") => match vm::Options::parse(&args[1..]) {
+            Ok(opts) => vm::raspi::main(&opts),
+            Err(e) => usage_error(&format!("vm-raspi: {e}")),
         },
         Some("-h" | "--help" | "help") => {
             print!("{USAGE}");

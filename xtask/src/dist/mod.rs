@@ -26,7 +26,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-use crate::cross::{BUILD_DIR, Chroot, CrossTarget};
+use crate::cross::{Chroot, CrossTarget};
 use crate::vm::host::cargo;
 use targets::DistTarget;
 
@@ -172,11 +172,10 @@ fn run(opts: &Options) -> Result<String> {
     }
     if !cross.is_empty() {
         let chroot = times.time("prepare the trixie chroot", || Chroot::prepare(&ws.root, &ws.target_dir, &cross))?;
-        times.time("build in the trixie chroot (rustc 1.85)", || build_in_chroot(&chroot, &ws, &cross))?;
-        let dir = chroot.build_dir();
-        built_in.extend(
-            opts.targets.iter().filter(|t| t.cross.is_some()).map(|t| (*t, dir.join(t.triple).join("release"))),
-        );
+        let packages: Vec<&str> = ws.products.iter().map(|p| p.package).collect();
+        let dirs = times.time("build in the trixie chroot (rustc 1.85)", || chroot.cargo_build(&packages, &cross))?;
+        let cross_targets = opts.targets.iter().filter(|t| t.cross.is_some()).copied();
+        built_in.extend(cross_targets.zip(dirs));
     }
     // ALL's order: x86_64 first, so that it is the smoke checks' reference.
     built_in.sort_by_key(|(t, _)| targets::ALL.iter().position(|a| a == t));
@@ -259,26 +258,6 @@ fn build_on_host(ws: &Workspace, targets: &[DistTarget]) -> Result<()> {
         bail!("cargo build on the host failed ({status})");
     }
     Ok(())
-}
-
-/// One `cargo build` in the chroot for every ARM target (cargo interleaves
-/// them, which keeps both cores busy).
-fn build_in_chroot(chroot: &Chroot, ws: &Workspace, targets: &[CrossTarget]) -> Result<()> {
-    let mut env = vec![
-        ("CARGO_TARGET_DIR".to_owned(), BUILD_DIR.to_owned()),
-        ("CARGO_PROFILE_RELEASE_STRIP".to_owned(), "symbols".to_owned()),
-        ("CARGO_TERM_COLOR".to_owned(), "never".to_owned()),
-    ];
-    let mut script = String::from("cd /src\ncargo build --release --locked");
-    for arg in package_args(ws) {
-        script.push(' ');
-        script.push_str(&arg);
-    }
-    for t in targets {
-        script.push_str(&format!(" --target {}", t.triple));
-        env.extend(t.cargo_env(true));
-    }
-    chroot.run(&script, &env)
 }
 
 /// `sha256sum` of every file in `dir`, into `dir/SHA256SUMS`.

@@ -4,7 +4,8 @@
 //! - **QEMU's emulated card** (hw/sd/sd.c, `sd_set_cid`, `sd_set_csd`,
 //!   `sd_set_scr`, `sd_set_sdstatus`): MID 0xaa, OID "XY", PNM "QEMU!", PRV
 //!   0x01, PSN 0xdeadbeef, MDT February 2006; a version 1.0 CSD for a
-//!   standard-capacity (small) card; SCR physical layer 2.00 with 1- and 4-bit buses; an all-zero
+//!   standard-capacity card (up to 2 GiB), 2.0 for a high-capacity one;
+//!   SCR physical layer 2.00 with 1- and 4-bit buses; an all-zero
 //!   SD Status, so no speed, UHS, video or application class.
 //! - **What the guest kernel exposed**: the raw registers in sysfs must come
 //!   back unchanged in `device.sd.registers`, and the host's debugfs `ios`
@@ -32,7 +33,7 @@ impl fmt::Display for Check {
 }
 
 impl Check {
-    fn new(name: impl Into<String>, passed: bool, detail: impl Into<String>) -> Check {
+    pub fn new(name: impl Into<String>, passed: bool, detail: impl Into<String>) -> Check {
         Check { name: name.into(), passed, detail: detail.into() }
     }
 }
@@ -169,7 +170,7 @@ fn parse_report(out: &GuestOutput, checks: &mut Vec<Check>) -> Option<Value> {
     }
 }
 
-fn field_check(report: &Value, pointer: &str, want: &Value) -> Check {
+pub fn field_check(report: &Value, pointer: &str, want: &Value) -> Check {
     let name = pointer.trim_start_matches('/').replace('/', ".");
     match report.pointer(pointer) {
         Some(got) if got == want => Check::new(name, true, format!("{got}")),

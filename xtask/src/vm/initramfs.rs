@@ -11,8 +11,8 @@ use std::process::{Command, Stdio};
 use anyhow::{Context, Result, bail};
 
 use super::Paths;
-use super::guest::{self, GUEST_BINARY};
-use super::host::{Tools, cargo, last_lines, which};
+use super::guest::GUEST_BINARY;
+use super::host::{cargo, last_lines, which};
 use super::kernel::Kernel;
 
 /// Builds the `storage-score` binary and returns its path, as cargo reports
@@ -45,21 +45,34 @@ pub fn build_storage_score(paths: &Paths, release: bool) -> Result<PathBuf> {
     executable.context("cargo built no storage-score executable")
 }
 
-/// Stages the guest's files in `target/vm/run/initramfs/`, packs them into
-/// `target/vm/run/initrd.gz`, and removes the staging tree.
-pub fn pack(paths: &Paths, tools: &Tools, binary: &Path, kernel: &Kernel) -> Result<PathBuf> {
+/// What goes into the guest's root besides the kernel's modules.
+#[derive(Debug)]
+pub struct Contents<'a> {
+    /// A static busybox for the guest's architecture.
+    pub busybox: &'a Path,
+    pub cpio: &'a Path,
+    /// storage-score, installed as [`GUEST_BINARY`].
+    pub binary: &'a Path,
+    /// The generated `/init` (see `guest::init_script`).
+    pub init: &'a str,
+}
+
+/// Stages the guest's files in `<run>/initramfs/`, packs them into
+/// `<run>/initrd.gz`, and removes the staging tree.
+pub fn pack(paths: &Paths, contents: &Contents<'_>, kernel: &Kernel) -> Result<PathBuf> {
     let staging = paths.run.join("initramfs");
     let _ = fs::remove_dir_all(&staging);
-    let result = stage(&staging, tools, binary, kernel).and_then(|()| archive(&staging, &paths.run, tools));
+    let result = stage(&staging, contents, kernel).and_then(|()| archive(&staging, &paths.run, contents.cpio));
     let _ = fs::remove_dir_all(&staging);
     result
 }
 
-fn stage(root: &Path, tools: &Tools, binary: &Path, kernel: &Kernel) -> Result<()> {
+fn stage(root: &Path, contents: &Contents<'_>, kernel: &Kernel) -> Result<()> {
     for dir in ["bin", "sbin", "usr/bin", "usr/sbin", "proc", "sys", "dev", "tmp", "lib/modules"] {
         fs::create_dir_all(root.join(dir))?;
     }
-    install(&tools.busybox, &root.join("bin/busybox"), 0o755)?;
+    install(contents.busybox, &root.join("bin/busybox"), 0o755)?;
+    let binary = contents.binary;
     install_binary(binary, &root.join(GUEST_BINARY.trim_start_matches('/')))?;
     for lib in shared_libraries(binary)? {
         install(&lib, &root.join(lib.strip_prefix("/").unwrap_or(&lib)), 0o755)?;
@@ -69,7 +82,7 @@ fn stage(root: &Path, tools: &Tools, binary: &Path, kernel: &Kernel) -> Result<(
         install(module, &root.join("lib/modules").join(name), 0o644)?;
     }
     let init = root.join("init");
-    fs::write(&init, guest::init_script(&kernel.module_names()))?;
+    fs::write(&init, contents.init)?;
     fs::set_permissions(&init, fs::Permissions::from_mode(0o755))?;
     Ok(())
 }
@@ -123,11 +136,11 @@ fn install(src: &Path, dest: &Path, mode: u32) -> Result<()> {
 
 /// `cpio -o -H newc` over the staging tree (owned by root in the archive),
 /// then `gzip -1`, which the kernel unpacks (CONFIG_RD_GZIP).
-fn archive(staging: &Path, out_dir: &Path, tools: &Tools) -> Result<PathBuf> {
+fn archive(staging: &Path, out_dir: &Path, cpio: &Path) -> Result<PathBuf> {
     let cpio_path = out_dir.join("initrd.cpio");
     let gz_path = out_dir.join("initrd.cpio.gz");
     let initrd = out_dir.join("initrd.gz");
-    let mut child = Command::new(&tools.cpio)
+    let mut child = Command::new(cpio)
         .args(["-o", "-H", "newc", "-R", "0:0", "--quiet"])
         .current_dir(staging)
         .stdin(Stdio::piped())

@@ -1,10 +1,12 @@
 //! The guest kernel: the one Debian kernel package that `linux-image-amd64`
-//! depends on (never a wildcard, which would fetch every kernel in the
-//! archive), downloaded once into `target/vm/kernel/`.
+//! (or, for the emulated Raspberry Pi, trixie's `linux-image-arm64`, fetched
+//! by the apt of the trixie chroot, which knows arm64) depends on (never a
+//! wildcard, which would fetch every kernel in the archive), downloaded once
+//! into `target/vm/kernel/` (or `target/vm/raspi/kernel/`).
 //!
 //! From the package we keep only what the guest needs, in
-//! `target/vm/kernel/<package>/`: `vmlinuz`, and the requested modules plus
-//! the modules they depend on, decompressed (busybox `insmod` may not read
+//! `target/vm/kernel/<package>/`: `vmlinuz`, the device trees asked for, and
+//! the requested modules plus the modules they depend on, decompressed (busybox `insmod` may not read
 //! `.ko.xz`) and listed in load order in `manifest`. A package carries no
 //! `modules.dep` (depmod makes it at install time), so dependencies come from
 //! each module's own `.modinfo` section (`depends=a,b`), as modinfo prints them.
@@ -19,9 +21,38 @@ use anyhow::{Context, Result, bail};
 
 use super::host::{apt_errors, apt_get, is_root, last_lines, which};
 use super::{Paths, skip};
+use crate::cross::Chroot;
 
-/// The meta-package whose single `linux-image-<version>` dependency we boot.
-const META_PACKAGE: &str = "linux-image-amd64";
+/// Which apt fetches the packages.
+#[derive(Debug, Clone, Copy)]
+pub enum Apt<'a> {
+    /// This machine's.
+    Host,
+    /// The trixie chroot's, which has arm64 packages (the host's apt may not
+    /// know that architecture, and we do not add it there).
+    Chroot(&'a Chroot),
+}
+
+/// Where a kernel comes from.
+#[derive(Debug, Clone, Copy)]
+pub struct Source<'a> {
+    /// The meta-package whose single `linux-image-<version>` dependency we
+    /// boot, with its architecture when it is not the host's.
+    pub meta_package: &'static str,
+    pub apt: Apt<'a>,
+    /// Device trees to keep, relative to `usr/lib/linux-image-<release>/`.
+    pub dtbs: &'static [&'static str],
+}
+
+/// The PC kernel of `vm-identify`.
+pub const AMD64: Source<'static> = Source { meta_package: "linux-image-amd64", apt: Apt::Host, dtbs: &[] };
+
+impl Source<'_> {
+    /// `:arm64` for a foreign architecture, empty for the host's.
+    fn arch_suffix(&self) -> &'static str {
+        self.meta_package.find(':').map_or("", |i| &self.meta_package[i..])
+    }
+}
 
 /// A kernel ready to boot.
 #[derive(Debug, Clone)]
@@ -31,6 +62,8 @@ pub struct Kernel {
     /// `uname -r`, e.g. `6.1.0-57-amd64`.
     pub release: String,
     pub vmlinuz: PathBuf,
+    /// The device trees asked for, in the order of [`Source::dtbs`].
+    pub dtbs: Vec<PathBuf>,
     /// Uncompressed `.ko` files in the order to insmod them.
     pub modules: Vec<PathBuf>,
 }
@@ -43,16 +76,16 @@ impl Kernel {
 }
 
 /// Returns the kernel, downloading and preparing it on first use.
-pub fn prepare(paths: &Paths, wanted: &[&str]) -> Result<Kernel> {
+pub fn prepare(paths: &Paths, source: &Source<'_>, wanted: &[&str]) -> Result<Kernel> {
     fs::create_dir_all(&paths.kernel).with_context(|| format!("cannot create {}", paths.kernel.display()))?;
-    let package = kernel_package(paths)?;
+    let package = kernel_package(paths, source)?;
     let prepared = paths.kernel.join(&package);
-    if let Some(kernel) = load_prepared(&package, &prepared, wanted) {
+    if let Some(kernel) = load_prepared(&package, &prepared, wanted, source.dtbs) {
         return Ok(kernel);
     }
-    let deb = download(paths, &package)?;
+    let deb = download(paths, source, &package)?;
     super::step(&format!("extracting {}", deb.display()));
-    let kernel = extract(paths, &package, &deb, wanted)?;
+    let kernel = extract(paths, &package, &deb, wanted, source.dtbs)?;
     remove_other_kernels(paths, &package);
     Ok(kernel)
 }
@@ -60,8 +93,14 @@ pub fn prepare(paths: &Paths, wanted: &[&str]) -> Result<Kernel> {
 /// The name of the kernel package `linux-image-amd64` depends on, from
 /// `apt-cache depends` (running `apt-get update` once if apt knows nothing
 /// yet), or from the cached download when apt cannot say.
-fn kernel_package(paths: &Paths) -> Result<String> {
-    if let Some(name) = apt_cache_kernel() {
+fn kernel_package(paths: &Paths, source: &Source<'_>) -> Result<String> {
+    if let Apt::Chroot(chroot) = source.apt {
+        let text = chroot.output(&format!("apt-cache depends {}", source.meta_package), &[])?;
+        return parse_depends(&text)
+            .with_context(|| format!("apt-cache depends {} names no linux-image-<version>", source.meta_package));
+    }
+    let meta = source.meta_package;
+    if let Some(name) = apt_cache_kernel(meta) {
         return Ok(name);
     }
     if let Some(name) = cached_package(paths) {
@@ -71,25 +110,28 @@ fn kernel_package(paths: &Paths) -> Result<String> {
         return Err(skip("no apt-cache to find the Debian kernel package (not a Debian machine?)"));
     }
     if !is_root() {
-        return Err(skip(format!("apt-cache does not know {META_PACKAGE}; run `apt-get update` as root")));
+        return Err(skip(format!("apt-cache does not know {meta}; run `apt-get update` as root")));
     }
     apt_get(&["update"])?;
-    apt_cache_kernel()
-        .ok_or_else(|| skip(format!("apt-cache depends {META_PACKAGE} names no linux-image-<version> package")))
+    apt_cache_kernel(meta)
+        .ok_or_else(|| skip(format!("apt-cache depends {meta} names no linux-image-<version> package")))
 }
 
 /// `apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/{print $2}'`.
-fn apt_cache_kernel() -> Option<String> {
-    let out = Command::new("apt-cache").args(["depends", META_PACKAGE]).output().ok()?;
+fn apt_cache_kernel(meta: &str) -> Option<String> {
+    let out = Command::new("apt-cache").args(["depends", meta]).output().ok()?;
     if !out.status.success() {
         return None;
     }
     parse_depends(&String::from_utf8_lossy(&out.stdout))
 }
 
+/// The versioned kernel package, without the `:arm64` that apt adds to a
+/// foreign architecture's names.
 fn parse_depends(text: &str) -> Option<String> {
     text.lines().find_map(|line| {
         let name = line.trim().strip_prefix("Depends: ")?.trim();
+        let name = name.split(':').next().unwrap_or(name);
         let version = name.strip_prefix("linux-image-")?;
         version.starts_with(|c: char| c.is_ascii_digit()).then(|| name.to_owned())
     })
@@ -106,9 +148,10 @@ fn cached_package(paths: &Paths) -> Option<String> {
     })
 }
 
-/// The package's `.deb` in the cache, fetched with `apt-get download` if
-/// absent. A failed download (no network, no mirror) is a skip.
-fn download(paths: &Paths, package: &str) -> Result<PathBuf> {
+/// The package's `.deb` in the cache (`paths.kernel`), fetched with
+/// `apt-get download` if absent. A failed download (no network, no mirror)
+/// is a skip.
+pub fn download(paths: &Paths, source: &Source<'_>, package: &str) -> Result<PathBuf> {
     if let Some(deb) = find_deb(&paths.kernel, package) {
         return Ok(deb);
     }
@@ -117,12 +160,19 @@ fn download(paths: &Paths, package: &str) -> Result<PathBuf> {
     fs::create_dir_all(&tmp)?;
     // apt downloads as the unprivileged `_apt` user when it can write here.
     let _ = fs::set_permissions(&tmp, fs::Permissions::from_mode(0o777));
-    super::step(&format!("downloading {package} with apt-get download"));
-    let out = Command::new("apt-get")
-        .args(["-q", "download", package])
-        .current_dir(&tmp)
-        .output()
-        .map_err(|e| skip(format!("cannot run apt-get: {e}")))?;
+    let qualified = format!("{package}{}", source.arch_suffix());
+    super::step(&format!("downloading {qualified} with apt-get download"));
+    let out = match source.apt {
+        Apt::Host => Command::new("apt-get")
+            .args(["-q", "download", &qualified])
+            .current_dir(&tmp)
+            .output()
+            .map_err(|e| skip(format!("cannot run apt-get: {e}")))?,
+        Apt::Chroot(chroot) => {
+            let inside = chroot.inside(&tmp).context("the kernel cache is outside the workspace")?;
+            chroot.command(&format!("cd '{inside}'\napt-get -q download {qualified}"), &[]).output()?
+        }
+    };
     let fetched = find_deb(&tmp, package);
     let result = match (out.status.success(), fetched) {
         (true, Some(deb)) => {
@@ -149,13 +199,13 @@ fn find_deb(dir: &Path, package: &str) -> Option<PathBuf> {
 
 /// Unpacks the `.deb` with `dpkg-deb -x` into a scratch directory, copies out
 /// `vmlinuz` and the modules, and removes the scratch directory.
-fn extract(paths: &Paths, package: &str, deb: &Path, wanted: &[&str]) -> Result<Kernel> {
+fn extract(paths: &Paths, package: &str, deb: &Path, wanted: &[&str], dtbs: &[&str]) -> Result<Kernel> {
     let scratch = paths.kernel.join("extract.tmp");
     let staging = paths.kernel.join(format!("{package}.tmp"));
     for dir in [&scratch, &staging] {
         let _ = fs::remove_dir_all(dir);
     }
-    let result = extract_into(deb, &scratch, &staging, wanted);
+    let result = extract_into(deb, &scratch, &staging, wanted, dtbs);
     let _ = fs::remove_dir_all(&scratch);
     if let Err(e) = result {
         let _ = fs::remove_dir_all(&staging);
@@ -164,10 +214,10 @@ fn extract(paths: &Paths, package: &str, deb: &Path, wanted: &[&str]) -> Result<
     let prepared = paths.kernel.join(package);
     let _ = fs::remove_dir_all(&prepared);
     fs::rename(&staging, &prepared)?;
-    load_prepared(package, &prepared, wanted).context("the kernel just prepared does not load")
+    load_prepared(package, &prepared, wanted, dtbs).context("the kernel just prepared does not load")
 }
 
-fn extract_into(deb: &Path, scratch: &Path, staging: &Path, wanted: &[&str]) -> Result<()> {
+fn extract_into(deb: &Path, scratch: &Path, staging: &Path, wanted: &[&str], dtbs: &[&str]) -> Result<()> {
     run_ok(Command::new("dpkg-deb").arg("-x").arg(deb).arg(scratch))?;
     let modules_root = find_modules_root(scratch)?;
     let release = file_name(&modules_root);
@@ -178,14 +228,25 @@ fn extract_into(deb: &Path, scratch: &Path, staging: &Path, wanted: &[&str]) -> 
     let order = resolve_load_order(&modules_root, wanted)?;
 
     fs::create_dir_all(staging.join("modules"))?;
+    fs::create_dir_all(staging.join("dtbs"))?;
     fs::copy(&vmlinuz, staging.join("vmlinuz"))?;
+    for dtb in dtbs {
+        let from = scratch.join("usr/lib").join(format!("linux-image-{release}")).join(dtb);
+        fs::copy(&from, staging.join("dtbs").join(file_name(&from)))
+            .with_context(|| format!("the kernel package holds no {}", from.display()))?;
+    }
     let mut names = Vec::new();
     for module in &order {
         let name = module_name(module);
         fs::write(staging.join("modules").join(format!("{name}.ko")), read_module(module)?)?;
         names.push(name);
     }
-    let manifest = format!("wanted: {}\nrelease: {release}\nload: {}\n", wanted.join(" "), names.join(" "));
+    let manifest = format!(
+        "wanted: {}\ndtbs: {}\nrelease: {release}\nload: {}\n",
+        wanted.join(" "),
+        dtbs.join(" "),
+        names.join(" ")
+    );
     fs::write(staging.join("manifest"), manifest)?;
     Ok(())
 }
@@ -316,20 +377,22 @@ fn normalize(name: &str) -> String {
     name.replace('-', "_")
 }
 
-/// A prepared kernel, if its manifest was made for the same module list.
-fn load_prepared(package: &str, dir: &Path, wanted: &[&str]) -> Option<Kernel> {
+/// A prepared kernel, if its manifest was made for the same module list
+/// and device trees.
+fn load_prepared(package: &str, dir: &Path, wanted: &[&str], dtbs: &[&str]) -> Option<Kernel> {
     let manifest = fs::read_to_string(dir.join("manifest")).ok()?;
     let field = |key: &str| manifest.lines().find_map(|l| l.strip_prefix(key)).map(str::trim);
-    if field("wanted:")? != wanted.join(" ") {
+    if field("wanted:")? != wanted.join(" ") || field("dtbs:")? != dtbs.join(" ") {
         return None;
     }
+    let dtbs: Vec<PathBuf> = dtbs.iter().map(|d| dir.join("dtbs").join(file_name(Path::new(d)))).collect();
     let modules: Vec<PathBuf> =
         field("load:")?.split_whitespace().map(|n| dir.join("modules").join(format!("{n}.ko"))).collect();
     let vmlinuz = dir.join("vmlinuz");
-    if !vmlinuz.is_file() || !modules.iter().all(|m| m.is_file()) {
+    if !vmlinuz.is_file() || !modules.iter().chain(&dtbs).all(|m| m.is_file()) {
         return None;
     }
-    Some(Kernel { package: package.to_owned(), release: field("release:")?.to_owned(), vmlinuz, modules })
+    Some(Kernel { package: package.to_owned(), release: field("release:")?.to_owned(), vmlinuz, dtbs, modules })
 }
 
 /// Drops downloads and prepared trees of kernels other than `package`, so the
@@ -369,6 +432,8 @@ mod tests {
         let text = "linux-image-amd64\n  Depends: linux-image-6.1.0-57-amd64\n";
         assert_eq!(parse_depends(text).as_deref(), Some("linux-image-6.1.0-57-amd64"));
         assert_eq!(parse_depends("linux-image-amd64\n  Depends: linux-image-amd64-signed\n"), None);
+        let foreign = "linux-image-arm64:arm64\n  Depends: linux-image-6.12.117+deb13-arm64:arm64\n";
+        assert_eq!(parse_depends(foreign).as_deref(), Some("linux-image-6.12.117+deb13-arm64"));
     }
 
     #[test]

@@ -39,6 +39,7 @@ pub mod host;
 mod initramfs;
 mod kernel;
 mod qemu;
+pub mod raspi;
 
 /// The modules that make `/dev/mmcblk0` out of QEMU's `sdhci-pci` + `sd-card`,
 /// in the order DESIGN.md §7 loads them. Dependencies that the kernel package
@@ -76,7 +77,7 @@ impl Options {
                     opts.timeout = Duration::from_secs(secs);
                 }
                 "--binary" => opts.binary = Some(it.next().context("--binary needs a path")?.into()),
-                other => bail!("vm-identify: unknown option `{other}`"),
+                other => bail!("unknown option `{other}`"),
             }
         }
         Ok(opts)
@@ -145,7 +146,7 @@ fn run(opts: &Options) -> Result<Vec<checks::Check>> {
     let _ = std::fs::remove_dir_all(&paths.run);
     std::fs::create_dir_all(&paths.run).with_context(|| format!("cannot create {}", paths.run.display()))?;
 
-    let kernel = kernel::prepare(&paths, MODULES)?;
+    let kernel = kernel::prepare(&paths, &kernel::AMD64, MODULES)?;
     step(&format!(
         "kernel {} ({}; {} modules: {})",
         kernel.package,
@@ -158,11 +159,19 @@ fn run(opts: &Options) -> Result<Vec<checks::Check>> {
         Some(path) => path.canonicalize().with_context(|| format!("no binary at {}", path.display()))?,
         None => initramfs::build_storage_score(&paths, opts.release)?,
     };
-    let initrd = initramfs::pack(&paths, &tools, &binary, &kernel)?;
+    let init = guest::init_script(&kernel.module_names(), &guest::GuestPlan::PC);
+    let contents = initramfs::Contents { busybox: &tools.busybox, cpio: &tools.cpio, binary: &binary, init: &init };
+    let initrd = initramfs::pack(&paths, &contents, &kernel)?;
     step(&format!("initramfs {}", initrd.display()));
 
     let image = qemu::create_sd_image(&paths.run, SD_IMAGE_BYTES)?;
-    let boot = qemu::Boot { kernel: &kernel.vmlinuz, initrd: &initrd, sd_image: &image, timeout: opts.timeout };
+    let boot = qemu::Boot {
+        machine: qemu::Machine::PcSdhci,
+        kernel: &kernel.vmlinuz,
+        initrd: &initrd,
+        sd_image: &image,
+        timeout: opts.timeout,
+    };
     step(&format!("booting: {}", boot.command_line(&tools.qemu)));
     let outcome = qemu::run(&tools.qemu, &boot, &paths.run.join("serial.log"));
     let _ = std::fs::remove_file(&image);

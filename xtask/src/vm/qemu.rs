@@ -1,9 +1,16 @@
 //! The emulated SD card and the QEMU run.
 //!
-//! QEMU (hw/sd/sd.c) makes a small image a standard-capacity card with a
-//! version 1.0 CSD, and refuses images whose size is not a power of two. The guest
-//! runs under TCG (no KVM here) with its serial console on QEMU's stdout,
-//! which goes to a log file; QEMU is killed if the guest outlives the timeout.
+//! QEMU (hw/sd/sd.c) makes an image of up to 2 GiB a standard-capacity card
+//! with a version 1.0 CSD and a larger one a high-capacity card (CSD 2.0),
+//! and refuses images whose size is not a power of two. The guest runs under
+//! TCG (no KVM here) with its serial console on QEMU's stdout, which goes to
+//! a log file; QEMU is killed if the guest outlives the timeout.
+//!
+//! Two machines: a PC with QEMU's `sdhci-pci` controller (`vm-identify`),
+//! and a Raspberry Pi 3B (`vm-raspi`), whose card sits on the Pi's own SD
+//! host (bcm2835-sdhost) and whose kernel needs the Pi's device tree. Its
+//! console is the mini UART, `ttyS1`, which is QEMU's second `-serial`; the
+//! PL011 stays silent because the Bluetooth node claims it.
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
@@ -26,9 +33,19 @@ pub fn create_sd_image(dir: &Path, bytes: u64) -> Result<PathBuf> {
     Ok(path)
 }
 
+/// The emulated machine.
+#[derive(Debug, Clone, Copy)]
+pub enum Machine<'a> {
+    /// QEMU's default PC with an `sdhci-pci` controller and an `sd-card`.
+    PcSdhci,
+    /// `-M raspi3b` with the kernel's own bcm2837-rpi-3-b device tree.
+    Raspi3b { dtb: &'a Path },
+}
+
 /// What to boot.
 #[derive(Debug)]
 pub struct Boot<'a> {
+    pub machine: Machine<'a>,
     pub kernel: &'a Path,
     pub initrd: &'a Path,
     pub sd_image: &'a Path,
@@ -36,9 +53,41 @@ pub struct Boot<'a> {
 }
 
 impl Boot<'_> {
-    /// QEMU's arguments, as in DESIGN.md §7.
+    /// QEMU's arguments, as in DESIGN.md §7 for the PC.
     pub fn args(&self) -> Vec<String> {
         let path = |p: &Path| p.display().to_string();
+        if let Machine::Raspi3b { dtb } = self.machine {
+            // raspi3b has a fixed 1 GiB of RAM and no power-off: the guest
+            // leaves by a watchdog reset, which -no-reboot turns into an exit.
+            return [
+                "-M",
+                "raspi3b",
+                "-display",
+                "none",
+                "-monitor",
+                "none",
+                "-no-reboot",
+                "-serial",
+                "null",
+                "-serial",
+                "stdio",
+                "-append",
+                "console=ttyS1,115200 panic=-1",
+            ]
+            .into_iter()
+            .map(str::to_owned)
+            .chain([
+                "-kernel".into(),
+                path(self.kernel),
+                "-dtb".into(),
+                path(dtb),
+                "-initrd".into(),
+                path(self.initrd),
+                "-drive".into(),
+                format!("file={},if=sd,format=raw", path(self.sd_image)),
+            ])
+            .collect();
+        }
         vec![
             "-accel".into(),
             "tcg".into(),
