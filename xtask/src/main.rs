@@ -8,6 +8,8 @@
 //! - `lb-bench`: the leaderboard server under load (see [`lb_bench`]).
 //! - `dist`: the release files in target/dist: static binaries for x86_64 and
 //!   the Pis, man pages, completions, .deb packages (see [`dist`]).
+//! - `deb-check`: the .debs installed, used and purged on this machine (see
+//!   [`dist::deb_check`]).
 //! - `msrv`: the workspace checked with rustc 1.85 for 32-bit ARM in a trixie
 //!   chroot (see [`msrv`] and [`cross`]).
 //! - `test`: every test of the project (see [`test`]); the README's command.
@@ -25,10 +27,10 @@
 use std::process::ExitCode;
 
 mod bench;
-mod fuzz;
-mod lb_bench;
 mod cross;
 mod dist;
+mod fuzz;
+mod lb_bench;
 mod msrv;
 mod test;
 mod vm;
@@ -63,6 +65,10 @@ tasks:
       ones built in a Debian trixie chroot (target/cross/) with rustc 1.85;
       smoke-checked under qemu-user; man pages, completions and .deb packages
       (cargo-deb). Writes target/dist/.
+  deb-check
+      As root: install this machine's .debs from target/dist with dpkg, use
+      them (the binary, `man storage-score`, bash completion; the leaderboard
+      service as its systemd unit runs it), then purge them.
   msrv
       As root: `cargo check --workspace --all-targets` with rustc 1.85 (the
       rust-version) for armv7, in the trixie chroot.
@@ -91,6 +97,7 @@ fn main() -> ExitCode {
         Some("fuzz") => fuzz::main(&args[1..]),
         Some("lb-bench") => lb_bench::main(&args[1..]),
         Some("dist") => dist::main(&args[1..]),
+        Some("deb-check") => dist::deb_check::main(&args[1..]),
         Some("msrv") => msrv::main(&args[1..]),
         Some("test") => test::main(&args[1..]),
         Some("vm-identify") => match vm::Options::parse(&args[1..]) {

@@ -31,6 +31,7 @@ use crate::vm::host::cargo;
 use targets::DistTarget;
 
 mod deb;
+pub mod deb_check;
 pub mod docs;
 mod elf;
 mod smoke;

@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-mod checks;
+pub mod checks;
 mod guest;
 pub mod host;
 mod initramfs;
