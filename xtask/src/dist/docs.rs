@@ -134,6 +134,12 @@ mod tests {
         if let Some(words) = complete_in_bash(bash, &["identify", "--"]) {
             assert!(words.contains(&"--json".to_owned()), "identify -- completes to {words:?}");
         }
+        // Every subcommand's own options complete, hyphenated names included.
+        for name in names.iter().filter(|n| *n != "help") {
+            if let Some(words) = complete_in_bash(bash, &[name, "--"]) {
+                assert!(words.contains(&"--help".to_owned()), "{name} -- completes to {words:?}");
+            }
+        }
         let top = fs::read_to_string(out.join("man").join(format!("{BIN}.1"))).expect("top page");
         assert!(top.contains("EXIT STATUS") && top.contains("verify\\-capacity found a fake"), "{top}");
         let _ = fs::remove_dir_all(&out);
