@@ -2,7 +2,7 @@
 //! journal, probe, render. The work is `storage-capacity`'s; this maps its
 //! answers and errors onto output and exit codes (0 genuine, 4 fake).
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::Path;
 
 use storage_capacity::preflight::{self, Refusal};
@@ -49,7 +49,7 @@ pub fn verify_capacity(args: &VerifyCapacityArgs, roots: &Roots) -> Result<(), F
     }
 
     if args.destructive && !args.yes {
-        confirm(&args.device)?;
+        crate::failure::confirm_data_loss(&args.device, "writes all over")?;
     }
     let safety = if args.destructive {
         Safety::Destructive
@@ -204,25 +204,6 @@ fn verify_failure(e: VerifyError, args: &VerifyCapacityArgs) -> Failure {
         VerifyError::Probe(e @ ProbeError::TooSmall(_)) => Failure::Usage(e.to_string()),
         VerifyError::Probe(e) => Failure::Run(format!("the probe failed: {e}; every byte written was restored")),
         e @ VerifyError::Undo { .. } => Failure::Run(e.to_string()),
-    }
-}
-
-/// Asks on the terminal; refuses when there is none to ask on.
-fn confirm(device: &str) -> Result<(), Failure> {
-    let stdin = std::io::stdin();
-    if !stdin.is_terminal() {
-        return Err(Failure::Refused(format!(
-            "refusing to overwrite {device} without confirmation: there is no terminal to ask on; add --yes if every byte on it may be lost"
-        )));
-    }
-    eprint!("storage-score: --destructive writes all over {device}; its data will be lost. Type 'yes' to go on: ");
-    let _ = std::io::stderr().flush();
-    let mut answer = String::new();
-    let _ = stdin.lock().read_line(&mut answer);
-    if answer.trim() == "yes" {
-        Ok(())
-    } else {
-        Err(Failure::Refused(format!("not confirmed: {device} was left untouched")))
     }
 }
 

@@ -9,6 +9,7 @@
 //! | 4 | verify-capacity found a fake (a finding, not a failure) |
 
 use std::fmt;
+use std::io::{BufRead, IsTerminal, Write};
 
 /// An error for the user, already phrased as problem + fix.
 #[derive(Debug)]
@@ -45,5 +46,26 @@ impl fmt::Display for Failure {
 impl From<storage_identify::TargetError> for Failure {
     fn from(e: storage_identify::TargetError) -> Self {
         Failure::Usage(e.to_string())
+    }
+}
+
+/// Asks on the terminal before a `--destructive` step that `action`s
+/// `device` (e.g. "writes all over"); refuses with exit 3 when there is no
+/// terminal to ask on, so a script never destroys data by accident.
+pub fn confirm_data_loss(device: &str, action: &str) -> Result<(), Failure> {
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        return Err(Failure::Refused(format!(
+            "refusing to overwrite {device} without confirmation: there is no terminal to ask on; add --yes if every byte on it may be lost"
+        )));
+    }
+    eprint!("storage-score: --destructive {action} {device}; its data will be lost. Type 'yes' to go on: ");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    let _ = stdin.lock().read_line(&mut answer);
+    if answer.trim() == "yes" {
+        Ok(())
+    } else {
+        Err(Failure::Refused(format!("not confirmed: {device} was left untouched")))
     }
 }

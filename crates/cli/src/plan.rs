@@ -6,7 +6,6 @@
 //! - Nothing mounted: read tests only, unless `--destructive --yes`.
 
 use std::fs::OpenOptions;
-use std::io::{BufRead, IsTerminal, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -273,28 +272,7 @@ fn destructive_target(
         )));
     }
     if !args.yes {
-        confirm(&args.target)?;
+        crate::failure::confirm_data_loss(&args.target, "will overwrite the start of")?;
     }
     Ok(WriteTarget::Raw(PathBuf::from(&args.target)))
-}
-
-/// Asks on the terminal; refuses when there is none to ask on.
-fn confirm(device: &str) -> Result<(), Failure> {
-    let stdin = std::io::stdin();
-    if !stdin.is_terminal() {
-        return Err(Failure::Refused(format!(
-            "refusing to write the raw device {device} without confirmation: there is no terminal to ask on; add --yes if every byte on it may be destroyed"
-        )));
-    }
-    eprint!(
-        "storage-score: --destructive will overwrite the start of {device}; its data will be lost. Type 'yes' to go on: "
-    );
-    let _ = std::io::stderr().flush();
-    let mut answer = String::new();
-    let _ = stdin.lock().read_line(&mut answer);
-    if answer.trim() == "yes" {
-        Ok(())
-    } else {
-        Err(Failure::Refused(format!("not confirmed: {device} was left untouched")))
-    }
 }
