@@ -26,7 +26,7 @@ mod uring;
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Barrier, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -133,9 +133,14 @@ pub fn stamp(buf: &mut [u8], offset: u64, serial: u64) {
 /// A process-wide counter for [`stamp`], so that no two writes of a run,
 /// in any engine or job, carry the same stamp.
 fn next_serial() -> u64 {
-    static SERIAL: AtomicU64 = AtomicU64::new(1);
-    SERIAL.fetch_add(1, Ordering::Relaxed)
+    static SERIAL: IoCounter = IoCounter::new(1);
+    SERIAL.fetch_add(1, Ordering::Relaxed) as u64
 }
+
+/// A count of I/Os shared between workers. Not `AtomicU64`: ARMv5 (the
+/// armv5te build for the Pi Zero and 1) has no 64-bit atomics, and a usize
+/// holds more I/Os than any run makes (4 billion at 100k IOPS is 11 hours).
+pub(crate) type IoCounter = AtomicUsize;
 
 /// What went wrong inside a workload.
 #[derive(Debug, thiserror::Error)]

@@ -8,11 +8,11 @@
 
 use std::os::fd::AsRawFd;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use super::{
-    Completed, EngineError, Part, Progress, REPORT_EVERY, Shape, StartGate, Workload, check_interrupt, merge,
-    next_serial, panic_message, report, share, stamp, transfer,
+    Completed, EngineError, IoCounter, Part, Progress, REPORT_EVERY, Shape, StartGate, Workload, check_interrupt,
+    merge, next_serial, panic_message, report, share, stamp, transfer,
 };
 use crate::buffer::AlignedBuf;
 use crate::recorder::Recorder;
@@ -27,7 +27,7 @@ pub(super) fn run(
 ) -> Result<Completed, EngineError> {
     let threads = shape.jobs * shape.depth;
     let gate = StartGate::new(threads + 1);
-    let done = AtomicU64::new(0);
+    let done = IoCounter::new(0);
     let stop = AtomicBool::new(false);
     let failure: Mutex<Option<EngineError>> = Mutex::new(None);
     let cursors: Vec<AtomicUsize> = (0..shape.jobs).map(|_| AtomicUsize::new(0)).collect();
@@ -71,7 +71,7 @@ pub(super) fn run(
 struct Shared<'s> {
     /// Index of the next offset of this worker's job.
     cursor: &'s AtomicUsize,
-    done: &'s AtomicU64,
+    done: &'s IoCounter,
     stop: &'s AtomicBool,
     failure: &'s Mutex<Option<EngineError>>,
 }
@@ -127,7 +127,7 @@ fn worker(
             }
             let now = std::time::Instant::now();
             recorder.record(now, now - issued, work.block_size as u64);
-            let finished = shared.done.fetch_add(1, Ordering::Relaxed) + 1;
+            let finished = shared.done.fetch_add(1, Ordering::Relaxed) as u64 + 1;
             if finished % 256 == 0 || now - last_report >= REPORT_EVERY {
                 last_report = now;
                 if let Err(e) = report(progress, finished) {

@@ -12,13 +12,13 @@
 //! The report says which ran ([`Completed::engine_detail`]).
 
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use io_uring::{IoUring, Probe, opcode, squeue, types};
 
 use super::{
-    Completed, EngineError, Part, Pending, Progress, REPORT_EVERY, Shape, StartGate, Workload, buffer_for,
+    Completed, EngineError, IoCounter, Part, Pending, Progress, REPORT_EVERY, Shape, StartGate, Workload, buffer_for,
     check_interrupt, memlock_hint, merge, next_serial, panic_message, report, share, stamp,
 };
 use crate::recorder::Recorder;
@@ -49,7 +49,7 @@ impl Mode {
 pub(super) fn run(work: &Workload<'_>, shape: Shape, progress: Progress<'_>) -> Result<Completed, EngineError> {
     let plain_ok = probe_plain_opcodes()?;
     let gate = StartGate::new(shape.jobs);
-    let counter = AtomicU64::new(0);
+    let counter = IoCounter::new(0);
     let halt = AtomicBool::new(false);
     let job = |j: usize| {
         let result =
@@ -115,7 +115,7 @@ fn run_job(
     depth: usize,
     plain_ok: bool,
     gate: &StartGate,
-    counter: &AtomicU64,
+    counter: &IoCounter,
     halt: &AtomicBool,
     progress: Progress<'_>,
 ) -> Result<(Part, Mode, Instant), EngineError> {
@@ -197,7 +197,7 @@ impl<'w, 'a> Job<'w, 'a> {
         buf: &mut crate::buffer::AlignedBuf,
         offsets: &[u64],
         mode: &Mode,
-        counter: &AtomicU64,
+        counter: &IoCounter,
         halt: &AtomicBool,
         progress: Progress<'_>,
     ) -> Result<(), Leak> {
@@ -279,7 +279,7 @@ impl<'w, 'a> Job<'w, 'a> {
                 }
             }
             if completed > 0 {
-                let total = counter.fetch_add(completed, Ordering::Relaxed) + completed;
+                let total = counter.fetch_add(completed as usize, Ordering::Relaxed) as u64 + completed;
                 if total / 256 != (total - completed) / 256 || now - self.last_report >= REPORT_EVERY {
                     self.last_report = now;
                     if let Err(e) = report(progress, total) {
