@@ -3,18 +3,16 @@
 //! of each sustained pass, and the tables.
 
 use std::fmt::Write;
-use std::sync::Mutex;
-use std::time::Duration;
 
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use storage_bench::Observer;
 use storage_bench::profile::{Config, Place, size_label};
 use storage_report::plot::speed::rate_text;
 use storage_report::sparkline::sparkline;
 use storage_scoring::profile::{Curve, ProfileReport, Studies};
 
+use crate::progress::BarSlot;
 use crate::render;
 
 /// Characters of the sustained sparklines.
@@ -25,45 +23,28 @@ const SPARK_WIDTH: usize = 60;
 #[derive(Debug)]
 pub struct Bars {
     enabled: bool,
-    current: Mutex<Option<ProgressBar>>,
+    slot: BarSlot,
 }
 
 impl Bars {
     pub fn new(enabled: bool) -> Self {
-        Bars { enabled, current: Mutex::new(None) }
+        Bars { enabled, slot: BarSlot::default() }
     }
 
     pub fn finish(&self) {
-        if let Some(bar) = self.current.lock().ok().and_then(|mut current| current.take()) {
-            bar.finish_and_clear();
-        }
+        self.slot.finish();
     }
 }
 
 impl Observer for Bars {
     fn started(&self, key: &str, total: u64) {
-        if !self.enabled {
-            return;
-        }
-        self.finish();
-        let bar = ProgressBar::with_draw_target(Some(total.max(1)), ProgressDrawTarget::stderr());
-        let style = ProgressStyle::with_template("{prefix:>36} [{bar:30}] {percent:>3}%")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> ");
-        bar.set_style(style);
-        bar.set_prefix(key.to_owned());
-        bar.enable_steady_tick(Duration::from_millis(200));
-        if let Ok(mut current) = self.current.lock() {
-            *current = Some(bar);
+        if self.enabled {
+            self.slot.start("{prefix:>36} [{bar:30}] {percent:>3}%", key, total.max(1));
         }
     }
 
     fn progress(&self, done: u64) {
-        if let Ok(current) = self.current.lock() {
-            if let Some(bar) = current.as_ref() {
-                bar.set_position(done);
-            }
-        }
+        self.slot.set_position(done);
     }
 
     fn finished(&self, key: &str, value: f64) {

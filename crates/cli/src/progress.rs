@@ -7,33 +7,19 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use storage_bench::Observer;
 
-/// One bar per test, replaced as tests go by.
-#[derive(Debug)]
-pub struct Bars {
-    enabled: bool,
+/// The one bar on screen at a time, shared by `run`'s and `profile`'s
+/// observers: a new bar replaces the last one.
+#[derive(Debug, Default)]
+pub struct BarSlot {
     current: Mutex<Option<ProgressBar>>,
 }
 
-impl Bars {
-    pub fn new(enabled: bool) -> Self {
-        Bars { enabled, current: Mutex::new(None) }
-    }
-
-    pub fn finish(&self) {
-        if let Some(bar) = self.current.lock().ok().and_then(|mut current| current.take()) {
-            bar.finish_and_clear();
-        }
-    }
-}
-
-impl Observer for Bars {
-    fn started(&self, key: &str, total: u64) {
-        if !self.enabled {
-            return;
-        }
+impl BarSlot {
+    /// Draws a new bar of `total` steps with `template`, labelled `key`.
+    pub fn start(&self, template: &str, key: &str, total: u64) {
         self.finish();
         let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-        let style = ProgressStyle::with_template("{prefix:>26} [{bar:30}] {percent:>3}%  ETA {eta}")
+        let style = ProgressStyle::with_template(template)
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> ");
         bar.set_style(style);
@@ -44,7 +30,7 @@ impl Observer for Bars {
         }
     }
 
-    fn progress(&self, done: u64) {
+    pub fn set_position(&self, done: u64) {
         if let Ok(current) = self.current.lock() {
             if let Some(bar) = current.as_ref() {
                 bar.set_position(done);
@@ -52,13 +38,52 @@ impl Observer for Bars {
         }
     }
 
-    fn note(&self, message: &str) {
-        // Heard whether or not bars are drawn: with --json too, on stderr.
-        let line = format!("storage-score: {message}");
+    /// Prints `line` on stderr without tearing the bar.
+    pub fn print(&self, line: &str) {
         match self.current.lock().ok().and_then(|current| current.clone()) {
             Some(bar) => bar.suspend(|| eprintln!("{line}")),
             None => eprintln!("{line}"),
         }
+    }
+
+    pub fn finish(&self) {
+        if let Some(bar) = self.current.lock().ok().and_then(|mut current| current.take()) {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// One bar per test, replaced as tests go by.
+#[derive(Debug)]
+pub struct Bars {
+    enabled: bool,
+    slot: BarSlot,
+}
+
+impl Bars {
+    pub fn new(enabled: bool) -> Self {
+        Bars { enabled, slot: BarSlot::default() }
+    }
+
+    pub fn finish(&self) {
+        self.slot.finish();
+    }
+}
+
+impl Observer for Bars {
+    fn started(&self, key: &str, total: u64) {
+        if self.enabled {
+            self.slot.start("{prefix:>26} [{bar:30}] {percent:>3}%  ETA {eta}", key, total);
+        }
+    }
+
+    fn progress(&self, done: u64) {
+        self.slot.set_position(done);
+    }
+
+    fn note(&self, message: &str) {
+        // Heard whether or not bars are drawn: with --json too, on stderr.
+        self.slot.print(&format!("storage-score: {message}"));
     }
 
     fn finished(&self, key: &str, value: f64) {
