@@ -1,5 +1,5 @@
 //! `storage-score verify-capacity` on fake cards that are real block
-//! devices (DESIGN §7, §11): loop devices over `tests/support/fake_flash.py`,
+//! devices (docs/testing.md, docs/verify-capacity.md): loop devices over `tests/support/fake_flash.py`,
 //! which claims more than it holds and, past its real size, wraps around,
 //! drops writes (reading zeros, 0xFF or stale junk), chains, fails with EIO,
 //! or hides dropped writes behind a FIFO cache.

@@ -1,4 +1,4 @@
-//! `storage-score run` against disks that fail on purpose (DESIGN §6–7): a
+//! `storage-score run` against disks that fail on purpose (docs/safety.md, docs/testing.md): a
 //! loop device over a FUSE file served with direct I/O by
 //! `tests/support/faulty_fuse.py`, which returns EIO past an offset, fails
 //! writes once enough were written, stalls, or claims more than it holds.

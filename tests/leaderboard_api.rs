@@ -1,4 +1,4 @@
-//! The leaderboard's API of DESIGN §10, against the real server binary on
+//! The leaderboard's API of docs/leaderboard.md, against the real server binary on
 //! 127.0.0.1: on a real SQLite file, and the same tests on a real PostgreSQL
 //! cluster (initdb in a temp dir, private port; one cluster per run of this
 //! test binary, stopped at exit).

@@ -3,7 +3,7 @@
 //! `/media/USER/…`, claiming a real SD card's registers, PSN included),
 //! sends the report to the real `storage-score-leaderboard` binary on
 //! 127.0.0.1 with its own SQLite file, and the test reads back what the
-//! server shows and stores (DESIGN §10).
+//! server shows and stores (docs/leaderboard.md).
 //!
 //! The path it takes is the one a user meets: the server is down when the
 //! run ends, so `run --submit` keeps the report and prints the command that

@@ -1,5 +1,5 @@
 //! `storage-score profile` end to end, on real devices whose truth is
-//! known (DESIGN §7, §12):
+//! known (docs/testing.md, docs/profile.md):
 //!
 //! - a tiered card: a FUSE disk behind a loop device that writes its first
 //!   128 MiB at 40 MB/s and everything after at 10 MB/s (the `slc` model of

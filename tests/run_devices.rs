@@ -1,5 +1,5 @@
 //! `storage-score run` on real loop devices: accuracy against blkio
-//! throttling as ground truth, and every safety promise of DESIGN §6 with a
+//! throttling as ground truth, and every safety promise of docs/safety.md with a
 //! real signal or a real failure.
 
 mod support;

@@ -28,7 +28,7 @@ fn score_stdin(input: &str, json: bool) -> std::process::Output {
 /// A hand-worked example:
 /// 20.0*1024 + 4*3000 + 10*800 + 10000 + 4000 + 4*8000 + 10*3000
 /// = 20480 + 12000 + 8000 + 10000 + 4000 + 32000 + 30000 = 116480 → 1164.
-const DESIGN_EXAMPLE: &str = r#"{
+const DOCS_EXAMPLE: &str = r#"{
     "seq_read_mib_s": 43.1, "cached_read_mib_s": 44.0, "seq_write_mb_s": 20.0,
     "rand_read_4k_qd64_iops": 3000, "rand_write_4k_qd64_iops": 800,
     "seq_write_4k_qd1_kib_s": 4000, "seq_read_4k_qd1_kib_s": 10000,
@@ -37,12 +37,12 @@ const DESIGN_EXAMPLE: &str = r#"{
 
 #[test]
 fn scores_a_bare_measurements_object_exactly() {
-    let out = score_stdin(DESIGN_EXAMPLE, true);
+    let out = score_stdin(DOCS_EXAMPLE, true);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let doc = stdout_json(&out);
     assert_eq!(doc["score"]["pibenchmarks"], 1164);
     assert!(doc.get("verdict").is_none(), "no identification, no verdict");
-    let text = score_stdin(DESIGN_EXAMPLE, false);
+    let text = score_stdin(DOCS_EXAMPLE, false);
     assert!(String::from_utf8_lossy(&text.stdout).contains("PiBenchmarks score: 1164"));
 }
 
@@ -53,7 +53,7 @@ fn scores_a_saved_report_file_with_its_verdict() {
     let mut report = stdout_json(&ident);
     report["schema"] = json!("storage-score/1");
     report["tool"] = json!({"name": "storage-score", "version": "0.1.0"});
-    report["measurements"] = serde_json::from_str(DESIGN_EXAMPLE).expect("example");
+    report["measurements"] = serde_json::from_str(DOCS_EXAMPLE).expect("example");
     let file = tempfile::NamedTempFile::new().expect("file");
     std::fs::write(file.path(), report.to_string()).expect("write");
     let out = run(&["score", "--json", file.path().to_str().expect("utf8")]);

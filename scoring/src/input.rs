@@ -18,7 +18,7 @@ use crate::schema::{Device, MEASUREMENT_KEYS, Measurements, SCHEMA};
 /// refusing it keeps the score's arithmetic far from overflow.
 pub const MAX_FIGURE: f64 = 1e15;
 
-/// Keys of a full report (DESIGN §3) besides `measurements`; an object with
+/// Keys of a full report (docs/report.md) besides `measurements`; an object with
 /// some of these and no `measurements` is a report without figures.
 const REPORT_KEYS: [&str; 10] =
     ["schema", "tool", "target", "device", "profile", "details", "skipped", "score", "verdict", "notes"];
@@ -146,7 +146,7 @@ impl std::error::Error for InputError {}
 /// - A report is an object with a `measurements` key; its `device` and
 ///   `profile` are kept, other report keys are ignored (the score and verdict
 ///   are recomputed).
-/// - A bare measurements object has only measurement keys (DESIGN §4).
+/// - A bare measurements object has only measurement keys (docs/measurements.md).
 /// - A figure may be `null` or left out (not measured); otherwise it must be
 ///   a finite number from 0 to [`MAX_FIGURE`].
 pub fn parse_score_input(text: &str) -> Result<ScoreInput, InputError> {

@@ -1,4 +1,4 @@
-//! The privacy filter of DESIGN §10, applied by the upload client before it
+//! The privacy filter of docs/leaderboard.md, applied by the upload client before it
 //! sends a report and again by the leaderboard server to whatever it
 //! receives, so that no client can make the server store a serial number.
 //!
@@ -257,7 +257,7 @@ mod tests {
 
     #[test]
     fn psn_and_crc_are_zeroed_in_the_raw_cid() {
-        // DESIGN §3's Kingston SD64G: PSN 915931237 = 0x3698d765 is bytes 9..13.
+        // docs/report.md's Kingston SD64G: PSN 915931237 = 0x3698d765 is bytes 9..13.
         let cid = "9f544953443634476136".to_owned() + "98d765013b4f";
         assert_eq!(mask_psn(&cid, CidLayout::Sd).unwrap(), "9f5449534436344761000000".to_owned() + "00013b00");
         // eMMC: PSN is bytes 10..14; MDT (byte 14) stays.

@@ -1,7 +1,7 @@
-//! The `profile` section of a `storage-score/1` report (DESIGN §12): what
+//! The `profile` section of a `storage-score/1` report (docs/profile.md): what
 //! `storage-score profile` measured in its deep studies.
 //!
-//! The keys DESIGN §12 fixes are here under their names: `sustained`
+//! The keys docs/profile.md fixes are here under their names: `sustained`
 //! (`bytes_written`, `cache_bytes`, `before_mb_s`, `after_mb_s`,
 //! `steady_mb_s`, `min_1s_mb_s`, `points`), `sweep` (`target`, `rw`, `bs`,
 //! `jobs`, `mb_s`, `iops`) and `transfer_sizes` (`rw`, `bytes`, `mb_s`).
@@ -256,8 +256,8 @@ fn ser_whole<S: serde::Serializer>(value: &Option<f64>, s: S) -> Result<S::Ok, S
 mod tests {
     use super::*;
 
-    /// The example of DESIGN §12, with the keys it fixes.
-    const DESIGN_EXAMPLE: &str = r#"{
+    /// The example of docs/profile.md, with the keys it fixes.
+    const DOCS_EXAMPLE: &str = r#"{
       "schema": "storage-score/1",
       "tool": {"name": "storage-score", "version": "0.1.0"},
       "profile": {
@@ -270,7 +270,7 @@ mod tests {
 
     #[test]
     fn reads_the_design_example() {
-        let doc: ProfileReport = serde_json::from_str(DESIGN_EXAMPLE).expect("parse");
+        let doc: ProfileReport = serde_json::from_str(DOCS_EXAMPLE).expect("parse");
         let sustained = doc.profile.sustained.as_ref().expect("sustained");
         assert_eq!(sustained.fresh.cache_bytes, Some(268_435_456));
         assert_eq!(sustained.fresh.points[1], (4_194_304, 39.8));
@@ -281,7 +281,7 @@ mod tests {
 
     #[test]
     fn writes_the_fixed_keys_where_design_puts_them() {
-        let doc: ProfileReport = serde_json::from_str(DESIGN_EXAMPLE).expect("parse");
+        let doc: ProfileReport = serde_json::from_str(DOCS_EXAMPLE).expect("parse");
         let value = serde_json::to_value(&doc).expect("serialize");
         let profile = &value["profile"];
         for key in ["bytes_written", "cache_bytes", "before_mb_s", "after_mb_s", "steady_mb_s", "min_1s_mb_s"] {

@@ -1,5 +1,5 @@
 //! The `storage-score/1` report: the serde types behind the JSON contract of
-//! DESIGN.md §3.
+//! docs/report.md.
 //!
 //! Every crate that reads or writes a report uses these types: `identify`
 //! fills `target` and `device`, `bench` fills `measurements` and `details`,
@@ -23,7 +23,7 @@ pub struct Report {
     pub target: Option<Target>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<Device>,
-    /// The machine the run was made on, for grouping by board (DESIGN §10).
+    /// The machine the run was made on, for grouping by board (docs/leaderboard.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system: Option<System>,
     /// `compat` (the default, comparable with PiBenchmarks) or `quick`.
@@ -113,7 +113,7 @@ pub struct Target {
     pub notes: Vec<String>,
 }
 
-/// Kind of device, as in DESIGN §3.
+/// Kind of device, as in docs/report.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DeviceKind {
@@ -267,7 +267,7 @@ pub struct SdCid {
     pub product_name: String,
     /// `N.M` from PRV's two nibbles.
     pub product_revision: String,
-    /// PSN. Absent in an uploaded report (DESIGN §10): see `privacy`.
+    /// PSN. Absent in an uploaded report (docs/leaderboard.md): see `privacy`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub serial: Option<u32>,
     /// `YYYY-MM`.
@@ -433,7 +433,7 @@ pub struct MmcCid {
     pub oem_id: String,
     pub product_name: String,
     pub product_revision: String,
-    /// PSN. Absent in an uploaded report (DESIGN §10): see `privacy`.
+    /// PSN. Absent in an uploaded report (docs/leaderboard.md): see `privacy`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub serial: Option<u32>,
     pub manufactured: String,
@@ -508,7 +508,7 @@ pub struct LoopInfo {
     pub offset: Option<u64>,
 }
 
-/// The nine figures of DESIGN §4. Each keeps its reference tool's unit.
+/// The nine figures of docs/measurements.md. Each keeps its reference tool's unit.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Measurements {

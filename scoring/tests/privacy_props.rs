@@ -1,4 +1,4 @@
-//! The privacy filter (DESIGN §10) on whole reports: whatever the serial
+//! The privacy filter (docs/leaderboard.md) on whole reports: whatever the serial
 //! numbers and paths, none of them survives `redact`, in any form a search
 //! of the uploaded text could find.
 

@@ -1,4 +1,4 @@
-//! Round trips of the `storage-score/1` report (DESIGN.md §3): a full report
+//! Round trips of the `storage-score/1` report (docs/report.md): a full report
 //! survives JSON and back, keys without a value are left out, and whole
 //! figures are written as JSON integers.
 
@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use storage_scoring::schema::{Device, Measurements, Report, SCHEMA, Score};
 use storage_scoring::{score, verdict};
 
-/// The DESIGN §3 example, completed where the schema types need more than
+/// The docs/report.md example, completed where the schema types need more than
 /// the example shows (the CID's raw OID and every SSR field).
 fn design_example() -> Value {
     json!({

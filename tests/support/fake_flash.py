@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A fake-capacity card, for the verify-capacity tests (DESIGN.md sections 7, 11).
+"""A fake-capacity card, for the verify-capacity tests (docs/testing.md, docs/verify-capacity.md).
 
 Serves one file, ``disk.img``, over FUSE with direct I/O, so that every read
 and write reaches this process and the page cache hides nothing. Behind

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A disk that misbehaves on purpose, for the fault tests (DESIGN.md section 7).
+"""A disk that misbehaves on purpose, for the fault tests (docs/testing.md).
 
 Serves one file, ``disk.img``, over FUSE with direct I/O, so every read and
 write of it reaches this process and the page cache hides nothing. Put it

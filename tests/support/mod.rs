@@ -21,11 +21,28 @@ pub use mounts::*;
 pub const BIN: &str = env!("CARGO_BIN_EXE_storage-score");
 
 /// Device tests run one at a time: throttled measurements must not share
-/// the machine's two cores with another run.
+/// the machine's two cores with another run. The mutex orders the tests of
+/// one binary; the file lock orders test binaries run at the same time from
+/// other checkouts of the project (several worktrees on one machine).
 static DEVICE_LOCK: Mutex<()> = Mutex::new(());
 
-pub fn device_lock() -> MutexGuard<'static, ()> {
-    DEVICE_LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+/// Held for as long as a device test runs; released on drop.
+pub struct DeviceGuard {
+    _in_process: MutexGuard<'static, ()>,
+    _across_processes: nix::fcntl::Flock<std::fs::File>,
+}
+
+pub fn device_lock() -> DeviceGuard {
+    let in_process = DEVICE_LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open("/tmp/storage-score-device-tests.lock")
+        .expect("device test lock file");
+    let across = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+        .unwrap_or_else(|(_, e)| panic!("device test lock: {e}"));
+    DeviceGuard { _in_process: in_process, _across_processes: across }
 }
 
 fn sh(cmd: &str, args: &[&str]) -> String {
@@ -305,7 +322,7 @@ pub fn assert_one_line_error(out: &Output, code: i32) -> String {
 
 /// Copies a fixture sysfs tree into a temporary directory and links
 /// `dev/block/MAJ:MIN` of a real device to its disk, so the real device
-/// claims the fixture card's registers (DESIGN §7).
+/// claims the fixture card's registers (docs/testing.md).
 pub fn sysfs_claiming(fixture: &str, dev: &LoopDev) -> tempfile::TempDir {
     let root = tempfile::tempdir().expect("sysfs root");
     copy_dir(&fixture_dir(fixture), root.path());
@@ -335,7 +352,7 @@ pub fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
 }
 
-/// A real block device that misbehaves on purpose (DESIGN §7, "Faults no
+/// A real block device that misbehaves on purpose (docs/testing.md, "Faults no
 /// healthy device gives"): a loop device, direct I/O on, over the file
 /// `disk.img` that `faulty_fuse.py` serves through FUSE with direct I/O, so
 /// every request reaches the Python process and the page cache hides none
@@ -497,7 +514,7 @@ impl Drop for FuseServer {
 /// The script behind [`FakeFlash`].
 pub const FAKE_FLASH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/support/fake_flash.py");
 
-/// A fake-capacity card (DESIGN §11): a loop device, direct I/O on, over
+/// A fake-capacity card (docs/verify-capacity.md): a loop device, direct I/O on, over
 /// the `disk.img` that `fake_flash.py` serves through FUSE with direct I/O.
 /// It claims `announced` bytes, holds `real` bytes of random "user data",
 /// and behaves past them as `mode` says (`wrap`, `limbo-00`, `chain=128M`,

@@ -1,5 +1,5 @@
 //! `cargo xtask bench`: storage-score side by side with the tools it stands
-//! in for (DESIGN.md §4, §7), on real loop devices, in one run.
+//! in for (docs/measurements.md, docs/testing.md), on real loop devices, in one run.
 //!
 //! 1. **Tools.** Installs `fio`, `hdparm`, `e2fsprogs`, `util-linux` and
 //!    `time` with apt-get when any is missing, and builds the release binary.

@@ -1,5 +1,5 @@
 //! `cargo xtask …`: developer chores for storage-score that need more than
-//! `cargo test` (DESIGN.md §1, in the manner of rust-analyzer's xtask).
+//! `cargo test` (ARCHITECTURE.md, in the manner of rust-analyzer's xtask).
 //!
 //! Tasks:
 //! - `bench`: storage-score next to hdparm, dd and fio on throttled loop

@@ -4,7 +4,7 @@
 //! `struct fiemap` and the extent flags are the kernel's
 //! include/uapi/linux/fiemap.h).
 //!
-//! PiBenchmarks' file states (DESIGN.md §4) are facts of this kind: fio's
+//! PiBenchmarks' file states (docs/measurements.md) are facts of this kind: fio's
 //! randwrite meets a file of unwritten extents, its randread a file written
 //! end to end, iozone's write an empty file that grows. Each test records
 //! the state it met in its detail, so a report shows it.

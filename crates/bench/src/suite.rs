@@ -1,4 +1,4 @@
-//! The PiBenchmarks test set (DESIGN.md §4), each test keeping the
+//! The PiBenchmarks test set (docs/measurements.md), each test keeping the
 //! definition and unit of the tool PiBenchmarks ran for it, and meeting the
 //! same file state in the same order as in PiBenchmarks' `Storage.sh`
 //! (TheRemote/PiBenchmarks): `fstrim -av` and `sync` first, then

@@ -1,4 +1,4 @@
-//! storage-capacity: is this card as big as it says? (DESIGN §11)
+//! storage-capacity: is this card as big as it says? (docs/verify-capacity.md)
 //!
 //! - [`stamp`]: self-identifying blocks (offset, run nonce, checksum).
 //! - [`probe`]: the search for the real end of the storage, in rounds of

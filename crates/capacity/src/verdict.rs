@@ -2,7 +2,7 @@
 //! names, `libdevs.c`: genuine, wraparound, limbo, chain, plus I/O errors),
 //! the usable size, the first bad byte, a partition that is safe to use with
 //! the `sfdisk` line that makes it, and the write cache when one was seen.
-//! The JSON shape is DESIGN §11's; [`Report::text`] is the human one.
+//! The JSON shape is docs/verify-capacity.md's; [`Report::text`] is the human one.
 
 use std::fmt::Write;
 

@@ -1,5 +1,5 @@
 //! `storage-score profile`: resolve and identify the target, decide where
-//! the studies may write (the same rules and refusals as `run`, DESIGN §6),
+//! the studies may write (the same rules and refusals as `run`, docs/safety.md),
 //! run them ([`storage_bench::profile`]), and hand the results to the
 //! terminal, `--json`, `--html` and `--csv`.
 

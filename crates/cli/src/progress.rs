@@ -1,5 +1,5 @@
 //! Progress bars on stderr, only when stderr is a terminal and no JSON is
-//! asked for (DESIGN.md §2).
+//! asked for (docs/cli.md).
 
 use std::sync::Mutex;
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! storage-score-leaderboard: the self-hostable results server of DESIGN §10.
+//! storage-score-leaderboard: the self-hostable results server of docs/leaderboard.md.
 //!
 //! - [`intake`]: what a submitted report must pass, what is stripped, and
 //!   the server's own score and verdict;
@@ -10,7 +10,7 @@
 //! - [`config`]: the command line; [`serve`]: binding, the `listening on`
 //!   line, and a graceful stop on SIGTERM.
 //!
-//! Depends on `storage-scoring` and `storage-report` only (DESIGN §1).
+//! Depends on `storage-scoring` and `storage-report` only (ARCHITECTURE.md).
 
 pub mod api;
 pub mod auth;
@@ -48,7 +48,7 @@ pub struct App<S> {
     pub limiter: Option<RateLimiter>,
 }
 
-/// Every route of DESIGN §10.
+/// Every route of docs/leaderboard.md.
 pub fn router<S: Storage>(app: Arc<App<S>>) -> Router {
     Router::new()
         .route("/api/v1/results", post(api::submit::<S>))

@@ -1,5 +1,5 @@
 //! storage-report: the SVG plots and HTML pieces that the CLI's reports and
-//! the leaderboard server's pages share (DESIGN §1, §12).
+//! the leaderboard server's pages share (ARCHITECTURE.md, docs/profile.md).
 //!
 //! - [`html`]: escaping for text and attributes; everything a user wrote
 //!   goes through it before it reaches a page.

@@ -1,5 +1,5 @@
 //! Step 5: `storage-score profile` against fio, cell by cell, on the same
-//! throttled loop device in the same run (DESIGN §12's evidence).
+//! throttled loop device in the same run (docs/profile.md's evidence).
 //!
 //! The device: a 3 GiB sparse file under `/var/tmp` behind `losetup
 //! --direct-io=on`, throttled in the root blkio group (read 3000 IOPS and

@@ -4,7 +4,7 @@
 //!
 //! One page per command (`storage-score.1`, `storage-score-run.1`, …). The
 //! top page also gets EXIT STATUS and EXAMPLES sections: the exit codes are
-//! DESIGN.md's contract, which clap does not know.
+//! documented in docs/cli.md, which clap does not know.
 
 use std::fs;
 use std::io::Write;
@@ -99,7 +99,7 @@ fn append_top_page_sections(page: &Path) -> Result<()> {
     roff.control("SH", ["SEE ALSO"]);
     roff.text([
         bold("storage-score-run"),
-        roman("(1) and the page of each subcommand; README.md and DESIGN.md in the source."),
+        roman("(1) and the page of each subcommand; README.md and docs/ in the source."),
     ]);
     let mut file =
         fs::OpenOptions::new().append(true).open(page).with_context(|| format!("cannot open {}", page.display()))?;

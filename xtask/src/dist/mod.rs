@@ -1,4 +1,4 @@
-//! `cargo xtask dist`: the release files in `target/dist/` (DESIGN.md §13).
+//! `cargo xtask dist`: the release files in `target/dist/` (docs/distribution.md).
 //!
 //! 1. [`docs`]: man pages and shell completions from the clap definitions.
 //! 2. The x86_64 binary on the host; the ARM binaries ([`targets`]) in the

@@ -1,4 +1,4 @@
-//! The deep studies of `storage-score profile` (DESIGN §12), on the engine's
+//! The deep studies of `storage-score profile` (docs/profile.md), on the engine's
 //! workload API:
 //!
 //! - [`sustained`]: a long sequential write in 4 MiB chunks, speed against

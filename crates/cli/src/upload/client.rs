@@ -1,5 +1,5 @@
 //! The HTTP side of an upload: a POST (or a DELETE) to the leaderboard's API
-//! (DESIGN §10) with timeouts and the retries of [`super::retry`], on
+//! (docs/leaderboard.md) with timeouts and the retries of [`super::retry`], on
 //! reqwest's blocking client with rustls.
 
 use std::io::Read;

@@ -1,5 +1,5 @@
 //! `storage-score submit` and `run … --submit`: send a report to a
-//! leaderboard (DESIGN §10) with consent, privacy and no duplicates.
+//! leaderboard (docs/leaderboard.md) with consent, privacy and no duplicates.
 //!
 //! The order is fixed: read the report → filter it (`payload`) → write the
 //! exact payload beside it → show the summary → ask → send with the
@@ -308,7 +308,7 @@ fn accepted_lines(
     lines.join("\n")
 }
 
-/// `submit REPORT --delete`: the DELETE of DESIGN §10 with the token kept
+/// `submit REPORT --delete`: the DELETE of docs/leaderboard.md with the token kept
 /// in the receipt.
 fn delete(args: &SubmitArgs) -> Result<(), Failure> {
     let path = std::path::absolute(&args.report).unwrap_or_else(|_| args.report.clone());
