@@ -13,6 +13,8 @@
 //! - `msrv`: the workspace checked with rustc 1.85 for 32-bit ARM in a trixie
 //!   chroot (see [`msrv`] and [`cross`]).
 //! - `test`: every test of the project (see [`test`]); the README's command.
+//! - `tidy`: every doc link and `docs/<page>.md#<anchor>` mention resolves, and no
+//!   file points outside the project (see [`tidy`]); part of `test`.
 //! - `vm-identify`: boots a Debian kernel under QEMU with an emulated SD card
 //!   (`sdhci-pci` + `sd-card`), runs `storage-score identify /dev/mmcblk0 --json`
 //!   inside the guest and checks the report against what QEMU's card really
@@ -33,6 +35,7 @@ mod fuzz;
 mod lb_bench;
 mod msrv;
 mod test;
+mod tidy;
 mod vm;
 
 const USAGE: &str = "\
@@ -75,7 +78,13 @@ tasks:
   test
       Every test: cargo test --workspace (device tests included where this
       machine can make loop devices and blkio throttles, skipped otherwise),
-      then vm-identify. Ends with `xtask test: N passed, M failed, K skipped`.
+      then vm-identify; tidy counts as one test. Ends with
+      `xtask test: N passed, M failed, K skipped`.
+  tidy
+      Every relative markdown link and docs/<page>.md#<anchor> mention in the
+      tracked .md, .rs, .toml, .py, .sh and .service files resolves to a file
+      and a heading, and nothing points outside the project. One line per
+      failure: file:line and what did not resolve.
   vm-identify [--release] [--timeout SECS] [--binary PATH]
       Boot a Debian kernel in QEMU (TCG) with an emulated SD card, run
       `storage-score identify /dev/mmcblk0 --json` in the guest and check the
@@ -100,6 +109,7 @@ fn main() -> ExitCode {
         Some("deb-check") => dist::deb_check::main(&args[1..]),
         Some("msrv") => msrv::main(&args[1..]),
         Some("test") => test::main(&args[1..]),
+        Some("tidy") => tidy::main(&args[1..]),
         Some("vm-identify") => match vm::Options::parse(&args[1..]) {
             Ok(opts) => vm::main(&opts),
             Err(e) => usage_error(&format!("vm-identify: {e}")),
