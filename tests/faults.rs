@@ -2,7 +2,7 @@
 //! loop device over a FUSE file served with direct I/O by
 //! `tests/support/faulty_fuse.py`, which returns EIO past an offset, fails
 //! writes once enough were written, stalls, or claims more than it holds.
-//! The promise under test is §6's: an I/O error ends the run cleanly, with
+//! The promise under test is docs/safety.md#signals-and-failures: an I/O error ends the run cleanly, with
 //! one line on stderr, exit code 1, the report of what was measured so far,
 //! and nothing left behind.
 //!

@@ -41,7 +41,7 @@ fn every_fixture_decodes_to_its_expected_facts() {
             assert_eq!(lookup(&doc, key), want, "{}: {key}", dir.display());
             checked += 1;
         }
-        // The top-level device facts follow the CID, as docs/report.md shows.
+        // The top-level device facts follow the CID, as docs/report.md#device shows.
         assert_eq!(doc["device"]["model"], expected["product_name"]);
         assert_eq!(doc["device"]["firmware"], expected["product_revision"]);
     }
@@ -145,7 +145,7 @@ fn identifies_the_machines_root_disk() {
     } else {
         assert!(doc["target"]["notes"].is_array(), "no device and no note: {doc}");
     }
-    // The machine itself (docs/leaderboard.md), as uname sees it.
+    // The machine itself (docs/report.md#system), as uname sees it.
     let uname = |flag: &str| {
         let out = std::process::Command::new("uname").arg(flag).output().expect("uname");
         String::from_utf8_lossy(&out.stdout).trim().to_owned()

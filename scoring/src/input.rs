@@ -146,7 +146,7 @@ impl std::error::Error for InputError {}
 /// - A report is an object with a `measurements` key; its `device` and
 ///   `profile` are kept, other report keys are ignored (the score and verdict
 ///   are recomputed).
-/// - A bare measurements object has only measurement keys (docs/measurements.md).
+/// - A bare measurements object has only measurement keys (docs/report.md#measurements).
 /// - A figure may be `null` or left out (not measured); otherwise it must be
 ///   a finite number from 0 to [`MAX_FIGURE`].
 pub fn parse_score_input(text: &str) -> Result<ScoreInput, InputError> {

@@ -1,4 +1,4 @@
-//! The privacy filter of docs/leaderboard.md, applied by the upload client before it
+//! The privacy filter of docs/leaderboard.md#privacy, applied by the upload client before it
 //! sends a report and again by the leaderboard server to whatever it
 //! receives, so that no client can make the server store a serial number.
 //!

@@ -9,7 +9,8 @@
 //! this project's own, and carries everything the plots need, so that a
 //! saved report can be drawn again without the device.
 //!
-//! Rates are MB/s (10^6 bytes per second), as in §12; latencies are µs.
+//! Rates are MB/s (10^6 bytes per second), as docs/profile.md fixes them;
+//! latencies are µs.
 //!
 //! A profile report is a [`Report`] with no measurements, score or verdict
 //! and a `profile` object ([`ProfileReport`]). `Report`'s own `profile` key

@@ -23,7 +23,7 @@ pub struct Report {
     pub target: Option<Target>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<Device>,
-    /// The machine the run was made on, for grouping by board (docs/leaderboard.md).
+    /// The machine the run was made on, for grouping by board (docs/report.md#system).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system: Option<System>,
     /// `compat` (the default, comparable with PiBenchmarks) or `quick`.
@@ -113,7 +113,7 @@ pub struct Target {
     pub notes: Vec<String>,
 }
 
-/// Kind of device, as in docs/report.md.
+/// Kind of device, as in docs/report.md#device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DeviceKind {
@@ -508,7 +508,7 @@ pub struct LoopInfo {
     pub offset: Option<u64>,
 }
 
-/// The nine figures of docs/measurements.md. Each keeps its reference tool's unit.
+/// The nine figures of docs/measurements.md#the-nine-figures. Each keeps its reference tool's unit.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Measurements {

@@ -1,4 +1,4 @@
-//! The PiBenchmarks score (docs/score.md), reproduced to the digit.
+//! The PiBenchmarks score (docs/score.md#the-pibenchmarks-score), reproduced to the digit.
 //!
 //! PiBenchmarks' `Storage.sh` (TheRemote/PiBenchmarks) adds the seven figures
 //! with `bc` at `scale=2` and then divides by 100 at `scale=0`:
@@ -141,7 +141,7 @@ mod tests {
 
     #[test]
     fn design_example() {
-        // docs/report.md: seq_write 20.0, rr64 3000, rw64 800, seq_read_qd1 10000,
+        // docs/report.md#example: seq_write 20.0, rr64 3000, rw64 800, seq_read_qd1 10000,
         // seq_write_qd1 4000, rr_qd1 8000, rw_qd1 3000.
         //   20.0*1024 = 20480
         //   4*3000    = 12000

@@ -3,7 +3,7 @@
 //! with Retry-After, bytes that are not HTTP, a stall past the client's
 //! timeout) and records the raw bytes of every request it received.
 //!
-//! This is a named fault model (docs/testing.md): faults the real server
+//! This is a named fault model (docs/testing.md#fuse-fakes): faults the real server
 //! (`crates/leaderboard`) should never produce on demand. It knows nothing
 //! of reports, scores or idempotency; the end-to-end test against the real
 //! server is the main test of the client.

@@ -322,7 +322,7 @@ pub fn assert_one_line_error(out: &Output, code: i32) -> String {
 
 /// Copies a fixture sysfs tree into a temporary directory and links
 /// `dev/block/MAJ:MIN` of a real device to its disk, so the real device
-/// claims the fixture card's registers (docs/testing.md).
+/// claims the fixture card's registers (docs/testing.md#fixtures).
 pub fn sysfs_claiming(fixture: &str, dev: &LoopDev) -> tempfile::TempDir {
     let root = tempfile::tempdir().expect("sysfs root");
     copy_dir(&fixture_dir(fixture), root.path());
@@ -352,9 +352,9 @@ pub fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
 }
 
-/// A real block device that misbehaves on purpose (docs/testing.md, "Faults no
-/// healthy device gives"): a loop device, direct I/O on, over the file
-/// `disk.img` that `faulty_fuse.py` serves through FUSE with direct I/O, so
+/// A real block device that misbehaves on purpose (docs/testing.md#fuse-fakes):
+/// a loop device, direct I/O on, over the file `disk.img` that
+/// `faulty_fuse.py` serves through FUSE with direct I/O, so
 /// every request reaches the Python process and the page cache hides none
 /// of its faults. See that script for the faults (`eio-after=40M`, …).
 ///

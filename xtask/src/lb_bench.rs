@@ -11,7 +11,7 @@
 //!    key, and the clients' retries finish the rest with no duplicate.
 //! 3. Pages: `--page-results` results (default 100 000) stored through the
 //!    API, then the leaderboard, card, result pages and the JSON leaderboard
-//!    timed (goal: under 100 ms each, docs/leaderboard.md).
+//!    timed (goal: under 100 ms each, docs/leaderboard.md#storage).
 //!
 //! The release binary is used. Figures go to target/bench/leaderboard.json.
 

@@ -3,7 +3,7 @@
 //! - [`engine`] keeps N requests in flight (io_uring, or threads) or one
 //!   (sync), and records each completion.
 //! - [`suite`] defines the nine figures of docs/measurements.md on top of it.
-//! - [`profile`] runs the deep studies of `storage-score profile` (§12).
+//! - [`profile`] runs the deep studies of `storage-score profile` (docs/profile.md).
 //! - [`scratch`] makes scratch files that cannot outlive the process.
 //! - [`devstat`] proves that a test's bytes reached the device, and
 //!   [`filestate`] records the file state each test met.

@@ -114,7 +114,7 @@ fn files(args: &VerifyCapacityArgs, watch: &Stages) -> Result<(), Failure> {
     }
 }
 
-/// docs/verify-capacity.md, "From run": an I/O error at an offset may be a card that
+/// docs/verify-capacity.md#from-run: an I/O error at an offset may be a card that
 /// is smaller than it claims. Returns "; …verify-capacity…" for the error
 /// line, or nothing when the error is not of that kind.
 pub fn hint_after_run_error(error: &storage_bench::RunError, plan: &storage_bench::Plan) -> String {

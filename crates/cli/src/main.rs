@@ -1,6 +1,6 @@
 //! `storage-score`: the command line. Thin by design: parse, hand over to the
 //! libraries, render. Every error leaves through [`Failure`], which prints
-//! one line and picks the documented exit code (docs/cli.md).
+//! one line and picks the documented exit code (docs/cli.md#exit-codes).
 
 mod capacity_cmd;
 mod failure;

@@ -1,5 +1,5 @@
 //! From a resolved target to a test plan: which raw device the read tests
-//! read, and where the write tests may write (docs/safety.md).
+//! read, and where the write tests may write (docs/safety.md#what-is-written-and-where).
 //!
 //! - A directory or a mounted partition: a scratch file in that filesystem.
 //! - A whole disk: a scratch file in its largest writable mounted filesystem.

@@ -1,5 +1,5 @@
 //! Progress bars on stderr, only when stderr is a terminal and no JSON is
-//! asked for (docs/cli.md).
+//! asked for (docs/cli.md#json-output-and-progress).
 
 use std::sync::Mutex;
 use std::time::Duration;

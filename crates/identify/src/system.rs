@@ -1,4 +1,4 @@
-//! The machine a run is made on: the report's `system` section (docs/leaderboard.md),
+//! The machine a run is made on: the report's `system` section (docs/report.md#system),
 //! so that the leaderboard can set a card beside others on the same board.
 //!
 //! - board: the device tree's `model` on ARM boards (`Raspberry Pi 4 Model B

@@ -1,4 +1,4 @@
-//! The JSON API of docs/leaderboard.md: submit, read, delete, moderate, leaderboard.
+//! The JSON API of docs/leaderboard.md#api: submit, read, delete, moderate, leaderboard.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -20,7 +20,7 @@ use crate::error::ApiError;
 use crate::intake::{self, FORMULA_VERSION, VERDICT_VERSION};
 use crate::store::{Deleted, LeaderboardQuery, Moderation, NewResult, Receipt, SortKey, Status, Storage, Submitted};
 
-/// The largest body accepted (docs/leaderboard.md); a report is a few KiB.
+/// The largest body accepted (docs/leaderboard.md#status-codes); a report is a few KiB.
 pub const MAX_BODY: usize = 256 * 1024;
 
 /// The idempotency header and its bounds.

@@ -1,4 +1,4 @@
-//! What a result is grouped by (docs/leaderboard.md): the card (MID, OID, product
+//! What a result is grouped by (docs/leaderboard.md#grouping-and-ranking): the card (MID, OID, product
 //! name, revision, capacity), the board it ran on, the bus mode, and the
 //! score formula's version.
 //!

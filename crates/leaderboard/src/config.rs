@@ -1,4 +1,4 @@
-//! The command line (docs/leaderboard.md): `--listen`, `--db`, `--rate-limit`, and
+//! The command line (docs/leaderboard.md#options): `--listen`, `--db`, `--rate-limit`, and
 //! the admin token from the environment (never a flag, so that it stays out
 //! of `ps`).
 

@@ -1,5 +1,5 @@
 //! The API's errors: a status code and one line that names the field at
-//! fault and the fix, sent as `{"error": "…"}` (docs/leaderboard.md).
+//! fault and the fix, sent as `{"error": "…"}` (docs/leaderboard.md#status-codes).
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};

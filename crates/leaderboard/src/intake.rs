@@ -1,6 +1,6 @@
 //! What happens to a submitted body before anything is stored: parse it,
 //! check it against the `storage-score/1` schema, check every figure and
-//! every string, strip what must not be stored (docs/leaderboard.md's privacy), and
+//! every string, strip what must not be stored (docs/leaderboard.md#privacy), and
 //! recompute the score and the verdict. The client's own `score` and
 //! `verdict` are thrown away.
 //!
@@ -31,7 +31,7 @@ use storage_scoring::{score, verdict};
 use crate::card::{Bus, Card, board};
 use crate::error::ApiError;
 
-/// The score formula, stored beside every result (docs/leaderboard.md): results
+/// The score formula, stored beside every result (docs/leaderboard.md#grouping-and-ranking): results
 /// scored by another formula never share a leaderboard row.
 pub const FORMULA_VERSION: &str = "pibenchmarks-1";
 

@@ -48,7 +48,7 @@ pub struct App<S> {
     pub limiter: Option<RateLimiter>,
 }
 
-/// Every route of docs/leaderboard.md.
+/// Every route of docs/leaderboard.md#api.
 pub fn router<S: Storage>(app: Arc<App<S>>) -> Router {
     Router::new()
         .route("/api/v1/results", post(api::submit::<S>))

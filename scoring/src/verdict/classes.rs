@@ -219,7 +219,7 @@ impl fmt::Display for ClassMark {
     }
 }
 
-/// The class label as PiBenchmarks builds it (docs/report.md): `A<n> ` if the app
+/// The class label as PiBenchmarks builds it (docs/report.md#devicesd): `A<n> ` if the app
 /// class is above 0, then `Class <c>`, then ` V<n>` if the video class is
 /// above 0, then ` U<n>` if the UHS grade is above 0.
 pub fn class_label(app_class: u8, speed_class: u8, video_class: u8, uhs_grade: u8) -> String {

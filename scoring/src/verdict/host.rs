@@ -105,8 +105,8 @@ pub struct HostIopsCeiling {
 }
 
 /// Published ceilings per SD host (controller `compatible`) and bus mode.
-/// Figures are the highest any card reached in the source; see
-/// `shared/reference/sd-host-iops.md` for the whole collection.
+/// Figures are the highest any card reached in the source; docs/score.md#host-ceilings
+/// lists every source.
 pub fn host_iops_ceiling(host: &HostIos) -> Option<HostIopsCeiling> {
     let controller = host.controller.as_deref()?;
     let timing = host.timing.as_deref().unwrap_or("").to_ascii_lowercase();

@@ -1,4 +1,4 @@
-//! SD class verdicts (docs/score.md): does the card meet the class it claims,
+//! SD class verdicts (docs/score.md#the-verdict): does the card meet the class it claims,
 //! as far as this host and this workload can tell?
 //!
 //! The card's claim comes from its SD Status register (SSR: SPEED_CLASS,

@@ -4,7 +4,7 @@
 //!
 //! One page per command (`storage-score.1`, `storage-score-run.1`, …). The
 //! top page also gets EXIT STATUS and EXAMPLES sections: the exit codes are
-//! documented in docs/cli.md, which clap does not know.
+//! documented in docs/cli.md#exit-codes, which clap does not know.
 
 use std::fs;
 use std::io::Write;

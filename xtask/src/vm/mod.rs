@@ -42,7 +42,7 @@ mod qemu;
 pub mod raspi;
 
 /// The modules that make `/dev/mmcblk0` out of QEMU's `sdhci-pci` + `sd-card`,
-/// in the order docs/testing.md loads them. Dependencies that the kernel package
+/// in the order docs/testing.md#qemu loads them. Dependencies that the kernel package
 /// declares are added ahead of each module.
 pub const MODULES: &[&str] = &["mmc_core", "cqhci", "sdhci", "sdhci-pci", "mmc_block"];
 

@@ -53,7 +53,7 @@ pub struct Boot<'a> {
 }
 
 impl Boot<'_> {
-    /// QEMU's arguments, as in docs/testing.md for the PC.
+    /// QEMU's arguments, as in docs/testing.md#qemu for the PC.
     pub fn args(&self) -> Vec<String> {
         let path = |p: &Path| p.display().to_string();
         if let Machine::Raspi3b { dtb } = self.machine {

@@ -308,7 +308,7 @@ fn accepted_lines(
     lines.join("\n")
 }
 
-/// `submit REPORT --delete`: the DELETE of docs/leaderboard.md with the token kept
+/// `submit REPORT --delete`: docs/leaderboard.md#delete-tokens, with the token kept
 /// in the receipt.
 fn delete(args: &SubmitArgs) -> Result<(), Failure> {
     let path = std::path::absolute(&args.report).unwrap_or_else(|_| args.report.clone());

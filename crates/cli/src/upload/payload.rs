@@ -353,7 +353,7 @@ mod tests {
         assert_eq!(key, idempotency_key(b"salt-a", b"{\"report\": 1}"));
         assert_ne!(key, idempotency_key(b"salt-b", b"{\"report\": 1}"));
         assert_ne!(key, idempotency_key(b"salt-a", b"{\"report\": 2}"));
-        // docs/leaderboard.md: 8–128 visible ASCII characters.
+        // docs/leaderboard.md#idempotency: 8–128 visible ASCII characters.
         assert!((8..=128).contains(&key.len()) && key.bytes().all(|b| b.is_ascii_graphic()), "{key}");
     }
 

@@ -15,7 +15,7 @@ use crate::api::leaderboard_query;
 use crate::error::ApiError;
 use crate::store::{LeaderboardQuery, MIN_RANKED_SAMPLES, SortKey, Storage};
 
-/// The class marks the filter offers (docs/score.md).
+/// The class marks the filter offers (docs/score.md#the-sd-class-table).
 const CLASSES: [&str; 13] =
     ["A1", "A2", "Class 2", "Class 4", "Class 6", "Class 10", "U1", "U3", "V6", "V10", "V30", "V60", "V90"];
 

@@ -1,4 +1,4 @@
-//! Server-rendered HTML pages that work without JavaScript (docs/leaderboard.md):
+//! Server-rendered HTML pages that work without JavaScript (docs/leaderboard.md#pages):
 //! the leaderboard (`/`), a card (`/cards/{key}`) and a result
 //! (`/results/{id}`). Every string that came from a report or a visitor
 //! goes through [`esc`] (storage-report's escaping) before it is written.

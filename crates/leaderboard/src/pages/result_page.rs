@@ -15,7 +15,7 @@ use crate::api::parse_id;
 use crate::error::ApiError;
 use crate::store::{Status, Storage, datetime_of};
 
-/// What each figure stands for, and its unit (docs/measurements.md).
+/// What each figure stands for, and its unit (docs/measurements.md#the-nine-figures).
 fn describe(key: &str) -> (&'static str, &'static str) {
     match key {
         "seq_read_mib_s" => ("Sequential read (hdparm -t --direct)", "MiB/s"),

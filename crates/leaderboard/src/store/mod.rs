@@ -21,7 +21,7 @@ use serde::Serialize;
 
 use crate::card::Card;
 
-/// A result's state (docs/leaderboard.md).
+/// A result's state (docs/leaderboard.md#flags).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
@@ -157,7 +157,7 @@ pub struct Row {
     pub rank: Option<i64>,
 }
 
-/// A row with fewer samples is listed without a rank (docs/leaderboard.md).
+/// A row with fewer samples is listed without a rank (docs/leaderboard.md#grouping-and-ranking).
 pub const MIN_RANKED_SAMPLES: i64 = 3;
 
 /// What the leaderboard is sorted by.

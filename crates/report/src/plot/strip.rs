@@ -1,6 +1,6 @@
 //! The strip plot: one row of dots per group (a board and bus mode, say),
 //! each dot one result, with the group's p10–p90 band and median drawn
-//! behind the dots. It shows the spread a mean would hide (docs/leaderboard.md).
+//! behind the dots. It shows the spread a mean would hide (docs/leaderboard.md#pages).
 
 use super::axis::Linear;
 use super::{AXIS_COLOR, Frame, PALETTE};
