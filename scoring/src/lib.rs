@@ -4,6 +4,7 @@
 //! This crate depends on neither `storage-identify` nor `storage-bench`, so
 //! the leaderboard server and any other consumer of reports can use it alone.
 
+pub mod health;
 pub mod input;
 pub mod privacy;
 pub mod profile;

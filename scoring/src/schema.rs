@@ -11,6 +11,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::health::{Advice, Health, Thermal};
+
 /// The value of the report's `schema` key.
 pub const SCHEMA: &str = "storage-score/1";
 
@@ -26,6 +28,15 @@ pub struct Report {
     /// The machine the run was made on, for grouping by board (docs/report.md#system).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system: Option<System>,
+    /// The device's wear and error counters (docs/doctor.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<Health>,
+    /// How this machine uses the storage: findings with a fix (docs/doctor.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub advice: Vec<Advice>,
+    /// Temperature and throttling before, during and after the measurement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thermal: Option<Thermal>,
     /// `compat` (the default, comparable with PiBenchmarks) or `quick`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,

@@ -33,7 +33,7 @@ pub use host::{
 use checks::Earned;
 use wording::{SummaryFacts, join_and, to_strings};
 
-use crate::schema::{Device, Measurements, Report, Verdict};
+use crate::schema::{Device, Measurements, Report, Thermal, Verdict};
 
 /// The verdict for a full-length (`compat`) run.
 ///
@@ -42,14 +42,64 @@ pub fn verdict(device: Option<&Device>, m: &Measurements) -> Verdict {
     verdict_for(device, m, None)
 }
 
-/// The verdict for a saved report: its device, measurements and profile.
+/// The verdict for a saved report: its device, measurements, profile and
+/// the machine's throttling while it ran.
 pub fn report_verdict(report: &Report) -> Verdict {
-    verdict_for(report.device.as_ref(), &report.measurements.unwrap_or_default(), report.profile.as_deref())
+    verdict_under(
+        report.device.as_ref(),
+        &report.measurements.unwrap_or_default(),
+        report.profile.as_deref(),
+        report.thermal.as_ref(),
+    )
 }
 
 /// The verdict for a run of `profile` (`compat` when `None`). The `quick`
 /// profile shortens the tests, so its verdict is marked indicative.
 pub fn verdict_for(device: Option<&Device>, m: &Measurements, profile: Option<&str>) -> Verdict {
+    verdict_under(device, m, profile, None)
+}
+
+/// [`verdict_for`], knowing how the machine fared while the figures were
+/// measured: a figure measured while the machine was throttled or
+/// under-volted says more about its power supply or cooling than about the
+/// card, so no check is judged on it (`"pass": null` with the reason).
+pub fn verdict_under(
+    device: Option<&Device>,
+    m: &Measurements,
+    profile: Option<&str>,
+    thermal: Option<&Thermal>,
+) -> Verdict {
+    let mut verdict = judge_verdict(device, m, profile);
+    if let Some(thermal) = thermal.filter(|t| t.throttled_during == Some(true)) {
+        not_judged_while_throttled(&mut verdict, thermal);
+    }
+    verdict
+}
+
+/// Every measured check becomes undecided, with why; the summary says so first.
+fn not_judged_while_throttled(verdict: &mut Verdict, thermal: &Thermal) {
+    let flags: Vec<String> = thermal.flags().iter().map(|f| f.as_str().to_owned()).collect();
+    let what = if flags.is_empty() { "throttled".to_owned() } else { join_and(&flags) };
+    let why = format!(
+        "measured while this machine was throttled ({what}): the figure reflects the power supply or cooling, \
+         not the card; not judged"
+    );
+    for check in verdict.checks.iter_mut().filter(|c| c.measured.is_some()) {
+        check.pass = None;
+        check.why = Some(why.clone());
+    }
+    verdict.notes.push(format!(
+        "the figures were measured while this machine was throttled ({what}): the verdict does not judge them; fix \
+         the power supply or cooling (see `storage-score doctor`) and run again"
+    ));
+    let measured = verdict.measured.as_deref().map(|m| format!("; measures {m} as throttled")).unwrap_or_default();
+    verdict.summary = Some(format!(
+        "not judged: every figure was measured while this machine was throttled ({what}){measured}; fix the power \
+         supply or cooling and run again"
+    ));
+}
+
+fn judge_verdict(device: Option<&Device>, m: &Measurements, profile: Option<&str>) -> Verdict {
     let mut notes = Vec::new();
     let indicative = profile == Some("quick");
     if indicative {

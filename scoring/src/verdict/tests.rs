@@ -466,3 +466,49 @@ fn never_panics_on_odd_figures() {
         assert!(out.summary.is_some());
     }
 }
+
+/// A card that fails its claim outright is not judged when the machine was
+/// throttled during the run: every measured check is null with why.
+#[test]
+fn figures_measured_while_throttled_are_not_judged() {
+    use crate::health::{Thermal, ThermalSnapshot, ThrottleFlag};
+    let device = sd_card(ssr(2, 10, 30, 3), None);
+    let m = meas(Some(5.0), Some(900.0), Some(100.0));
+    let judged = verdict_for(Some(&device), &m, None);
+    assert!(judged.checks.iter().any(|c| c.pass == Some(false)));
+
+    let snapshot = |since: &[ThrottleFlag]| ThermalSnapshot {
+        get_throttled: Some("0x0".to_owned()),
+        throttled_since_boot: since.to_vec(),
+        ..ThermalSnapshot::default()
+    };
+    let mut thermal = Thermal {
+        before: Some(snapshot(&[])),
+        after: Some(snapshot(&[ThrottleFlag::UnderVoltage])),
+        ..Thermal::default()
+    };
+    thermal.assess();
+    let v = verdict_under(Some(&device), &m, None, Some(&thermal));
+    let measured: Vec<&Check> = v.checks.iter().filter(|c| c.measured.is_some()).collect();
+    assert!(!measured.is_empty());
+    for c in measured {
+        assert_eq!(c.pass, None, "{c:?}");
+        assert!(c.why.as_deref().is_some_and(|w| w.contains("throttled (under-voltage)")), "{c:?}");
+    }
+    let summary = v.summary.expect("summary");
+    assert!(summary.starts_with("not judged: every figure was measured while this machine was throttled"), "{summary}");
+
+    // The same report, saved and scored again, gives the same verdict.
+    let report = Report {
+        device: Some(device.clone()),
+        measurements: Some(m),
+        thermal: Some(thermal.clone()),
+        ..Report::new("0.1.0")
+    };
+    assert_eq!(report_verdict(&report).summary.as_deref(), Some(summary.as_str()));
+
+    // Not throttled: judged as usual.
+    thermal.after = Some(snapshot(&[]));
+    thermal.assess();
+    assert_eq!(verdict_under(Some(&device), &m, None, Some(&thermal)), judged);
+}
