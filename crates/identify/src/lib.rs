@@ -7,6 +7,7 @@
 pub mod clock;
 pub mod counterfeit;
 pub mod device;
+pub mod health;
 pub mod hex;
 pub mod host;
 pub mod manufacturers;
@@ -15,6 +16,7 @@ pub mod sd;
 pub mod sysfs;
 pub mod system;
 pub mod target;
+pub mod thermal;
 pub mod usb;
 
 pub use sysfs::Roots;

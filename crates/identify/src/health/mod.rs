@@ -1,0 +1,270 @@
+//! The report's `health` section (docs/doctor.md#health): what the device
+//! itself says about its wear and errors, read from whichever source its
+//! kind has, and `"source": null` with the reason where it has none.
+//!
+//! | kind | source | how |
+//! |---|---|---|
+//! | NVMe | SMART / Health log (02h) | admin Get Log Page through the NVMe ioctl |
+//! | SATA | ATA SMART | ATA PASS-THROUGH through SG_IO (libata translates) |
+//! | USB SATA bridge | ATA SMART | the same, through the bridge's SAT (`smartctl -d sat`) |
+//! | eMMC | life time, pre-EOL | sysfs `life_time`/`pre_eol_info`, else EXT_CSD |
+//! | SD | vendor CMD56 block | the MMC ioctl, only for makers with a public layout |
+//!
+//! The decoders ([`nvme`], [`ata`], [`cmd56`], [`emmc`]) are pure; the
+//! ioctls are fenced in [`ioctl`]. Every command only reads. Nothing is
+//! asked of a device under a captured sysfs tree: the tree is not the
+//! device.
+
+pub mod ata;
+pub mod cmd56;
+pub mod emmc;
+mod ioctl;
+pub mod nvme;
+
+use std::fs::{File, OpenOptions};
+use std::io::ErrorKind;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use storage_scoring::health::Health;
+use storage_scoring::schema::{Device, DeviceKind};
+
+use crate::sysfs::{Roots, read_attr};
+use crate::target::BlockDev;
+
+/// How long one SCSI command may take. A bridge that does not answer ATA
+/// PASS-THROUGH may hang on it; this keeps `doctor` within its seconds.
+const SG_TIMEOUT_MS: u32 = 1500;
+
+/// The device's health from its own source.
+pub fn read(disk: &BlockDev, device: &Device, roots: &Roots) -> Health {
+    let dev_dir = disk.sys_dir.join("device");
+    if device.kind == DeviceKind::Emmc {
+        return emmc_health(&dev_dir, device);
+    }
+    if let Some(why) = no_source(device) {
+        return Health::none(why);
+    }
+    if roots.captured {
+        return Health::none(
+            "not asked: identification comes from a captured sysfs tree, and the device's health can only be asked of \
+             the device itself",
+        );
+    }
+    let node = disk.node();
+    let file = match open(&node) {
+        Ok(file) => file,
+        Err(why) => return Health::none(why),
+    };
+    match device.kind {
+        DeviceKind::Nvme => nvme_health(&file, &node),
+        DeviceKind::Sata => ata_health(&file, &node, false),
+        DeviceKind::Usb => ata_health(&file, &node, true),
+        DeviceKind::Sd => sd_health(&file, device),
+        _ => Health::none("no health source for this kind of device"),
+    }
+}
+
+/// Kinds and setups that have no source at all, with the reason.
+fn no_source(device: &Device) -> Option<String> {
+    let usb = device.usb.as_ref();
+    let bridge = usb.and_then(|u| u.bridge.as_deref()).unwrap_or("");
+    Some(match device.kind {
+        DeviceKind::Loop => {
+            let file = device.loop_device.as_ref().and_then(|l| l.backing_file.clone());
+            match file {
+                Some(f) => format!("a loop device is a file ({f}): its health is that of the disk holding the file"),
+                None => "a loop device is a file: its health is that of the disk holding the file".to_owned(),
+            }
+        }
+        DeviceKind::Virtio => {
+            "a virtual disk (virtio) reports no health: ask the host about the disk behind it".to_owned()
+        }
+        DeviceKind::Other => "no health source for this kind of device".to_owned(),
+        DeviceKind::Sd if usb.is_some() => "the card sits in a USB reader, which passes no card commands (CMD56) through; put it in the board's own SD slot to read its vendor health".to_owned(),
+        DeviceKind::Usb if bridge.contains("NVMe bridge") => format!(
+            "the NVMe drive behind the {bridge} answers health queries only in the bridge's own protocol \
+             (smartctl -d sntjmicron, sntrealtek or sntasmedia), which this tool does not speak"
+        ),
+        DeviceKind::Usb if bridge.contains("reader") || device.removable == Some(true) => {
+            "a USB card reader or flash drive has no SMART: SD cards and USB sticks report no health over USB"
+                .to_owned()
+        }
+        _ => return None,
+    })
+}
+
+/// Opens the device node read-only, without waiting for media.
+fn open(node: &Path) -> Result<File, String> {
+    OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(node).map_err(|e| match e.kind() {
+        ErrorKind::PermissionDenied => {
+            format!("reading the device's health needs root: {} is not readable ({e}); run with sudo", node.display())
+        }
+        ErrorKind::NotFound => {
+            format!("{} does not exist on this machine, so its health was not asked", node.display())
+        }
+        _ => format!("cannot open {}: {e}", node.display()),
+    })
+}
+
+fn emmc_health(dev_dir: &Path, device: &Device) -> Health {
+    let life = read_attr(&dev_dir.join("life_time")).and_then(|t| emmc::parse_life_time(&t));
+    let eol = read_attr(&dev_dir.join("pre_eol_info")).and_then(|t| emmc::parse_byte(&t));
+    if life.is_some() || eol.is_some() {
+        return emmc::health(life, eol, "sysfs life_time and pre_eol_info");
+    }
+    let ext = device.emmc.as_ref().and_then(|e| e.ext_csd.as_ref());
+    match ext {
+        Some(ext) if ext.ext_csd_rev >= 7 => {
+            emmc::health(ext.life_time_est_a.zip(ext.life_time_est_b), ext.pre_eol_info, "EXT_CSD bytes 267-269")
+        }
+        Some(ext) => Health::none(format!(
+            "this eMMC (EXT_CSD revision {}) predates eMMC 5.0, which added the life-time estimates",
+            ext.ext_csd_rev
+        )),
+        None => Health::none(
+            "the eMMC's life-time estimates are not readable: this kernel shows no life_time in sysfs and EXT_CSD \
+             needs root (debugfs)",
+        ),
+    }
+}
+
+fn nvme_health(file: &File, node: &Path) -> Health {
+    let mut page = vec![0u8; nvme::SMART_LOG_LEN];
+    let numd = (nvme::SMART_LOG_LEN / 4 - 1) as u32;
+    let mut get_log = ioctl::NvmePassthruCmd {
+        opcode: 0x02,
+        // The controller-wide log.
+        nsid: 0xffff_ffff,
+        cdw10: (numd << 16) | 0x02,
+        ..ioctl::NvmePassthruCmd::default()
+    };
+    match ioctl::nvme_admin_read(file, &mut get_log, &mut page) {
+        Ok(ioctl::NvmeOutcome::Done) => {}
+        Ok(ioctl::NvmeOutcome::Status(s)) => {
+            return Health::none(format!("the NVMe controller refused Get Log Page 02h (status {s:#x})"));
+        }
+        Err(e) => return Health::none(ioctl_failure(node, "the NVMe admin command", e)),
+    }
+    let log = match nvme::decode_smart_log(&page) {
+        Ok(log) => log,
+        Err(e) => return Health::none(e.to_string()),
+    };
+    let mut identify = vec![0u8; nvme::IDENTIFY_LEN];
+    // Identify Controller (CNS 01h), for the drive's temperature thresholds.
+    let mut cmd = ioctl::NvmePassthruCmd { opcode: 0x06, cdw10: 1, ..ioctl::NvmePassthruCmd::default() };
+    let thresholds = match ioctl::nvme_admin_read(file, &mut cmd, &mut identify) {
+        Ok(ioctl::NvmeOutcome::Done) => Some(nvme::decode_thresholds(&identify)),
+        _ => None,
+    };
+    nvme::health(&log, thresholds)
+}
+
+fn ioctl_failure(node: &Path, what: &str, e: nix::errno::Errno) -> String {
+    match e {
+        nix::errno::Errno::EPERM | nix::errno::Errno::EACCES => {
+            format!("{what} on {} needs root (CAP_SYS_ADMIN / CAP_SYS_RAWIO); run with sudo", node.display())
+        }
+        nix::errno::Errno::ENOTTY | nix::errno::Errno::EINVAL => {
+            format!("{} does not take {what} ({e})", node.display())
+        }
+        _ => format!("{what} on {} failed: {e}", node.display()),
+    }
+}
+
+/// One ATA command through SAT: the 16-byte block, else the 12-byte one
+/// when the device refuses the first as an illegal request.
+fn ata_command(file: &File, cmd: &ata::AtaCommand, data: &mut [u8]) -> Result<ioctl::SgOutcome, nix::errno::Errno> {
+    let first = ioctl::sg_io(file, &ata::pass_through_16(cmd), data, SG_TIMEOUT_MS)?;
+    let refused = first.sense_key() == Some(0x05) || (!first.good() && first.sense.is_empty());
+    if refused && cmd.reads_sector {
+        return ioctl::sg_io(file, &ata::pass_through_12(cmd), data, SG_TIMEOUT_MS);
+    }
+    Ok(first)
+}
+
+fn ata_health(file: &File, node: &Path, sat: bool) -> Health {
+    let via = if sat { "through the USB bridge's SAT pass-through" } else { "through ATA PASS-THROUGH" };
+    let mut identify = vec![0u8; ata::SECTOR];
+    let info = match ata_command(file, &ata::IDENTIFY_DEVICE, &mut identify) {
+        Ok(out) if out.good() => ata::decode_identify(&identify),
+        Ok(_) => None,
+        Err(e) => return Health::none(ioctl_failure(node, "SG_IO", e)),
+    };
+    let Some(info) = info else {
+        return Health::none(if sat {
+            "the USB bridge did not answer ATA IDENTIFY through SAT (ATA PASS-THROUGH): it passes no ATA \
+             commands, so the drive's SMART cannot be read through it"
+                .to_owned()
+        } else {
+            format!("{} did not answer ATA IDENTIFY {via}: it is not an ATA drive", node.display())
+        });
+    };
+    if info.smart_supported == Some(false) {
+        return Health::none("the drive does not support SMART (IDENTIFY DEVICE word 82 bit 0 is clear)");
+    }
+    if info.smart_enabled == Some(false) {
+        return Health::none(format!(
+            "SMART is turned off on this drive; `sudo smartctl -s on {}` turns it on (this tool changes nothing)",
+            node.display()
+        ));
+    }
+    let mut data = vec![0u8; ata::SECTOR];
+    match ata_command(file, &ata::SMART_READ_DATA, &mut data) {
+        Ok(out) if out.good() => {}
+        Ok(_) => return Health::none(format!("the drive refused SMART READ DATA {via}")),
+        Err(e) => return Health::none(ioctl_failure(node, "SG_IO", e)),
+    }
+    let checksum_ok = ata::checksum_ok(&data);
+    let attributes = match ata::decode_attributes(&data, None) {
+        Ok(a) => a,
+        Err(e) => return Health::none(format!("{e} ({via})")),
+    };
+    let mut thresholds = vec![0u8; ata::SECTOR];
+    let thresholds = match ata_command(file, &ata::SMART_READ_THRESHOLDS, &mut thresholds) {
+        Ok(out) if out.good() && ata::checksum_ok(&thresholds) => Some(thresholds),
+        _ => None,
+    };
+    let attributes = match thresholds.as_deref() {
+        Some(t) => ata::decode_attributes(&data, Some(t)).unwrap_or(attributes),
+        None => attributes,
+    };
+    let passed = ata_command(file, &ata::SMART_RETURN_STATUS, &mut [])
+        .ok()
+        .and_then(|out| ata::registers_from_sense(&out.sense))
+        .and_then(|regs| ata::return_status(&regs));
+    let mut h = ata::health(attributes, passed, sat, checksum_ok);
+    if thresholds.is_none() {
+        h.notes.push("the drive gave no SMART thresholds: no attribute can be judged against one".to_owned());
+    }
+    h
+}
+
+fn sd_health(file: &File, device: &Device) -> Health {
+    let Some(cid) = device.sd.as_ref().and_then(|s| s.cid.as_ref()) else {
+        return Health::none("the card's CID is unreadable, so its maker (and a health query for it) is unknown");
+    };
+    let maker = cid.manufacturer.clone().unwrap_or_else(|| format!("MID {:#04x}", cid.manufacturer_id));
+    let queries = cmd56::queries_for(cid.manufacturer_id);
+    if queries.is_empty() {
+        return Health::none(format!(
+            "SD cards have no standard health report (no SMART); {maker} publishes no CMD56 health layout this tool \
+             can read without writing to the card"
+        ));
+    }
+    let mut failures = Vec::new();
+    for q in queries {
+        let mut block = [0u8; cmd56::BLOCK];
+        match ioctl::cmd56_read(file, q.arg, &mut block) {
+            Ok(()) => match cmd56::decode(&block) {
+                Ok(decoded) => return cmd56::health(&decoded),
+                Err(e) => failures.push(format!("CMD56 {:#010x}: {e}", q.arg)),
+            },
+            Err(e) => failures.push(format!("CMD56 {:#010x} failed: {e}", q.arg)),
+        }
+    }
+    Health::none(format!(
+        "this {maker} card gave no health block ({}); only industrial and endurance lines answer",
+        failures.join("; ")
+    ))
+}
