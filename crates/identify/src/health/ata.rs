@@ -424,7 +424,7 @@ mod tests {
         let h = health(decode_attributes(&data, Some(&thresh)).expect("decodes"), Some(true), true, true);
         assert_eq!(h.source, Some(HealthSource::AtaSmartSat));
         assert_eq!(h.status, Some(HealthStatus::Failing));
-        assert!(h.attributes.iter().any(|a| a.id == 5 && a.failing_now && a.failed_in_past == false));
+        assert!(h.attributes.iter().any(|a| a.id == 5 && a.failing_now && !a.failed_in_past));
     }
 
     #[test]

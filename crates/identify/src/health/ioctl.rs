@@ -241,8 +241,8 @@ mod tests {
         assert_eq!(std::mem::size_of::<SgIoHdr>(), expected);
         // The request numbers the kernel's headers give (sdmon prints
         // MMC_IOC_CMD as 0xc048b300).
-        assert_eq!(nix::request_code_readwrite!(179, 0, std::mem::size_of::<MmcIocCmd>()) as u64, 0xc048_b300);
-        assert_eq!(nix::request_code_readwrite!(b'N', 0x41, 72) as u64, 0xc048_4e41);
+        assert_eq!(nix::request_code_readwrite!(179, 0, std::mem::size_of::<MmcIocCmd>()), 0xc048_b300);
+        assert_eq!(nix::request_code_readwrite!(b'N', 0x41, 72), 0xc048_4e41);
     }
 
     #[test]
