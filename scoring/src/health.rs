@@ -438,16 +438,39 @@ pub struct ThermalWatch {
     pub flags_seen: Vec<ThrottleFlag>,
 }
 
+/// The machine while one figure (or study) was measured.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct FigureThermal {
+    /// The measurement key, or the study's name for `profile`.
+    pub key: String,
+    pub samples: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_soc_temperature_c: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_drive_temperature_c: Option<f64>,
+    /// Slowed down at some reading in the window, or a since-boot flag
+    /// appeared within it.
+    pub throttled: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<ThrottleFlag>,
+}
+
 /// The `thermal` section: the machine before, during and after a
 /// measurement.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Thermal {
+    /// A single reading, when nothing was measured (`doctor`, `identify`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub now: Option<ThermalSnapshot>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub before: Option<ThermalSnapshot>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub during: Option<ThermalWatch>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<ThermalSnapshot>,
+    /// Each figure's own window.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub figures: Vec<FigureThermal>,
     /// True when the figures were (at least partly) measured while the
     /// machine was throttled or under-volted; null when this machine has
     /// no source that could tell.
@@ -463,6 +486,11 @@ impl Thermal {
     /// since-boot flag that appeared between the two ends. `None` when no
     /// snapshot had a throttling source.
     pub fn assess(&mut self) {
+        if self.before.is_none() && self.after.is_none() && self.during.is_none() {
+            // A single reading says nothing about a measurement.
+            self.throttled_during = None;
+            return;
+        }
         let ends = [self.before.as_ref(), self.after.as_ref()];
         let any_source = ends.iter().flatten().any(|s| s.has_throttle_source());
         if !any_source {
@@ -470,12 +498,22 @@ impl Thermal {
             return;
         }
         let now = ends.iter().flatten().any(|s| s.throttled_now());
-        let sampled = self.during.as_ref().is_some_and(|w| w.throttled_samples > 0);
+        let sampled =
+            self.during.as_ref().is_some_and(|w| w.throttled_samples > 0) || self.figures.iter().any(|f| f.throttled);
         let appeared = match (self.before.as_ref(), self.after.as_ref()) {
             (Some(b), Some(a)) => a.throttled_since_boot.iter().any(|f| !b.throttled_since_boot.contains(f)),
             _ => false,
         };
         self.throttled_during = Some(now || sampled || appeared);
+    }
+
+    /// Whether the figure under `key` was measured while throttled: from its
+    /// own window when the report has windows, else from the whole run.
+    pub fn figure_throttled(&self, key: &str) -> bool {
+        if self.figures.is_empty() {
+            return self.throttled_during == Some(true);
+        }
+        self.figures.iter().any(|f| f.key == key && f.throttled)
     }
 
     /// The flags that make the run count as throttled, for the notes.
@@ -493,6 +531,9 @@ impl Thermal {
         }
         if let Some(w) = &self.during {
             flags.extend(&w.flags_seen);
+        }
+        for f in &self.figures {
+            flags.extend(&f.flags);
         }
         flags.sort();
         flags.dedup();

@@ -22,6 +22,10 @@ pub struct Cli {
     /// Read identification from a captured sysfs tree instead of /sys.
     #[arg(long, global = true, env = "STORAGE_SCORE_SYSFS_ROOT", value_name = "DIR")]
     pub sysfs_root: Option<PathBuf>,
+    /// Read a whole captured machine instead of this one: DIR/sys, DIR/proc
+    /// and DIR/etc (for tests and bug reports; nothing is asked of a device).
+    #[arg(long, global = true, env = "STORAGE_SCORE_MACHINE_ROOT", value_name = "DIR", conflicts_with = "sysfs_root")]
+    pub machine_root: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -30,6 +34,11 @@ pub enum Command {
     Run(RunArgs),
     /// Identify the device only (read-only, no benchmark).
     Identify(IdentifyArgs),
+    /// Is this storage healthy, and is this machine using it well? Reads the
+    /// device's own health (SMART, eMMC life time, SD vendor health) and
+    /// checks the setup (alignment, TRIM, USB and PCIe links, SD bus mode,
+    /// power, heat, swap). Read-only; a few seconds.
+    Doctor(DoctorArgs),
     /// Score a saved report, or a bare measurements object ("-" reads stdin).
     Score(ScoreArgs),
     /// Is this card as big as it says? Finds fake capacity; exit 4 when it is fake.
@@ -96,6 +105,16 @@ pub struct IdentifyArgs {
     #[arg(default_value = "/")]
     pub target: String,
     /// Print the target and device as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// A whole disk, a partition or a directory.
+    #[arg(default_value = "/")]
+    pub target: String,
+    /// Print the findings as one JSON document (a storage-score/1 report).
     #[arg(long)]
     pub json: bool,
 }

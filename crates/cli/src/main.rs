@@ -3,6 +3,8 @@
 //! one line and picks the documented exit code (docs/cli.md#exit-codes).
 
 mod capacity_cmd;
+mod doctor_cmd;
+mod doctor_render;
 mod failure;
 mod plan;
 mod profile_cmd;
@@ -12,6 +14,7 @@ mod render;
 mod run;
 mod score_cmd;
 mod upload;
+mod watch;
 
 use clap::Parser;
 use storage_identify::Roots;
@@ -19,7 +22,7 @@ use storage_identify::Roots;
 pub use failure::Failure;
 use storage_score::args::{Cli, Command};
 pub(crate) use storage_score::args::{
-    EngineArg, IdentifyArgs, ProfileArg, RunArgs, ScoreArgs, SubmitArgs, VerifyCapacityArgs,
+    DoctorArgs, EngineArg, IdentifyArgs, ProfileArg, RunArgs, ScoreArgs, SubmitArgs, VerifyCapacityArgs,
 };
 
 fn main() {
@@ -28,14 +31,16 @@ fn main() {
     // SAFETY: setting a signal disposition to its default has no preconditions.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
-    let roots = match &cli.sysfs_root {
-        Some(dir) => Roots::captured(dir),
-        None => Roots::live(),
+    let roots = match (&cli.sysfs_root, &cli.machine_root) {
+        (_, Some(dir)) => Roots::machine(dir),
+        (Some(dir), None) => Roots::captured(dir),
+        (None, None) => Roots::live(),
     };
     let result = match cli.command {
         Some(Command::Run(args)) => run::run(&args, &roots),
         None => run::run(&cli.run, &roots),
         Some(Command::Identify(args)) => run::identify(&args, &roots),
+        Some(Command::Doctor(args)) => doctor_cmd::doctor(&args, &roots),
         Some(Command::Score(args)) => score_cmd::score(&args),
         Some(Command::VerifyCapacity(args)) => capacity_cmd::verify_capacity(&args, &roots),
         Some(Command::Submit(args)) => upload::submit_command(&args),

@@ -57,10 +57,12 @@ pub fn profile(args: &ProfileArgs, roots: &Roots) -> Result<(), Failure> {
     if show_progress {
         eprintln!("{}", profile_render::plan_line(&config));
     }
-    let (studies, error) = profile::run(&config, &bars);
+    let session = crate::watch::Session::start(&resolved, device.as_ref(), roots);
+    let (studies, error) = profile::run(&config, &session.observer(&bars));
     bars.finish();
 
     let mut report = Report::new(VERSION);
+    session.finish(&mut report);
     report.target = Some(resolved.target.clone());
     report.device = device;
     report.system = Some(storage_identify::system::system(roots));

@@ -5,33 +5,50 @@ use std::io::IsTerminal;
 use storage_bench::RunError;
 use storage_bench::scratch::ScratchError;
 use storage_identify::Roots;
-use storage_scoring::schema::{Device, Report, System, Target};
+use storage_scoring::schema::{Advice, Device, Health, Report, System, Target, Thermal};
 
 use crate::progress::Bars;
-use crate::{Failure, IdentifyArgs, RunArgs, plan, render, upload};
+use crate::{Failure, IdentifyArgs, RunArgs, doctor_render, plan, render, upload, watch};
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// `storage-score identify`.
 pub fn identify(args: &IdentifyArgs, roots: &Roots) -> Result<(), Failure> {
-    let (resolved, device) = storage_identify::identify(&args.target, roots)?;
-    let system = storage_identify::system::system(roots);
+    let report = crate::doctor_cmd::examine(&args.target, roots)?;
+    let (Some(target), Some(system)) = (&report.target, &report.system) else {
+        return Err(Failure::Run("identification produced no target".to_owned()));
+    };
     if args.json {
-        let doc = IdentifyDoc { target: &resolved.target, device: device.as_ref(), system: &system };
+        let doc = IdentifyDoc {
+            target,
+            device: report.device.as_ref(),
+            system,
+            health: report.health.as_ref(),
+            advice: &report.advice,
+            thermal: report.thermal.as_ref(),
+        };
         println!("{}", to_json(&doc)?);
     } else {
-        print!("{}", render::identification(&resolved.target, device.as_ref(), Some(&system)));
+        print!("{}", render::identification(target, report.device.as_ref(), Some(system)));
+        print!("{}", doctor_render::sections(&report));
     }
     Ok(())
 }
 
-/// `identify --json`: exactly the report's `target`, `device` and `system` blocks.
+/// `identify --json`: the report's `target`, `device`, `system`, `health`,
+/// `advice` and `thermal` blocks.
 #[derive(serde::Serialize)]
 struct IdentifyDoc<'a> {
     target: &'a Target,
     #[serde(skip_serializing_if = "Option::is_none")]
     device: Option<&'a Device>,
     system: &'a System,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    health: Option<&'a Health>,
+    #[serde(skip_serializing_if = "<[Advice]>::is_empty")]
+    advice: &'a [Advice],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thermal: Option<&'a Thermal>,
 }
 
 /// `storage-score run` (and the bare command).
@@ -44,7 +61,8 @@ pub fn run(args: &RunArgs, roots: &Roots) -> Result<(), Failure> {
 
     let show_progress = !args.json && std::io::stderr().is_terminal();
     let bars = Bars::new(show_progress);
-    let (outcome, error) = storage_bench::run(&plan, &bars);
+    let session = watch::Session::start(&resolved, device.as_ref(), roots);
+    let (outcome, error) = storage_bench::run(&plan, &session.observer(&bars));
     bars.finish();
 
     let mut report = Report::new(VERSION);
@@ -68,10 +86,15 @@ pub fn run(args: &RunArgs, roots: &Roots) -> Result<(), Failure> {
                 .to_owned(),
         );
     }
+    session.finish(&mut report);
     let comparable = plan.profile == storage_bench::Profile::Compat && trustworthy;
     report.score = Some(storage_scoring::score::pibenchmarks(&outcome.measurements, comparable));
-    report.verdict =
-        Some(storage_scoring::verdict::verdict_for(report.device.as_ref(), &proven, report.profile.as_deref()));
+    report.verdict = Some(storage_scoring::verdict::verdict_under(
+        report.device.as_ref(),
+        &proven,
+        report.profile.as_deref(),
+        report.thermal.as_ref(),
+    ));
 
     let json = to_json(&report)?;
     if let Some(path) = &args.output {
@@ -90,6 +113,7 @@ pub fn run(args: &RunArgs, roots: &Roots) -> Result<(), Failure> {
         println!("{json}");
     } else {
         print!("{}", render::report(&report));
+        print!("{}", doctor_render::sections(&report));
     }
     let channel = if args.json { upload::Channel::Stderr } else { upload::Channel::Stdout };
     if let (Some(path), None) = (&saved, &args.output) {

@@ -4,6 +4,8 @@
 //! identification from sysfs/debugfs, and pure decoders for the SD and eMMC
 //! registers.
 
+pub mod advice;
+pub mod checkup;
 pub mod clock;
 pub mod counterfeit;
 pub mod device;

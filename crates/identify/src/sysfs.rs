@@ -62,6 +62,23 @@ impl Roots {
     }
 }
 
+impl Roots {
+    /// A whole captured machine: `DIR/sys` (debugfs at `DIR/sys/kernel/debug`),
+    /// `DIR/proc`, and `DIR` as the root of `etc/`. Nothing in it is this
+    /// machine, so mounts, swap and timers come from the capture too.
+    pub fn machine(dir: impl Into<PathBuf>) -> Self {
+        let dir = dir.into();
+        Roots {
+            sys: dir.join("sys"),
+            proc: dir.join("proc"),
+            debugfs: dir.join("sys/kernel/debug"),
+            os: dir,
+            captured: true,
+            clock: ClockSource::System,
+        }
+    }
+}
+
 /// Reads a small attribute file and trims the trailing newline and blanks.
 /// `None` when the file is missing or unreadable: callers decide whether that
 /// deserves a note.

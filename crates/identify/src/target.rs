@@ -41,6 +41,9 @@ pub struct Mount {
     pub fs_type: String,
     pub source: String,
     pub read_only: bool,
+    /// The per-mount options, then the filesystem's own (`discard`,
+    /// `discard=async`, …), as mountinfo lists them.
+    pub options: Vec<String>,
 }
 
 /// Parses mountinfo text (proc(5)). Malformed lines are skipped.
@@ -66,6 +69,12 @@ fn parse_mountinfo_line(line: &str) -> Option<Mount> {
         fs_type,
         source,
         read_only: is_ro(mount_opts) || is_ro(super_opts),
+        options: mount_opts
+            .split(',')
+            .chain(super_opts.split(','))
+            .filter(|o| !o.is_empty())
+            .map(str::to_owned)
+            .collect(),
     })
 }
 
@@ -331,6 +340,7 @@ garbage line
         assert_eq!(mounts[2].mount_point, PathBuf::from("/mnt/my card"));
         assert!(mounts[2].read_only);
         assert!(!mounts[0].read_only);
+        assert_eq!(mounts[1].options, ["rw", "nosuid", "nodev", "rw"]);
     }
 
     #[test]

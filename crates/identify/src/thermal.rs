@@ -20,9 +20,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use storage_scoring::health::{ThermalSnapshot, ThermalWatch, ThrottleFlag};
+use storage_scoring::health::{FigureThermal, ThermalSnapshot, ThermalWatch, ThrottleFlag};
 
 use crate::sysfs::{self, Roots, read_attr};
 
@@ -182,11 +182,23 @@ pub fn snapshot(roots: &Roots, drive_dir: Option<&Path>) -> ThermalSnapshot {
     }
 }
 
-/// Samples [`snapshot`] on a thread until stopped.
+/// One timed reading.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    pub at: Instant,
+    pub snapshot: ThermalSnapshot,
+}
+
+/// Samples [`snapshot`] on a thread until stopped, and on demand
+/// ([`Watcher::sample_now`]) at the edges of each measured window, so that
+/// even a test shorter than the interval has a reading at each end.
 #[derive(Debug)]
 pub struct Watcher {
+    roots: Roots,
+    drive_dir: Option<PathBuf>,
+    interval: Duration,
     stop: Arc<AtomicBool>,
-    seen: Arc<Mutex<ThermalWatch>>,
+    samples: Arc<Mutex<Vec<Sample>>>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -194,18 +206,16 @@ impl Watcher {
     /// Starts sampling every `interval`; the first sample is taken at once.
     pub fn start(roots: Roots, drive_dir: Option<PathBuf>, interval: Duration) -> Watcher {
         let stop = Arc::new(AtomicBool::new(false));
-        let seen = Arc::new(Mutex::new(ThermalWatch {
-            interval_ms: u64::try_from(interval.as_millis()).unwrap_or(u64::MAX),
-            ..ThermalWatch::default()
-        }));
-        let (stop_flag, shared) = (Arc::clone(&stop), Arc::clone(&seen));
+        let samples = Arc::new(Mutex::new(Vec::new()));
+        let (stop_flag, shared) = (Arc::clone(&stop), Arc::clone(&samples));
+        let (thread_roots, thread_dir) = (roots.clone(), drive_dir.clone());
         let thread = std::thread::Builder::new()
             .name("thermal-watch".to_owned())
             .spawn(move || {
                 while !stop_flag.load(Ordering::Relaxed) {
-                    let s = snapshot(&roots, drive_dir.as_deref());
-                    if let Ok(mut w) = shared.lock() {
-                        record(&mut w, &s);
+                    let s = Sample { at: Instant::now(), snapshot: snapshot(&thread_roots, thread_dir.as_deref()) };
+                    if let Ok(mut all) = shared.lock() {
+                        all.push(s);
                     }
                     // Sleep in short steps so that stop() returns quickly.
                     let mut slept = Duration::ZERO;
@@ -217,16 +227,28 @@ impl Watcher {
                 }
             })
             .ok();
-        Watcher { stop, seen, thread }
+        Watcher { roots, drive_dir, interval, stop, samples, thread }
     }
 
-    /// Stops the thread and returns what it saw (nothing when it never ran).
-    pub fn stop(mut self) -> ThermalWatch {
+    /// Takes a reading now, on the caller's thread, and returns its time.
+    pub fn sample_now(&self) -> Instant {
+        let s = Sample { at: Instant::now(), snapshot: snapshot(&self.roots, self.drive_dir.as_deref()) };
+        let at = s.at;
+        if let Ok(mut all) = self.samples.lock() {
+            all.push(s);
+        }
+        at
+    }
+
+    /// Stops the thread; returns the interval and every reading, in time order.
+    pub fn stop(mut self) -> (Duration, Vec<Sample>) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
-        self.seen.lock().map(|w| w.clone()).unwrap_or_default()
+        let mut all = self.samples.lock().map(|s| s.clone()).unwrap_or_default();
+        all.sort_by_key(|s| s.at);
+        (self.interval, all)
     }
 }
 
@@ -236,21 +258,42 @@ impl Drop for Watcher {
     }
 }
 
+/// The flags that say a reading was taken while slowed down.
+fn slowed(s: &ThermalSnapshot) -> Vec<ThrottleFlag> {
+    let mut flags = s.throttled_now.clone();
+    if s.under_voltage_alarm == Some(true) && !flags.contains(&ThrottleFlag::UnderVoltage) {
+        flags.push(ThrottleFlag::UnderVoltage);
+    }
+    flags
+}
+
+fn max(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// What a run of readings saw, taken together.
+pub fn summarize(interval: Duration, samples: &[Sample]) -> ThermalWatch {
+    let mut w = ThermalWatch {
+        interval_ms: u64::try_from(interval.as_millis()).unwrap_or(u64::MAX),
+        ..ThermalWatch::default()
+    };
+    for s in samples {
+        record(&mut w, &s.snapshot);
+    }
+    w
+}
+
 /// Adds one snapshot to the watch.
 pub fn record(w: &mut ThermalWatch, s: &ThermalSnapshot) {
     w.samples = w.samples.saturating_add(1);
-    let max = |a: Option<f64>, b: Option<f64>| match (a, b) {
-        (Some(a), Some(b)) => Some(a.max(b)),
-        (a, b) => a.or(b),
-    };
     w.max_soc_temperature_c = max(w.max_soc_temperature_c, s.soc_temperature_c);
     w.max_drive_temperature_c = max(w.max_drive_temperature_c, s.drive_temperature_c);
-    if s.throttled_now() {
+    let flags = slowed(s);
+    if !flags.is_empty() {
         w.throttled_samples = w.throttled_samples.saturating_add(1);
-    }
-    let mut flags = s.throttled_now.clone();
-    if s.under_voltage_alarm == Some(true) {
-        flags.push(ThrottleFlag::UnderVoltage);
     }
     for f in flags {
         if !w.flags_seen.contains(&f) {
@@ -258,6 +301,28 @@ pub fn record(w: &mut ThermalWatch, s: &ThermalSnapshot) {
         }
     }
     w.flags_seen.sort();
+}
+
+/// The readings of one measured window (`from..=to`): whether the machine
+/// was slowed down at any of them, or a since-boot flag appeared between
+/// the first and the last.
+pub fn window(key: &str, samples: &[Sample], from: Instant, to: Instant) -> FigureThermal {
+    let inside: Vec<&Sample> = samples.iter().filter(|s| s.at >= from && s.at <= to).collect();
+    let mut flags: Vec<ThrottleFlag> = inside.iter().flat_map(|s| slowed(&s.snapshot)).collect();
+    if let (Some(first), Some(last)) = (inside.first(), inside.last()) {
+        let before = &first.snapshot.throttled_since_boot;
+        flags.extend(last.snapshot.throttled_since_boot.iter().filter(|f| !before.contains(f)));
+    }
+    flags.sort();
+    flags.dedup();
+    FigureThermal {
+        key: key.to_owned(),
+        samples: u32::try_from(inside.len()).unwrap_or(u32::MAX),
+        max_soc_temperature_c: inside.iter().map(|s| s.snapshot.soc_temperature_c).fold(None, max),
+        max_drive_temperature_c: inside.iter().map(|s| s.snapshot.drive_temperature_c).fold(None, max),
+        throttled: !flags.is_empty(),
+        flags,
+    }
 }
 
 #[cfg(test)]
@@ -296,6 +361,33 @@ mod tests {
         let zones = [zone("cpu-thermal", 47.0)];
         assert_eq!(soc_zone(&zones).map(|z| z.kind.as_str()), Some("cpu-thermal"));
         assert_eq!(soc_zone(&[]), None);
+    }
+
+    #[test]
+    fn a_window_sees_flags_inside_it_only() {
+        let t0 = Instant::now();
+        let at = |ms: u64, s: ThermalSnapshot| Sample { at: t0 + Duration::from_millis(ms), snapshot: s };
+        let plain = ThermalSnapshot { get_throttled: Some("0x0".into()), ..ThermalSnapshot::default() };
+        let capped = ThermalSnapshot {
+            throttled_now: vec![ThrottleFlag::ArmFrequencyCapped],
+            throttled_since_boot: vec![ThrottleFlag::ArmFrequencyCapped],
+            ..plain.clone()
+        };
+        let since = ThermalSnapshot { throttled_since_boot: vec![ThrottleFlag::ArmFrequencyCapped], ..plain.clone() };
+        let samples =
+            [at(0, plain.clone()), at(500, plain.clone()), at(1000, capped), at(1500, since.clone()), at(2000, since)];
+        let early = window("a", &samples, t0, t0 + Duration::from_millis(600));
+        assert!(!early.throttled);
+        assert_eq!(early.samples, 2);
+        let middle = window("b", &samples, t0 + Duration::from_millis(900), t0 + Duration::from_millis(1100));
+        assert_eq!(middle.flags, [ThrottleFlag::ArmFrequencyCapped]);
+        // Between its edges a since-boot flag appeared: throttled, though no
+        // sample caught it happening.
+        let spanning = window("c", &samples, t0 + Duration::from_millis(400), t0 + Duration::from_millis(1600));
+        assert!(spanning.throttled);
+        let late = window("d", &samples, t0 + Duration::from_millis(1400), t0 + Duration::from_millis(2100));
+        assert!(!late.throttled, "the flag was set before this window");
+        assert_eq!(summarize(Duration::from_millis(500), &samples).throttled_samples, 1);
     }
 
     #[test]

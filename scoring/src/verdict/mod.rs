@@ -76,7 +76,8 @@ pub fn verdict_under(
     verdict
 }
 
-/// Every measured check becomes undecided, with why; the summary says so first.
+/// Every check on a figure measured while throttled becomes undecided,
+/// with why; the summary says so first.
 fn not_judged_while_throttled(verdict: &mut Verdict, thermal: &Thermal) {
     let flags: Vec<String> = thermal.flags().iter().map(|f| f.as_str().to_owned()).collect();
     let what = if flags.is_empty() { "throttled".to_owned() } else { join_and(&flags) };
@@ -84,19 +85,37 @@ fn not_judged_while_throttled(verdict: &mut Verdict, thermal: &Thermal) {
         "measured while this machine was throttled ({what}): the figure reflects the power supply or cooling, \
          not the card; not judged"
     );
-    for check in verdict.checks.iter_mut().filter(|c| c.measured.is_some()) {
+    let mut keys: Vec<String> = Vec::new();
+    for check in verdict.checks.iter_mut().filter(|c| c.measured.is_some() && thermal.figure_throttled(&c.key)) {
         check.pass = None;
         check.why = Some(why.clone());
+        if !keys.contains(&check.key) {
+            keys.push(check.key.clone());
+        }
+    }
+    if keys.is_empty() {
+        return;
     }
     verdict.notes.push(format!(
-        "the figures were measured while this machine was throttled ({what}): the verdict does not judge them; fix \
-         the power supply or cooling (see `storage-score doctor`) and run again"
+        "{} measured while this machine was throttled ({what}): the verdict does not judge {}; fix the power \
+         supply or cooling (see `storage-score doctor`) and run again",
+        join_and(&keys),
+        if keys.len() == 1 { "it" } else { "them" }
     ));
+    let all = verdict.checks.iter().filter(|c| c.measured.is_some()).all(|c| keys.contains(&c.key));
     let measured = verdict.measured.as_deref().map(|m| format!("; measures {m} as throttled")).unwrap_or_default();
-    verdict.summary = Some(format!(
-        "not judged: every figure was measured while this machine was throttled ({what}){measured}; fix the power \
-         supply or cooling and run again"
-    ));
+    verdict.summary = Some(if all {
+        format!(
+            "not judged: every figure was measured while this machine was throttled ({what}){measured}; fix the \
+             power supply or cooling and run again"
+        )
+    } else {
+        format!(
+            "partly judged: {} measured while this machine was throttled ({what}) and not judged; {}",
+            join_and(&keys),
+            verdict.summary.clone().unwrap_or_default()
+        )
+    });
 }
 
 fn judge_verdict(device: Option<&Device>, m: &Measurements, profile: Option<&str>) -> Verdict {

@@ -512,3 +512,36 @@ fn figures_measured_while_throttled_are_not_judged() {
     thermal.assess();
     assert_eq!(verdict_under(Some(&device), &m, None, Some(&thermal)), judged);
 }
+
+/// With per-figure windows, only the figure measured while throttled is
+/// left undecided; the others are judged as usual.
+#[test]
+fn only_the_throttled_figure_is_not_judged() {
+    use crate::health::{FigureThermal, Thermal, ThrottleFlag};
+    let device = sd_card(ssr(2, 10, 30, 3), None);
+    let m = meas(Some(5.0), Some(900.0), Some(100.0));
+    let window = |key: &str, throttled: bool| FigureThermal {
+        key: key.to_owned(),
+        samples: 3,
+        throttled,
+        flags: if throttled { vec![ThrottleFlag::SoftTemperatureLimit] } else { vec![] },
+        ..FigureThermal::default()
+    };
+    let mut thermal = Thermal {
+        figures: vec![window(SEQ_WRITE, true), window(RAND_READ, false), window(RAND_WRITE, false)],
+        before: Some(crate::health::ThermalSnapshot { get_throttled: Some("0x0".into()), ..Default::default() }),
+        ..Thermal::default()
+    };
+    thermal.assess();
+    assert_eq!(thermal.throttled_during, Some(true));
+    let v = verdict_under(Some(&device), &m, None, Some(&thermal));
+    for c in v.checks.iter().filter(|c| c.measured.is_some()) {
+        if c.key == SEQ_WRITE {
+            assert_eq!(c.pass, None, "{c:?}");
+        } else {
+            assert!(c.why.as_deref().is_none_or(|w| !w.contains("throttled")), "{c:?}");
+        }
+    }
+    assert!(v.checks.iter().any(|c| c.key == RAND_WRITE && c.pass == Some(false)));
+    assert!(v.summary.as_deref().is_some_and(|s| s.starts_with("partly judged: seq_write_mb_s measured while")));
+}
