@@ -50,14 +50,19 @@ pub fn usb_link_slower_than_device(ctx: &Context<'_>) -> Option<Advice> {
         "{} is a USB 3 part, linked at {speed} Mb/s (bcdUSB {}, as a USB 3 device reports itself at USB 2 speed){}",
         usb_name(vid, pid),
         version.trim(),
-        if usb3_port { "; the port it sits in is a USB 3 port" } else { "; the port it sits in is USB 2 only" }
+        if usb3_port {
+            "; the port it sits in is a USB 3 port (it has a SuperSpeed peer)"
+        } else {
+            "; the kernel knows no SuperSpeed peer for its port: a USB 2 port or hub, or a link that fell back to USB 2"
+        }
     );
     let fix = if usb3_port {
         "the port is USB 3 but the link trained at USB 2: use the short USB 3 cable of the enclosure, leave out \
          extension cables and USB 2 hubs, and plug it in again firmly; `lsusb -t` should then show 5000M"
     } else {
-        "plug the drive into a USB 3 port (blue on a Raspberry Pi 4 and 5) or a USB 3 hub; on a Pi 3 and older every \
-         port is USB 2, which caps any drive near 35-40 MB/s"
+        "plug the drive straight into a USB 3 port (blue on a Raspberry Pi 4 and 5), with the enclosure's own USB 3 \
+         cable and no USB 2 hub in between; `lsusb -t` should then show 5000M. On a Pi 3 and older every port is USB \
+         2, which caps any drive near 35-40 MB/s"
     };
     Some(advice(
         AdviceCode::UsbLinkSlowerThanDevice,
