@@ -88,6 +88,20 @@ pub enum CriticalWarning {
     Unknown,
 }
 
+impl CriticalWarning {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CriticalWarning::SpareBelowThreshold => "spare-below-threshold",
+            CriticalWarning::Temperature => "temperature",
+            CriticalWarning::ReliabilityDegraded => "reliability-degraded",
+            CriticalWarning::ReadOnly => "read-only",
+            CriticalWarning::VolatileBackupFailed => "volatile-backup-failed",
+            CriticalWarning::PersistentMemoryReadOnly => "persistent-memory-read-only",
+            CriticalWarning::Unknown => "unknown",
+        }
+    }
+}
+
 /// eMMC PRE_EOL_INFO: how much of the reserved blocks is consumed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -99,6 +113,17 @@ pub enum PreEol {
     Urgent,
     #[serde(other)]
     Unknown,
+}
+
+impl PreEol {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PreEol::Normal => "normal",
+            PreEol::Warning => "warning",
+            PreEol::Urgent => "urgent",
+            PreEol::Unknown => "unknown",
+        }
+    }
 }
 
 /// The vendor layouts of the SD CMD56 health block that are public.
@@ -121,6 +146,21 @@ pub enum Cmd56Format {
     Innodisk,
     #[serde(other)]
     Unknown,
+}
+
+impl Cmd56Format {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cmd56Format::Sandisk => "sandisk",
+            Cmd56Format::Longsys => "longsys",
+            Cmd56Format::Micron => "micron",
+            Cmd56Format::Swissbit => "swissbit",
+            Cmd56Format::Transcend => "transcend",
+            Cmd56Format::Adata => "adata",
+            Cmd56Format::Innodisk => "innodisk",
+            Cmd56Format::Unknown => "unknown",
+        }
+    }
 }
 
 /// One ATA SMART attribute, as the drive reports it.

@@ -19,6 +19,10 @@
 //!   (`sdhci-pci` + `sd-card`), runs `storage-score identify /dev/mmcblk0 --json`
 //!   inside the guest and checks the report against what QEMU's card really
 //!   holds. See [`vm`] and `tests/vm/README.md`.
+//! - `vm-doctor`: `storage-score doctor` on QEMU's `nvme` (one controller
+//!   with a raised critical warning) and an `ide-hd` on `ahci`, through the
+//!   real Linux drivers, checked against what QEMU reports. See
+//!   [`vm::doctor`].
 //! - `vm-raspi`: the aarch64 release binary on an emulated Raspberry Pi 3B
 //!   (`-M raspi3b`, the Pi's own SD host): `identify` and `run --profile
 //!   quick` on its card. See [`vm::raspi`].
@@ -90,6 +94,11 @@ tasks:
       `storage-score identify /dev/mmcblk0 --json` in the guest and check the
       decoded registers. --binary puts a prebuilt storage-score in the guest
       instead of building one. Everything it makes lives under target/vm/.
+  vm-doctor [--release] [--timeout SECS] [--binary PATH]
+      Boot a Debian kernel in QEMU (TCG) with two NVMe controllers (one with
+      smart_critical_warning=7) and an ide-hd on AHCI, run `storage-score
+      doctor` on each through the real nvme and ahci drivers, and check the
+      health against what QEMU reports. Files under target/vm/doctor/.
   vm-raspi [--timeout SECS] [--binary PATH]
       As root: boot Debian's arm64 kernel on an emulated Raspberry Pi 3B
       (qemu-system-aarch64 -M raspi3b) with a 4 GiB SD card on the Pi's own
@@ -113,6 +122,10 @@ fn main() -> ExitCode {
         Some("vm-identify") => match vm::Options::parse(&args[1..]) {
             Ok(opts) => vm::main(&opts),
             Err(e) => usage_error(&format!("vm-identify: {e}")),
+        },
+        Some("vm-doctor") => match vm::Options::parse(&args[1..]) {
+            Ok(opts) => vm::doctor::main(&opts),
+            Err(e) => usage_error(&format!("vm-doctor: {e}")),
         },
         Some("vm-raspi") => match vm::Options::parse(&args[1..]) {
             Ok(opts) => vm::raspi::main(&opts),

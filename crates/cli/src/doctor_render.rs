@@ -87,7 +87,7 @@ fn health(h: &Health) -> String {
     };
     let mut t = table(&["health", source.as_str()]);
     row(&mut t, "status", h.status.map(status_word));
-    row(&mut t, "vendor layout", h.format.map(|f| format!("{f:?}")));
+    row(&mut t, "vendor layout", h.format.map(|f| f.as_str().to_owned()));
     row(&mut t, "life used", h.percentage_used.map(|p| format!("{p}%")));
     row(&mut t, "life used (band)", h.percentage_used_range.map(|[lo, hi]| format!("{lo}-{hi}%")));
     row(
@@ -113,11 +113,7 @@ fn health(h: &Health) -> String {
         &mut t,
         "critical warning",
         h.critical_warning.as_ref().map(|w| {
-            if w.is_empty() {
-                "none".to_owned()
-            } else {
-                w.iter().map(|x| format!("{x:?}")).collect::<Vec<_>>().join(", ")
-            }
+            if w.is_empty() { "none".to_owned() } else { w.iter().map(|x| x.as_str()).collect::<Vec<_>>().join(", ") }
         }),
     );
     row(&mut t, "SMART self-assessment", h.smart_passed.map(|p| if p { "PASSED" } else { "FAILED" }.to_owned()));
@@ -138,7 +134,7 @@ fn health(h: &Health) -> String {
         h.life_time_est_a
             .map(|a| format!("{a:#04x} / {}", h.life_time_est_b.map(|b| format!("{b:#04x}")).unwrap_or_default())),
     );
-    row(&mut t, "pre-EOL", h.pre_eol.map(|p| format!("{p:?}").to_lowercase()));
+    row(&mut t, "pre-EOL", h.pre_eol.map(|p| p.as_str().to_owned()));
     row(&mut t, "grown bad blocks", h.grown_bad_blocks.map(|v| v.to_string()));
     row(&mut t, "spare blocks", h.spare_blocks.map(|v| v.to_string()));
     row(&mut t, "average erase count", h.average_erase_count.map(|v| v.to_string()));

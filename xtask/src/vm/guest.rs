@@ -234,7 +234,7 @@ pub fn parse(log: &str) -> GuestOutput {
 
 /// The lines between `begin` and the next line starting with `end`, and the
 /// `exit=N` that may follow `end` on its line.
-fn section(lines: &[&str], begin: &str, end: &str) -> Option<(String, Option<i32>)> {
+pub(super) fn section(lines: &[&str], begin: &str, end: &str) -> Option<(String, Option<i32>)> {
     let start = lines.iter().position(|l| l.trim_end() == begin)? + 1;
     let len = lines[start..].iter().position(|l| l.starts_with(end))?;
     let body = lines[start..start + len].join("\n").trim_end().to_owned();

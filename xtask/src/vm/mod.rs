@@ -34,6 +34,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 pub mod checks;
+pub mod doctor;
 mod guest;
 pub mod host;
 mod initramfs;

@@ -40,6 +40,10 @@ pub enum Machine<'a> {
     PcSdhci,
     /// `-M raspi3b` with the kernel's own bcm2837-rpi-3-b device tree.
     Raspi3b { dtb: &'a Path },
+    /// `vm-doctor`'s PC: two `nvme` controllers (the second with
+    /// `smart_critical_warning` set) and an `ide-hd` on an `ahci`
+    /// controller; `sd_image` is not used.
+    PcStorage { nvme: [&'a Path; 2], critical_warning: u8, sata: &'a Path },
 }
 
 /// What to boot.
@@ -87,6 +91,32 @@ impl Boot<'_> {
                 format!("file={},if=sd,format=raw", path(self.sd_image)),
             ])
             .collect();
+        }
+        if let Machine::PcStorage { nvme, critical_warning, sata } = self.machine {
+            return ["-accel", "tcg", "-m", "512", "-nographic", "-no-reboot", "-append", "console=ttyS0 panic=-1"]
+                .into_iter()
+                .map(str::to_owned)
+                .chain([
+                    "-kernel".into(),
+                    path(self.kernel),
+                    "-initrd".into(),
+                    path(self.initrd),
+                    "-drive".into(),
+                    format!("id=nvme0,if=none,format=raw,file={}", path(nvme[0])),
+                    "-device".into(),
+                    "nvme,drive=nvme0,serial=SSDOCTOR0".into(),
+                    "-drive".into(),
+                    format!("id=nvme1,if=none,format=raw,file={}", path(nvme[1])),
+                    "-device".into(),
+                    format!("nvme,drive=nvme1,serial=SSDOCTOR1,smart_critical_warning={critical_warning}"),
+                    "-device".into(),
+                    "ahci,id=ahci".into(),
+                    "-drive".into(),
+                    format!("id=sata,if=none,format=raw,file={}", path(sata)),
+                    "-device".into(),
+                    "ide-hd,drive=sata,bus=ahci.0".into(),
+                ])
+                .collect();
         }
         vec![
             "-accel".into(),

@@ -99,13 +99,23 @@ pub fn hot(ctx: &Context<'_>) -> Option<Advice> {
     if let Some(h) = ctx.health {
         let warn = h.temperature_warning_c.filter(|&w| w > 0);
         let drive = h.temperature_c.map(f64::from).or(ctx.thermal.drive_temperature_c);
-        if let (Some(temp), Some(w)) = (drive, warn) {
-            if temp >= f64::from(w) - NEAR_C {
-                findings.push(format!("the drive is at {temp:.0} °C, near its own warning temperature of {w} °C"));
-                fixes.push("give the drive a heatsink or airflow");
+        let raised = h.critical_warning.as_ref().is_some_and(|c| c.contains(&CriticalWarning::Temperature));
+        let near = match (drive, warn) {
+            (Some(temp), Some(w)) if temp >= f64::from(w) - NEAR_C => {
+                Some(format!("the drive is at {temp:.0} °C, near its own warning temperature of {w} °C"))
             }
-        } else if h.critical_warning.as_ref().is_some_and(|c| c.contains(&CriticalWarning::Temperature)) {
-            findings.push("the drive raises its temperature critical warning".to_owned());
+            _ => None,
+        };
+        if raised || near.is_some() {
+            let mut what = near.unwrap_or_else(|| match (drive, warn) {
+                (Some(temp), Some(w)) => format!("the drive is at {temp:.0} °C (its warning temperature is {w} °C)"),
+                (Some(temp), None) => format!("the drive is at {temp:.0} °C"),
+                _ => "the drive's temperature is not reported".to_owned(),
+            });
+            if raised {
+                what.push_str(" and raises its temperature critical warning (a sensor is past one of its thresholds)");
+            }
+            findings.push(what);
             fixes.push("give the drive a heatsink or airflow");
         }
     }

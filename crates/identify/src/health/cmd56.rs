@@ -88,7 +88,7 @@ pub enum Cmd56Error {
     DataSector,
     #[error("the block's signature {0:02x} {1:02x} is not a health layout this tool knows")]
     Unrecognised(u8, u8),
-    #[error("the block carries the {0:?} signature but its fields are not plausible ({1})")]
+    #[error("the block carries the {} signature but its fields are not plausible ({1})", .0.as_str())]
     Implausible(Cmd56Format, &'static str),
 }
 
@@ -210,8 +210,8 @@ fn longsys(b: &[u8]) -> Result<Decoded, Cmd56Error> {
 /// The report's `health` from a decoded block.
 pub fn health(d: &Decoded) -> Health {
     let mut notes = vec![format!(
-        "from the card's vendor health block ({:?} layout, CMD56); the vendor defines what its figures count",
-        d.format
+        "from the card's vendor health block ({} layout, CMD56); the vendor defines what its figures count",
+        d.format.as_str()
     )];
     if let Some(date) = &d.manufactured {
         notes.push(format!("the block gives the card's manufacturing date as {date}"));

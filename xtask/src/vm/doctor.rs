@@ -1,0 +1,344 @@
+//! `cargo xtask vm-doctor`: `storage-score doctor` against the real Linux
+//! `nvme` and `ahci` drivers, under QEMU (TCG), compared with what QEMU is
+//! set to report.
+//!
+//! The guest has two NVMe controllers and one SATA disk:
+//! - `nvme0n1`: QEMU's `nvme`, untouched; the guest writes 64 MiB to it
+//!   first, so that its data-written counter has something to count;
+//! - `nvme1n1`: the same with `smart_critical_warning=7` (spare below
+//!   threshold, temperature, reliability degraded), the property QEMU offers
+//!   to raise a critical warning;
+//! - `sda`: an `ide-hd` on an `ahci` controller: libata translates SG_IO's
+//!   ATA PASS-THROUGH into the ATA SMART commands that QEMU's IDE core
+//!   answers from its built-in attribute table.
+//!
+//! What QEMU reports (hw/nvme/ctrl.c `nvme_smart_info` and Identify; hw/ide/
+//! core.c `cmd_smart`, `smart_attributes`):
+//! - NVMe: composite temperature 323 K (50 °C), WCTEMP 343 K (70 °C),
+//!   CCTEMP 373 K (100 °C); available spare, its threshold and percentage
+//!   used all 0 (QEMU fills none of them); power-on hours from the VM's
+//!   clock (0 in a short run); data units written = ⌈sectors written / 1000⌉;
+//!   critical warning = the property, plus the temperature bit when the
+//!   temperature passes its threshold (never, by default).
+//! - IDE: SMART RETURN STATUS "passed" (QEMU counts no errors); attributes
+//!   1, 3, 4, 5, 9, 12 and 190 with fixed values: spin-up raw 16, start/stop
+//!   raw 100, power-on hours raw 1, airflow temperature raw 0x1f1f001f
+//!   (31 °C); thresholds 6, 0, 20, 36, 0, 0, 50. QEMU has no property to
+//!   change any of them, so no failing ATA drive can be made here.
+//!
+//! `target/vm/doctor/run/` keeps `serial.log` and each device's JSON.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+
+use super::checks::{self, Check};
+use super::guest::{GUEST_BINARY, section};
+use super::{Options, Paths, Skip, host, initramfs, kernel, qemu, step};
+
+/// The drivers and what they need, dependencies added by [`kernel::prepare`].
+pub const MODULES: &[&str] = &["nvme", "ahci", "sd_mod"];
+
+/// `smart_critical_warning` of the second controller: bits 0-2.
+pub const CRITICAL_WARNING: u8 = 0x07;
+
+/// Each disk image (sparse).
+const IMAGE_BYTES: u64 = 1 << 30;
+
+/// What the guest writes to `nvme0n1` before asking it.
+const WRITTEN_BYTES: u64 = 64 << 20;
+
+/// The devices, in the order the guest asks them.
+const DEVICES: [&str; 3] = ["nvme0n1", "nvme1n1", "sda"];
+
+pub fn main(opts: &Options) -> ExitCode {
+    let started = Instant::now();
+    let result = run(opts);
+    let elapsed = started.elapsed().as_secs_f64();
+    match result {
+        Ok(results) => {
+            let failed = results.iter().filter(|c| !c.passed).count();
+            eprintln!("vm-doctor: took {elapsed:.0} s");
+            println!("vm-doctor: {} passed, {failed} failed", results.len() - failed);
+            if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+        }
+        Err(e) => match e.downcast_ref::<Skip>() {
+            Some(Skip(reason)) => {
+                println!("vm-doctor: skipped: {reason}");
+                println!("vm-doctor: 0 passed, 0 failed, 1 skipped");
+                ExitCode::SUCCESS
+            }
+            None => {
+                println!("FAIL vm-doctor did not get as far as the checks: {e:#}");
+                println!("vm-doctor: 0 passed, 1 failed");
+                ExitCode::FAILURE
+            }
+        },
+    }
+}
+
+fn run(opts: &Options) -> Result<Vec<Check>> {
+    let tools = host::ensure_prerequisites()?;
+    let shared = host::paths()?;
+    let root = shared.run.parent().context("target/vm")?.join("doctor");
+    let paths = Paths { workspace: shared.workspace.clone(), kernel: root.join("kernel"), run: root.join("run") };
+    let _ = std::fs::remove_dir_all(&paths.run);
+    std::fs::create_dir_all(&paths.run)?;
+    std::fs::create_dir_all(&paths.kernel)?;
+    reuse_download(&shared.kernel, &paths.kernel);
+
+    let kernel = kernel::prepare(&paths, &kernel::AMD64, MODULES)?;
+    step(&format!("kernel {} (modules: {})", kernel.package, kernel.module_names().join(" ")));
+    let binary = match &opts.binary {
+        Some(path) => path.canonicalize().with_context(|| format!("no binary at {}", path.display()))?,
+        None => initramfs::build_storage_score(&paths, opts.release)?,
+    };
+    let init = init_script(&kernel.module_names());
+    let contents = initramfs::Contents { busybox: &tools.busybox, cpio: &tools.cpio, binary: &binary, init: &init };
+    let initrd = initramfs::pack(&paths, &contents, &kernel)?;
+
+    let images: Vec<PathBuf> = ["nvme0.img", "nvme1.img", "sata.img"].iter().map(|n| paths.run.join(n)).collect();
+    for image in &images {
+        std::fs::File::create(image)?.set_len(IMAGE_BYTES)?;
+    }
+    let boot = qemu::Boot {
+        machine: qemu::Machine::PcStorage {
+            nvme: [&images[0], &images[1]],
+            critical_warning: CRITICAL_WARNING,
+            sata: &images[2],
+        },
+        kernel: &kernel.vmlinuz,
+        initrd: &initrd,
+        sd_image: &images[2],
+        timeout: opts.timeout,
+    };
+    step(&format!("booting: {}", boot.command_line(&tools.qemu)));
+    let outcome = qemu::run(&tools.qemu, &boot, &paths.run.join("serial.log"));
+    for image in &images {
+        let _ = std::fs::remove_file(image);
+    }
+    let outcome = outcome?;
+    step(&format!(
+        "guest finished in {:.1} s{}; serial log: {}",
+        outcome.elapsed.as_secs_f64(),
+        if outcome.timed_out { " (TIMED OUT, killed)" } else { "" },
+        outcome.log_path.display()
+    ));
+
+    let lines: Vec<&str> = outcome.log.lines().collect();
+    let mut results = Vec::new();
+    for dev in DEVICES {
+        let json = section(&lines, &format!("===SS-JSON-BEGIN=== {dev}"), "===SS-JSON-END===");
+        let table = section(&lines, &format!("===SS-TABLE-BEGIN=== {dev}"), "===SS-TABLE-END===");
+        if let Some((text, _)) = &table {
+            println!("--- storage-score doctor /dev/{dev} (in the guest)");
+            for line in text.lines() {
+                println!("    {line}");
+            }
+        }
+        if let Some((text, _)) = &json {
+            let _ = std::fs::write(paths.run.join(format!("{dev}.json")), text);
+        }
+        results.extend(device_checks(dev, json, table));
+    }
+    if let Some((dmesg, _)) = section(&lines, "===SS-DMESG-BEGIN===", "===SS-DMESG-END===") {
+        println!("--- guest dmesg (nvme, ata)");
+        for line in dmesg.lines() {
+            println!("    {line}");
+        }
+    }
+    for check in &results {
+        println!("{check}");
+    }
+    Ok(results)
+}
+
+/// The kernel `.deb` that `vm-identify` already downloaded, hard-linked
+/// (or copied) into this task's cache, so it is fetched once.
+fn reuse_download(from: &Path, to: &Path) {
+    let Ok(entries) = std::fs::read_dir(from) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let is_deb = name.to_string_lossy().starts_with("linux-image-") && name.to_string_lossy().ends_with(".deb");
+        let dest = to.join(&name);
+        if is_deb && !dest.exists() && std::fs::hard_link(entry.path(), &dest).is_err() {
+            let _ = std::fs::copy(entry.path(), &dest);
+        }
+    }
+}
+
+/// The guest's `/init`: load the drivers, wait for the disks, write to the
+/// first NVMe drive, then `doctor` on each disk, as JSON and as the table
+/// (timed by busybox `time`).
+fn init_script(modules: &[String]) -> String {
+    format!(
+        r#"#!/bin/busybox sh
+# Generated by `cargo xtask vm-doctor` (xtask/src/vm/doctor.rs).
+export PATH=/usr/bin:/usr/sbin:/bin:/sbin
+/bin/busybox --install -s
+mount -t devtmpfs devtmpfs /dev
+exec </dev/console >/dev/console 2>&1
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t debugfs debugfs /sys/kernel/debug
+echo "===SS-GUEST=== kernel $(uname -r)"
+for m in {modules}; do
+  insmod /lib/modules/$m.ko || echo "===SS-INSMOD-FAILED=== $m"
+done
+n=0
+while {{ [ ! -b /dev/nvme0n1 ] || [ ! -b /dev/nvme1n1 ] || [ ! -b /dev/sda ]; }} && [ $n -lt 60 ]; do sleep 0.5; n=$((n+1)); done
+echo 1 > /proc/sys/kernel/printk
+dd if=/dev/zero of=/dev/nvme0n1 bs=1048576 count={written_mib} conv=fsync 2>/dev/null
+for d in {devices}; do
+  echo "===SS-JSON-BEGIN=== $d"
+  {bin} doctor /dev/$d --json 2>/tmp/err
+  echo "===SS-JSON-END=== exit=$?"
+  cat /tmp/err
+  echo "===SS-TABLE-BEGIN=== $d"
+  time {bin} doctor /dev/$d 2>&1
+  echo "===SS-TABLE-END=== exit=$?"
+done
+echo ===SS-DMESG-BEGIN===
+dmesg | grep -i -e nvme -e 'ata[0-9]' -e ahci -e 'sd 0:'
+echo ===SS-DMESG-END===
+poweroff -f
+"#,
+        modules = modules.join(" "),
+        devices = DEVICES.join(" "),
+        written_mib = WRITTEN_BYTES >> 20,
+        bin = GUEST_BINARY,
+    )
+}
+
+/// busybox `time`'s `real\t0m 0.12s` as seconds.
+fn real_seconds(table: &str) -> Option<f64> {
+    let line = table.lines().find(|l| l.trim_start().starts_with("real"))?;
+    let value = line.trim_start().strip_prefix("real")?.trim();
+    let (minutes, seconds) = value.split_once('m')?;
+    Some(minutes.trim().parse::<f64>().ok()? * 60.0 + seconds.trim().trim_end_matches('s').parse::<f64>().ok()?)
+}
+
+/// The checks for one device, against what QEMU is set to report.
+fn device_checks(dev: &str, json: Option<(String, Option<i32>)>, table: Option<(String, Option<i32>)>) -> Vec<Check> {
+    let mut out = Vec::new();
+    let Some((text, exit)) = json else {
+        return vec![Check::new(format!("{dev}: doctor --json ran"), false, "the guest printed nothing")];
+    };
+    out.push(Check::new(format!("{dev}: doctor --json exit code"), exit == Some(0), format!("{exit:?}")));
+    let report: Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => {
+            out.push(Check::new(format!("{dev}: one JSON document"), false, e.to_string()));
+            return out;
+        }
+    };
+    let seconds = table.as_ref().and_then(|(t, _)| real_seconds(t));
+    out.push(Check::new(
+        format!("{dev}: doctor takes under 2 s (TCG guest)"),
+        seconds.is_some_and(|s| s < 2.0),
+        seconds.map_or("no timing printed".to_owned(), |s| format!("{s:.2} s")),
+    ));
+    let expected: Vec<(&str, Value)> = match dev {
+        "nvme0n1" => vec![
+            ("/device/kind", json!("nvme")),
+            ("/device/model", json!("QEMU NVMe Ctrl")),
+            ("/health/source", json!("nvme-smart-log")),
+            ("/health/status", json!("ok")),
+            ("/health/critical_warning", json!([])),
+            ("/health/temperature_c", json!(50)),
+            ("/health/temperature_warning_c", json!(70)),
+            ("/health/temperature_critical_c", json!(100)),
+            ("/health/percentage_used", json!(0)),
+            ("/health/available_spare_percent", json!(0)),
+            ("/health/power_on_hours", json!(0)),
+            ("/health/media_errors", json!(0)),
+            // ⌈131072 sectors / 1000⌉ = 132 units of 512000 bytes.
+            ("/health/data_written_bytes", json!(WRITTEN_BYTES.div_ceil(512).div_ceil(1000) * 512_000)),
+        ],
+        "nvme1n1" => vec![
+            ("/health/source", json!("nvme-smart-log")),
+            ("/health/status", json!("failing")),
+            ("/health/critical_warning", json!(["spare-below-threshold", "temperature", "reliability-degraded"])),
+            ("/health/temperature_c", json!(50)),
+            ("/health/data_written_bytes", json!(0)),
+        ],
+        _ => vec![
+            ("/device/kind", json!("sata")),
+            ("/health/source", json!("ata-smart")),
+            ("/health/status", json!("ok")),
+            ("/health/smart_passed", json!(true)),
+            ("/health/temperature_c", json!(31)),
+            ("/health/power_on_hours", json!(1)),
+            ("/health/power_cycles", json!(0)),
+            ("/health/reallocated_sectors", json!(0)),
+        ],
+    };
+    for (path, value) in expected {
+        out.push(named(dev, checks::field_check(&report, path, &value)));
+    }
+    if dev == "sda" {
+        out.extend(ata_table_checks(&report));
+    }
+    if dev == "nvme1n1" {
+        let hot = report["advice"].as_array().is_some_and(|a| a.iter().any(|x| x["code"] == "hot"));
+        out.push(Check::new(
+            "nvme1n1: the raised temperature warning gives `hot` advice",
+            hot,
+            report["advice"].to_string(),
+        ));
+    }
+    out
+}
+
+fn named(dev: &str, mut check: Check) -> Check {
+    check.name = format!("{dev}: {}", check.name);
+    check
+}
+
+/// QEMU's IDE attribute table, attribute by attribute: (id, value, worst,
+/// raw, threshold).
+const QEMU_IDE: [(u64, u64, u64, u64, u64); 7] = [
+    (1, 100, 100, 0, 6),
+    (3, 100, 100, 16, 0),
+    (4, 100, 100, 100, 20),
+    (5, 100, 100, 0, 36),
+    (9, 100, 100, 1, 0),
+    (12, 100, 100, 0, 0),
+    (190, 69, 69, 0x1f1f_001f, 50),
+];
+
+fn ata_table_checks(report: &Value) -> Vec<Check> {
+    let attrs = report["health"]["attributes"].as_array().cloned().unwrap_or_default();
+    let got: Vec<(u64, u64, u64, u64, u64)> = attrs
+        .iter()
+        .map(|a| {
+            let n = |k: &str| a[k].as_u64().unwrap_or(u64::MAX);
+            (n("id"), n("value"), n("worst"), n("raw"), a["threshold"].as_u64().unwrap_or(0))
+        })
+        .collect();
+    vec![Check::new(
+        "sda: the SMART attribute table is QEMU's (id, value, worst, raw, threshold)",
+        got == QEMU_IDE,
+        format!("{got:?}"),
+    )]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_busybox_time() {
+        assert_eq!(real_seconds("doctor took 0.05 s\nreal\t0m 0.12s\nuser\t0m 0.01s\n"), Some(0.12));
+        assert_eq!(real_seconds("real 1m 2.50s"), Some(62.5));
+        assert_eq!(real_seconds("nothing"), None);
+    }
+
+    #[test]
+    fn the_written_bytes_are_counted_in_qemus_units() {
+        assert_eq!(WRITTEN_BYTES.div_ceil(512).div_ceil(1000) * 512_000, 67_584_000);
+    }
+}
