@@ -88,7 +88,7 @@ pub enum Cmd56Error {
     DataSector,
     #[error("the block's signature {0:02x} {1:02x} is not a health layout this tool knows")]
     Unrecognised(u8, u8),
-    #[error("the block carries the {} signature but its fields are not plausible ({1})", .0.as_str())]
+    #[error("the block carries the {format} signature but its fields are not plausible ({1})", format = .0.as_str())]
     Implausible(Cmd56Format, &'static str),
 }
 
