@@ -216,17 +216,17 @@ pub fn health(d: &Decoded) -> Health {
     if let Some(date) = &d.manufactured {
         notes.push(format!("the block gives the card's manufacturing date as {date}"));
     }
-    let used = d.used.or(d.used_range.map(|[_, hi]| hi));
-    let status = match used {
-        Some(u) if u >= 100 => {
-            notes.push("the card reports its rated life used up: it may turn read-only on a coming write".to_owned());
-            HealthStatus::Failing
-        }
-        Some(u) if u >= 90 => {
-            notes.push(format!("{u}% of the card's rated life is used: plan a replacement"));
-            HealthStatus::Warn
-        }
-        _ => HealthStatus::Ok,
+    // A band counts as past the rated life only when all of it is.
+    let least = d.used.or(d.used_range.map(|[lo, _]| lo));
+    let most = d.used.or(d.used_range.map(|[_, hi]| hi));
+    let status = if least.is_some_and(|u| u >= 100) {
+        notes.push("the card reports its rated life used up: it may turn read-only on a coming write".to_owned());
+        HealthStatus::Failing
+    } else if let Some(u) = most.filter(|&u| u >= 90) {
+        notes.push(format!("up to {u}% of the card's rated life is used: plan a replacement"));
+        HealthStatus::Warn
+    } else {
+        HealthStatus::Ok
     };
     Health {
         source: Some(HealthSource::SdCmd56),
