@@ -22,7 +22,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 
 /// Each target and the fixture file names that seed its corpus.
-const TARGETS: [(&str, &[&str]); 11] = [
+const TARGETS: [(&str, &[&str]); 16] = [
     ("sd_cid", &["cid"]),
     ("sd_csd", &["csd"]),
     ("sd_scr", &["scr"]),
@@ -34,6 +34,11 @@ const TARGETS: [(&str, &[&str]); 11] = [
     ("usb_speed", &["speed"]),
     ("register_text", &["cid", "ocr", "scr"]),
     ("score_input", &["expected.json"]),
+    ("nvme_smart_log", &["nvme-smart-log.bin"]),
+    ("ata_smart", &["ata-smart.bin"]),
+    ("cmd56", &["cmd56.bin"]),
+    ("emmc_life", &["life_time", "pre_eol_info"]),
+    ("machine_text", &["get_throttled", "swaps", "mountinfo", "descriptors", "version", "max_link_speed"]),
 ];
 
 /// Default executions per target.

@@ -138,3 +138,52 @@ proptest! {
         prop_assert_eq!(e, hex::DecodeError::WrongLength { expected: 32, got: bytes.len() * 2 });
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// The health decoders and the machine parsers of `doctor` on any bytes
+    /// (the cargo-fuzz targets `nvme_smart_log`, `ata_smart`, `cmd56`,
+    /// `emmc_life` and `machine_text` run the same for millions of inputs).
+    #[test]
+    fn health_decoders_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..1100)) {
+        use storage_identify::advice::{layout, link};
+        use storage_identify::health::{ata, cmd56, emmc, nvme};
+        use storage_identify::{target, thermal};
+        if let Ok(log) = nvme::decode_smart_log(&bytes) {
+            let h = nvme::health(&log, Some(nvme::decode_thresholds(&bytes)));
+            prop_assert!(h.available_spare_percent.is_none_or(|s| s <= 100));
+        }
+        let _ = ata::decode_identify(&bytes);
+        if let Ok(a) = ata::decode_attributes(&bytes, Some(&bytes)) {
+            let _ = ata::health(a, None, true, ata::checksum_ok(&bytes));
+        }
+        if let Some(r) = ata::registers_from_sense(&bytes) {
+            let _ = ata::return_status(&r);
+        }
+        if let Ok(d) = cmd56::decode(&bytes) {
+            let _ = cmd56::health(&d);
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        let _ = emmc::health(emmc::parse_life_time(&text), emmc::parse_byte(&text), "proptest");
+        let _ = thermal::parse_get_throttled(&text).map(thermal::decode_get_throttled);
+        let _ = layout::parse_swaps(&text);
+        let _ = target::parse_mountinfo(&text);
+        let _ = usb::offers_uas(&bytes);
+        let _ = link::parse_link_speed(&text);
+    }
+
+    /// Full-size blocks with a known signature: the layouts' fields.
+    #[test]
+    fn cmd56_blocks_with_a_signature_decode_or_refuse_cleanly(
+        sig in prop_oneof![Just([0x44u8, 0x53]), Just([0x70, 0x58]), Just([0x53, 0x77]), Just([0x54, 0x72]), Just([0x09, 0x41])],
+        mut body in proptest::collection::vec(any::<u8>(), 512),
+    ) {
+        use storage_identify::health::cmd56;
+        body[..2].copy_from_slice(&sig);
+        match cmd56::decode(&body) {
+            Ok(d) => prop_assert!(d.used.is_none_or(|u| u <= 100)),
+            Err(e) => prop_assert!(matches!(e, cmd56::Cmd56Error::Implausible(..)), "{e}"),
+        }
+    }
+}
