@@ -214,7 +214,7 @@ poweroff -f
 }
 
 /// busybox `time`'s `real\t0m 0.12s` as seconds.
-fn real_seconds(table: &str) -> Option<f64> {
+pub(super) fn real_seconds(table: &str) -> Option<f64> {
     let line = table.lines().find(|l| l.trim_start().starts_with("real"))?;
     let value = line.trim_start().strip_prefix("real")?.trim();
     let (minutes, seconds) = value.split_once('m')?;

@@ -12,6 +12,7 @@
 //! | `===SS-BEGIN===` … `===SS-END=== exit=N` | stdout of `storage-score identify /dev/mmcblk0 --json`, and its exit code |
 //! | `===SS-STDERR-BEGIN===` … `-END===` | its stderr |
 //! | `===SS-TABLE-BEGIN===` … `===SS-TABLE-END=== exit=N` | `storage-score identify /dev/mmcblk0` (the table) |
+//! | `===SS-DOCTOR-BEGIN===` … `===SS-DOCTOR-END=== exit=N` | with [`GuestPlan::doctor`]: `time storage-score doctor /dev/mmcblk0` (the table and busybox's timing), then its `--json` between `===SS-DOCTOR-JSON-BEGIN===` and `-END=== exit=N` |
 //! | `===SS-RUN-BEGIN===` … `===SS-RUN-END=== exit=N` | with [`GuestPlan::run_quick`]: stdout of `storage-score run /dev/mmcblk0 --profile quick --destructive --yes --json`, then `===SS-RUN-SECONDS=== N` and its stderr between `===SS-RUN-STDERR-BEGIN===` and `-END===` |
 //! | `===SS-DMESG-BEGIN===` … `-END===` | the kernel's mmc/sdhci lines |
 //!
@@ -54,6 +55,9 @@ pub struct GuestPlan {
     /// Also benchmark the whole card with the quick profile. It writes the
     /// raw device, which holds nothing: the image is made for the run.
     pub run_quick: bool,
+    /// Also run `doctor` on the card (before the benchmark), timed, as the
+    /// table and as JSON.
+    pub doctor: bool,
     /// The last command: `poweroff -f` on the PC; `reboot -f` on the raspi3b,
     /// which has no power-off, so a watchdog reset that QEMU's -no-reboot
     /// turns into an exit.
@@ -62,13 +66,31 @@ pub struct GuestPlan {
 
 impl GuestPlan {
     /// `vm-identify`'s PC guest.
-    pub const PC: GuestPlan = GuestPlan { clock: None, run_quick: false, exit: "poweroff -f" };
+    pub const PC: GuestPlan = GuestPlan { clock: None, run_quick: false, doctor: false, exit: "poweroff -f" };
 }
 
 /// The guest's `/init` for these modules (names of `/lib/modules/<name>.ko`,
 /// in load order).
 pub fn init_script(modules: &[String], plan: &GuestPlan) -> String {
     let clock = plan.clock.map(|secs| format!("date -s @{secs} >/dev/null\n")).unwrap_or_default();
+    let doctor = if plan.doctor {
+        format!(
+            r#"  echo ===SS-DOCTOR-BEGIN===
+  time {bin} doctor /dev/mmcblk0 2>&1
+  echo "===SS-DOCTOR-END=== exit=$?"
+  {bin} doctor /dev/mmcblk0 --json >/tmp/doctor.json 2>/tmp/doctor.err
+  rc=$?
+  echo ===SS-DOCTOR-JSON-BEGIN===
+  cat /tmp/doctor.json
+  echo
+  echo "===SS-DOCTOR-JSON-END=== exit=$rc"
+  cat /tmp/doctor.err
+"#,
+            bin = GUEST_BINARY
+        )
+    } else {
+        String::new()
+    };
     let run = if plan.run_quick {
         format!(
             r#"  t0=$(date +%s)
@@ -145,7 +167,7 @@ if [ -b /dev/mmcblk0 ]; then
   echo ===SS-TABLE-BEGIN===
   {bin} identify /dev/mmcblk0 2>&1
   echo "===SS-TABLE-END=== exit=$?"
-{run}else
+{doctor}{run}else
   echo "===SS-NO-DEVICE=== /dev/mmcblk0 did not appear in 20 s"
 fi
 echo ===SS-DMESG-BEGIN===
@@ -185,6 +207,12 @@ pub struct GuestOutput {
     pub run_exit: Option<i32>,
     pub run_seconds: Option<u64>,
     pub run_stderr: Option<String>,
+    /// `doctor /dev/mmcblk0`: the table (with busybox `time`'s lines) and
+    /// its exit code; `--json`: the report and its exit code.
+    pub doctor_table: Option<String>,
+    pub doctor_exit: Option<i32>,
+    pub doctor_json: Option<String>,
+    pub doctor_json_exit: Option<i32>,
     pub dmesg: Option<String>,
 }
 
@@ -228,6 +256,14 @@ pub fn parse(log: &str) -> GuestOutput {
     }
     out.run_seconds = marker_value(&lines, "===SS-RUN-SECONDS=== ").and_then(|s| s.parse().ok());
     out.run_stderr = section(&lines, "===SS-RUN-STDERR-BEGIN===", "===SS-RUN-STDERR-END===").map(|s| s.0);
+    if let Some((table, exit)) = section(&lines, "===SS-DOCTOR-BEGIN===", "===SS-DOCTOR-END===") {
+        out.doctor_table = Some(table);
+        out.doctor_exit = exit;
+    }
+    if let Some((json, exit)) = section(&lines, "===SS-DOCTOR-JSON-BEGIN===", "===SS-DOCTOR-JSON-END===") {
+        out.doctor_json = Some(json);
+        out.doctor_json_exit = exit;
+    }
     out.dmesg = section(&lines, "===SS-DMESG-BEGIN===", "===SS-DMESG-END===").map(|s| s.0);
     out
 }

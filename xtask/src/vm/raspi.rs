@@ -103,7 +103,7 @@ fn run(opts: &Options) -> Result<Vec<Check>> {
         }
     };
     let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    let plan = GuestPlan { clock: Some(now), run_quick: true, exit: "reboot -f" };
+    let plan = GuestPlan { clock: Some(now), run_quick: true, doctor: true, exit: "reboot -f" };
     let init = guest::init_script(&kernel.module_names(), &plan);
     let contents = initramfs::Contents { busybox: &busybox, cpio: &cpio, binary: &binary, init: &init };
     let initrd = initramfs::pack(&paths, &contents, &kernel)?;
@@ -131,7 +131,9 @@ fn run(opts: &Options) -> Result<Vec<Check>> {
     let out = guest::parse(&outcome.log);
     guest::print_summary(&out);
     print_run(&out);
-    for (name, text) in [("identify.json", &out.identify_json), ("run.json", &out.run_json)] {
+    for (name, text) in
+        [("identify.json", &out.identify_json), ("run.json", &out.run_json), ("doctor.json", &out.doctor_json)]
+    {
         if let Some(text) = text {
             let _ = std::fs::write(paths.run.join(name), text);
         }
@@ -188,6 +190,7 @@ fn pi_checks(out: &GuestOutput) -> Vec<Check> {
         device_path.contains(SDHOST),
         if device_path.is_empty() { "no sysfs path printed" } else { device_path },
     )];
+    checks.extend(doctor_checks(out));
     let seconds = out.run_seconds.map_or("?".to_owned(), |s| s.to_string());
     checks.push(Check::new(
         "run --profile quick exit code",
@@ -198,6 +201,40 @@ fn pi_checks(out: &GuestOutput) -> Vec<Check> {
         Some(Ok(report)) => checks.extend(report_checks(&report)),
         Some(Err(e)) => checks.push(Check::new("run --json is one JSON document", false, e.to_string())),
         None => checks.push(Check::new("run --json is one JSON document", false, "the guest printed no run report")),
+    }
+    checks
+}
+
+/// `doctor` on the emulated Pi: it runs, within two seconds, and says the
+/// card has no health source rather than guessing one (QEMU's card, MID
+/// 0xaa, is no maker with a public CMD56 layout).
+fn doctor_checks(out: &GuestOutput) -> Vec<Check> {
+    let mut checks = vec![Check::new(
+        "doctor /dev/mmcblk0 exit code",
+        out.doctor_exit == Some(0) && out.doctor_json_exit == Some(0),
+        format!("table {:?}, --json {:?}", out.doctor_exit, out.doctor_json_exit),
+    )];
+    let seconds = out.doctor_table.as_deref().and_then(super::doctor::real_seconds);
+    checks.push(Check::new(
+        "doctor takes under 2 s on the emulated Pi 3B",
+        seconds.is_some_and(|s| s < 2.0),
+        seconds.map_or("no timing printed".to_owned(), |s| format!("{s:.2} s")),
+    ));
+    match out.doctor_json.as_deref().map(serde_json::from_str::<Value>) {
+        Some(Ok(report)) => {
+            checks.push(checks::field_check(&report, "/health/source", &Value::Null));
+            let why = report["health"]["why"].as_str().unwrap_or("");
+            checks.push(Check::new(
+                "doctor says why the card has no health source",
+                why.contains("no standard health report"),
+                why,
+            ));
+            checks.push(checks::field_check(&report, "/system/board", &Value::from("Raspberry Pi 3 Model B")));
+        }
+        Some(Err(e)) => checks.push(Check::new("doctor --json is one JSON document", false, e.to_string())),
+        None => {
+            checks.push(Check::new("doctor --json is one JSON document", false, "the guest printed no doctor report"))
+        }
     }
     checks
 }
@@ -225,8 +262,15 @@ fn report_checks(report: &Value) -> Vec<Check> {
     checks
 }
 
-/// Prints the quick run's stderr (its progress and notes) after the summary.
+/// Prints doctor's table and the quick run's stderr (its progress and
+/// notes) after the summary.
 fn print_run(out: &GuestOutput) {
+    if let Some(table) = out.doctor_table.as_deref() {
+        println!("--- storage-score doctor /dev/mmcblk0 (exit {:?})", out.doctor_exit);
+        for line in table.lines() {
+            println!("    {line}");
+        }
+    }
     if let Some(stderr) = out.run_stderr.as_deref().filter(|s| !s.is_empty()) {
         println!("--- storage-score run --profile quick: stderr");
         for line in stderr.lines() {
