@@ -50,7 +50,7 @@ pub fn render(report: &Report, took: Duration) -> String {
         board.map(|b| format!(" on {b}")).unwrap_or_default()
     );
     out.push_str(&sections(report));
-    let _ = writeln!(out, "doctor took {:.2} s; it read, and wrote nothing", took.as_secs_f64());
+    let _ = writeln!(out, "doctor took {:.3} s; it read, and wrote nothing", took.as_secs_f64());
     out
 }
 
