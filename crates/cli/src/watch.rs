@@ -11,7 +11,7 @@ use storage_bench::Observer;
 use storage_identify::checkup::{Checkup, checkup};
 use storage_identify::thermal::{self, Watcher};
 use storage_identify::{Resolved, Roots};
-use storage_scoring::health::Thermal;
+use storage_scoring::health::{Thermal, ThermalSnapshot};
 use storage_scoring::schema::{Device, Report};
 
 /// How often the sampler reads the machine while a measurement runs.
@@ -51,9 +51,11 @@ impl Session {
         let end = self.watcher.sample_now();
         let (interval, samples) = self.watcher.stop();
         let windows = self.windows.into_inner().unwrap_or_default();
+        // A machine with no sensor at all has nothing to show before or after.
+        let known = |s: &ThermalSnapshot| *s != ThermalSnapshot::default();
         let mut t = Thermal {
-            before: self.checkup.as_ref().map(|c| c.thermal.clone()),
-            after: samples.last().map(|s| s.snapshot.clone()),
+            before: self.checkup.as_ref().map(|c| c.thermal.clone()).filter(known),
+            after: samples.last().map(|s| s.snapshot.clone()).filter(known),
             during: Some(thermal::summarize(interval, &samples)),
             figures: windows
                 .iter()

@@ -244,12 +244,12 @@ fn sd_health(file: &File, device: &Device) -> Health {
     let Some(cid) = device.sd.as_ref().and_then(|s| s.cid.as_ref()) else {
         return Health::none("the card's CID is unreadable, so its maker (and a health query for it) is unknown");
     };
-    let maker = cid.manufacturer.clone().unwrap_or_else(|| format!("MID {:#04x}", cid.manufacturer_id));
+    let maker = cid.manufacturer.clone().unwrap_or_else(|| format!("the maker of MID {:#04x}", cid.manufacturer_id));
     let queries = cmd56::queries_for(cid.manufacturer_id);
     if queries.is_empty() {
         return Health::none(format!(
-            "SD cards have no standard health report (no SMART); {maker} publishes no CMD56 health layout this tool \
-             can read without writing to the card"
+            "SD cards have no standard health report (no SMART), and {maker} publishes no CMD56 health layout this \
+             tool can read without writing to the card"
         ));
     }
     let mut failures = Vec::new();
