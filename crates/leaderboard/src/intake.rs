@@ -10,8 +10,8 @@
 //! - a string with control characters, or one too long; a name-like field
 //!   (product name, board, register text, …) holding markup or quoting
 //!   characters (`<>"'\`;\`): **400**, naming the field. Free-text fields
-//!   (notes, hint messages, skip reasons) may hold any printable text; the
-//!   pages escape it;
+//!   (notes, hint messages, skip reasons, advice) may hold any printable
+//!   text; the pages escape it;
 //! - a figure that is negative, not finite (`NaN`, `Infinity`, `1e400`), or
 //!   beyond anything a storage device does (`1e300`): **422**, refused;
 //! - a figure beyond what the report's own bus can carry (10 GB/s over a
@@ -37,7 +37,9 @@ pub const FORMULA_VERSION: &str = "pibenchmarks-1";
 
 /// The verdict rules' version, stored beside every verdict. Bump it when
 /// `storage_scoring::verdict` changes what it decides.
-pub const VERDICT_VERSION: &str = "verdict-1";
+/// `verdict-2`: a figure measured while the machine was throttled is not
+/// judged (docs/doctor.md#figures-measured-while-throttled).
+pub const VERDICT_VERSION: &str = "verdict-2";
 
 /// The longest name-like string (a product name, a board, a register's hex).
 pub const MAX_NAME_CHARS: usize = 256;
@@ -47,8 +49,11 @@ pub const MAX_TEXT_CHARS: usize = 2000;
 /// Characters refused in name-like fields: markup and SQL/shell quoting.
 const FORBIDDEN_IN_NAMES: [char; 7] = ['<', '>', '"', '\'', '`', ';', '\\'];
 
-/// Fields whose value is prose; all other strings are names.
-const FREE_TEXT_FIELDS: [&str; 6] = ["notes", "message", "reason", "summary", "requirement", "why"];
+/// Fields whose value is prose; all other strings are names. `evidence`,
+/// `fix` and `source` are doctor's advice (docs/doctor.md#advice): commands
+/// and udev rules, with their quotes.
+const FREE_TEXT_FIELDS: [&str; 9] =
+    ["notes", "message", "reason", "summary", "requirement", "why", "evidence", "fix", "source"];
 
 /// Figures no storage device reaches, by unit: 100 GB/s (PCIe 5.0 x16 is
 /// 63 GB/s) and 100 million IOPS (the fastest SSDs do a few million).
@@ -132,7 +137,7 @@ pub fn accept(body: &[u8]) -> Result<Accepted, ApiError> {
     let measurements = report.measurements.unwrap_or_default();
     let comparable = matches!(report.profile.as_deref(), None | Some("compat"));
     let score = score::pibenchmarks(&measurements, comparable);
-    let verdict = verdict::verdict(report.device.as_ref(), &measurements);
+    let verdict = verdict::verdict_under(report.device.as_ref(), &measurements, None, report.thermal.as_ref());
     let card = Card::of(report.device.as_ref());
     let bus = Bus::of(report.device.as_ref());
 
@@ -480,6 +485,29 @@ mod tests {
         let mut r = report();
         r["notes"] = serde_json::json!(["bell\u{7}"]);
         assert!(submit(&r).unwrap_err().message.starts_with("notes[0]: contains the control character U+0007"));
+    }
+
+    /// `health`, `advice` and `thermal` are stored as sent (after the
+    /// privacy filter), and the server's verdict leaves figures measured
+    /// while throttled unjudged, as the client's does.
+    #[test]
+    fn health_advice_and_thermal_are_stored_and_judged() {
+        let mut r = report();
+        r["health"] = serde_json::json!({"source": "nvme-smart-log", "status": "ok", "percentage_used": 3,
+            "critical_warning": [], "notes": ["from /media/alice/x"]});
+        r["advice"] = serde_json::json!([{"code": "trim-not-scheduled", "severity": "warn",
+            "evidence": "/ (ext4 on /dev/mmcblk0p2) mounted without discard", "fix": "`sudo systemctl enable --now fstrim.timer`",
+            "source": "util-linux fstrim(8)"}]);
+        r["thermal"] = serde_json::json!({"throttled_during": true, "figures": [{"key": "seq_write_mb_s", "samples": 4,
+            "throttled": true, "flags": ["under-voltage"]}]});
+        let accepted = submit(&r).unwrap();
+        let health = accepted.report.health.as_ref().expect("health kept");
+        assert_eq!(health.percentage_used, Some(3));
+        assert_eq!(health.notes, ["from /media/…"], "the privacy filter reaches health notes");
+        assert_eq!(accepted.report.advice.len(), 1);
+        let verdict = &accepted.verdict;
+        let seq = verdict.checks.iter().filter(|c| c.key == "seq_write_mb_s").collect::<Vec<_>>();
+        assert!(!seq.is_empty() && seq.iter().all(|c| c.pass.is_none()), "{seq:?}");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! goes through [`esc`] (storage-report's escaping) before it is written.
 
 mod card_page;
+mod health;
 mod leaderboard_page;
 mod result_page;
 

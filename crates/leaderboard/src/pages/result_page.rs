@@ -104,6 +104,7 @@ pub async fn result<S: Storage>(State(app): State<Arc<App<S>>>, Path(id): Path<S
     for skipped in &report.skipped {
         let _ = write!(body, "<p class=\"muted\">skipped {}: {}</p>", esc(&skipped.key), esc(&skipped.reason));
     }
+    body.push_str(&super::health::section(&report));
 
     body.push_str("<h3>Verdict (this server's own)</h3>");
     if let Some(summary) = &verdict.summary {

@@ -1,0 +1,123 @@
+//! The result page's health section (docs/doctor.md#health): what the
+//! device said about its own wear when the result was made, and whether the
+//! figures were measured while the machine was throttled. Shown, never
+//! ranked by.
+
+use std::fmt::Write;
+
+use storage_scoring::health::HealthStatus;
+use storage_scoring::schema::Report;
+
+use super::esc;
+
+/// `<h3>Health</h3>` and its table; empty when the report carries neither
+/// health nor a throttling record (reports from before `doctor`).
+pub fn section(report: &Report) -> String {
+    let mut out = String::new();
+    let throttled = report.thermal.as_ref().and_then(|t| t.throttled_during);
+    let Some(h) = report.health.as_ref() else {
+        if throttled == Some(true) {
+            out.push_str(THROTTLED);
+        }
+        return out;
+    };
+    out.push_str("<h3>Health</h3>");
+    let Some(source) = h.source else {
+        let _ = write!(
+            out,
+            "<p id=\"health\" class=\"muted\">No health source: {}</p>",
+            esc(h.why.as_deref().unwrap_or("the device reports none"))
+        );
+        if throttled == Some(true) {
+            out.push_str(THROTTLED);
+        }
+        return out;
+    };
+    let mut rows: Vec<(&str, String)> = vec![("Source", source.as_str().to_owned())];
+    if let Some(status) = h.status {
+        rows.push(("Status", status.as_str().to_owned()));
+    }
+    if let Some(p) = h.percentage_used {
+        rows.push(("Life used", format!("{p}%")));
+    }
+    if let Some([lo, hi]) = h.percentage_used_range {
+        rows.push(("Life used", format!("{lo}-{hi}%")));
+    }
+    if let Some(s) = h.available_spare_percent {
+        rows.push(("Available spare", format!("{s}%")));
+    }
+    if let Some(t) = h.temperature_c {
+        rows.push(("Temperature", format!("{t} °C")));
+    }
+    if let Some(p) = h.smart_passed {
+        rows.push(("SMART self-assessment", if p { "passed" } else { "FAILED" }.to_owned()));
+    }
+    if let Some(w) = h.critical_warning.as_ref().filter(|w| !w.is_empty()) {
+        rows.push(("Critical warning", w.iter().map(|x| x.as_str()).collect::<Vec<_>>().join(", ")));
+    }
+    if let Some(hours) = h.power_on_hours {
+        rows.push(("Power-on hours", hours.to_string()));
+    }
+    if let Some(bytes) = h.data_written_bytes {
+        rows.push(("Data written", format!("{:.1} GB", bytes as f64 / 1e9)));
+    }
+    for (label, count) in [
+        ("Media errors", h.media_errors),
+        ("Reallocated sectors", h.reallocated_sectors),
+        ("Pending sectors", h.pending_sectors),
+    ] {
+        if let Some(n) = count {
+            rows.push((label, n.to_string()));
+        }
+    }
+    if let Some(eol) = h.pre_eol {
+        rows.push(("Pre-EOL", eol.as_str().to_owned()));
+    }
+    let status_class = match h.status {
+        Some(HealthStatus::Failing | HealthStatus::Warn) => " class=\"flag\"",
+        _ => "",
+    };
+    let _ = write!(out, "<table id=\"health\" class=\"facts\" style=\"width:auto\"{status_class}>");
+    for (label, value) in rows {
+        let _ = write!(out, "<tr><th>{label}</th><td>{}</td></tr>", esc(&value));
+    }
+    out.push_str("</table>");
+    if throttled == Some(true) {
+        out.push_str(THROTTLED);
+    }
+    out
+}
+
+const THROTTLED: &str = "<p id=\"throttled\" class=\"flag\">Measured while the machine was throttled or \
+     under-volted: the figures say more about its power supply or cooling than about the card, and the \
+     verdict does not judge them.</p>";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use storage_scoring::health::{CriticalWarning, Health, HealthSource, Thermal};
+
+    #[test]
+    fn shows_the_source_its_figures_and_throttling_escaped() {
+        let report = Report {
+            health: Some(Health {
+                source: Some(HealthSource::NvmeSmartLog),
+                status: Some(HealthStatus::Failing),
+                percentage_used: Some(3),
+                temperature_c: Some(41),
+                critical_warning: Some(vec![CriticalWarning::ReadOnly]),
+                ..Health::default()
+            }),
+            thermal: Some(Thermal { throttled_during: Some(true), ..Thermal::default() }),
+            ..Report::new("0.1.0")
+        };
+        let html = section(&report);
+        assert!(html.contains("<th>Source</th><td>nvme-smart-log</td>"), "{html}");
+        assert!(html.contains("<th>Critical warning</th><td>read-only</td>"), "{html}");
+        assert!(html.contains("class=\"flag\""));
+        assert!(html.contains("id=\"throttled\""));
+        let none = Report { health: Some(Health::none("a <loop> device")), ..Report::new("0.1.0") };
+        assert!(section(&none).contains("No health source: a &lt;loop&gt; device"));
+        assert_eq!(section(&Report::new("0.1.0")), "");
+    }
+}
