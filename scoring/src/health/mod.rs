@@ -4,8 +4,8 @@
 //!
 //! `identify` fills them (it reads the devices); this module holds only the
 //! types (`advice.rs`, `thermal.rs`) and the pure rules over them
-//! ([`Thermal::assess`]), so that
-//! the leaderboard server reads them with `scoring` alone. Closed choices
+//! ([`Thermal::assess`]), so that the leaderboard server reads them with
+//! `scoring` alone. Closed choices
 //! (sources, severities, advice codes, warning bits) are enums; each has an
 //! `Unknown` variant that a newer report's value loads as, so an old server
 //! still accepts a report from a newer client.
