@@ -243,3 +243,18 @@ fn garbage_in_every_file_gives_no_panic_and_no_advice_built_on_it() {
         }
     }
 }
+
+/// mountinfo escapes a mount point's odd bytes as `\ooo`; decoded, an
+/// escape sequence must still not reach the evidence a terminal prints.
+#[test]
+fn a_mount_point_with_an_escape_sequence_is_quoted_harmlessly() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path().join("sd-no-fstrim");
+    copy_tree(&fixtures().join("sd-no-fstrim"), &root);
+    let mountinfo = "22 1 179:2 / /mnt/\\033[2Jcard rw,noatime shared:1 - ext4 /dev/mmcblk0p2 rw\n";
+    fs::write(root.join("proc/self/mountinfo"), mountinfo).expect("mountinfo");
+    let c = examine_at(&root, "sd-no-fstrim");
+    assert_eq!(codes(&c), [(AdviceCode::TrimNotScheduled, Severity::Warn)]);
+    let evidence = &c.advice[0].evidence;
+    assert!(evidence.starts_with("/mnt/\u{fffd}[2Jcard (ext4 on /dev/mmcblk0p2)"), "{evidence}");
+}

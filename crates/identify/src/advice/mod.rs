@@ -87,7 +87,9 @@ pub fn examine(ctx: &Context<'_>) -> Vec<Advice> {
     out
 }
 
-/// Builds one finding.
+/// Builds one finding. Evidence and fix quote what the machine holds
+/// (mount points decoded from mountinfo's `\ooo` escapes, device names), so
+/// control characters are replaced: they must not reach a terminal.
 pub(crate) fn advice(
     code: AdviceCode,
     severity: Severity,
@@ -95,7 +97,18 @@ pub(crate) fn advice(
     fix: impl Into<String>,
     source: &str,
 ) -> Advice {
-    Advice { code, severity, evidence: evidence.into(), fix: fix.into(), source: source.to_owned() }
+    Advice {
+        code,
+        severity,
+        evidence: printable(&evidence.into()),
+        fix: printable(&fix.into()),
+        source: source.to_owned(),
+    }
+}
+
+/// `text` with every control character replaced by U+FFFD.
+fn printable(text: &str) -> String {
+    text.chars().map(|c| if c.is_control() { char::REPLACEMENT_CHARACTER } else { c }).collect()
 }
 
 /// Bytes in binary units for evidence: `260 MiB`, `4 KiB`, `1.5 GiB`.
@@ -126,6 +139,13 @@ mod tests {
         assert_eq!(pi_generation("Raspberry Pi Model B Rev 2"), Some(1));
         assert_eq!(pi_generation("Dell Inc. OptiPlex 7090"), None);
         assert_eq!(pi_generation("Raspberry Pi "), None);
+    }
+
+    #[test]
+    fn evidence_keeps_no_control_characters() {
+        let a = advice(AdviceCode::Hot, Severity::Warn, "mounted on /mnt/\u{1b}[2Jx", "fix\n", "s");
+        assert_eq!(a.evidence, "mounted on /mnt/\u{fffd}[2Jx");
+        assert_eq!(a.fix, "fix\u{fffd}");
     }
 
     #[test]
