@@ -107,7 +107,7 @@ pub(crate) fn advice(
 }
 
 /// `text` with every control character replaced by U+FFFD.
-fn printable(text: &str) -> String {
+pub(crate) fn printable(text: &str) -> String {
     text.chars().map(|c| if c.is_control() { char::REPLACEMENT_CHARACTER } else { c }).collect()
 }
 

@@ -36,8 +36,18 @@ use crate::target::BlockDev;
 /// PASS-THROUGH may hang on it; this keeps `doctor` within its seconds.
 const SG_TIMEOUT_MS: u32 = 1500;
 
-/// The device's health from its own source.
+/// The device's health from its own source. Its sentences quote paths and
+/// names from the machine, so control characters are replaced.
 pub fn read(disk: &BlockDev, device: &Device, roots: &Roots) -> Health {
+    let mut h = read_source(disk, device, roots);
+    h.why = h.why.as_deref().map(crate::advice::printable);
+    for note in &mut h.notes {
+        *note = crate::advice::printable(note);
+    }
+    h
+}
+
+fn read_source(disk: &BlockDev, device: &Device, roots: &Roots) -> Health {
     let dev_dir = disk.sys_dir.join("device");
     if device.kind == DeviceKind::Emmc {
         return emmc_health(&dev_dir, device);
