@@ -194,9 +194,18 @@ fn yes_sends_the_exact_payload_and_keeps_the_delete_token() {
     assert_eq!(std::fs::metadata(salt).expect("salt").permissions().mode() & 0o777, 0o600);
 }
 
+fn body_json(received: &support::faulty_leaderboard::Received) -> Value {
+    serde_json::from_slice(&received.body).expect("a JSON body")
+}
+
 /// Runs `args` on a pseudo-terminal, answers the y/N prompt with `answer`,
 /// and returns the exit code and everything the terminal showed.
 fn on_a_terminal(home: &Home, args: &[&str], answer: &str) -> (Option<i32>, String) {
+    on_a_terminal_labelled(home, args, "", answer)
+}
+
+/// [`on_a_terminal`], answering the label question with `label`.
+fn on_a_terminal_labelled(home: &Home, args: &[&str], label: &str, answer: &str) -> (Option<i32>, String) {
     let pty = nix::pty::openpty(None, None).expect("openpty");
     let slave = std::fs::File::from(pty.slave);
     let mut cmd = home.command(args);
@@ -218,10 +227,16 @@ fn on_a_terminal(home: &Home, args: &[&str], answer: &str) -> (Option<i32>, Stri
     });
     let mut screen = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(30);
+    let mut label_answered = false;
     while !String::from_utf8_lossy(&screen).contains("[y/N]") {
         assert!(Instant::now() < deadline, "no prompt on the terminal:\n{}", String::from_utf8_lossy(&screen));
         if let Ok(chunk) = rx.recv_timeout(Duration::from_millis(100)) {
             screen.extend(chunk);
+        }
+        // The name on the card's label is asked first; `label` answers it.
+        if !label_answered && String::from_utf8_lossy(&screen).contains("Enter to skip): ") {
+            master.write_all(format!("{label}\n").as_bytes()).expect("label");
+            label_answered = true;
         }
     }
     master.write_all(format!("{answer}\n").as_bytes()).expect("answer");
@@ -257,6 +272,56 @@ fn on_a_terminal_it_asks_and_sends_only_on_yes() {
     assert_eq!(code, Some(0), "{screen}");
     assert!(screen.contains("sent: "), "{screen}");
     assert_eq!(server.received().len(), 1);
+    assert!(body_json(&server.received()[0]).get("label").is_none(), "Enter skips the label");
+}
+
+/// Users named like words of the schema (issue 18): `nvme` on an NVMe
+/// report, `compat` on a compat run. The filter scrubs free text only, so
+/// nothing panics, the kind and profile stay, and the names leave the notes.
+#[test]
+fn a_user_named_like_a_schema_word_changes_nothing_but_the_notes() {
+    for user in ["nvme", "compat", "sync", "usb"] {
+        let home = Home::new();
+        let mut report: Value = serde_json::from_slice(&std::fs::read(&home.report).expect("report")).expect("json");
+        report["device"] = json!({"kind": "nvme", "model": "WD Blue SN570 1TB", "firmware": "234110WD",
+            "capacity_bytes": 1_000_204_886_016u64, "nvme": {"transport": "pcie", "pcie_link_speed": "8.0 GT/s PCIe",
+            "pcie_link_width": 4}, "notes": [format!("read by {user} on /media/{user}/ssd")]});
+        report["target"] = json!({"input": format!("/media/{user}/ssd"), "mount_point": format!("/media/{user}/ssd")});
+        report["notes"] = json!([format!("benchmarked by {user}")]);
+        std::fs::write(&home.report, serde_json::to_vec_pretty(&report).expect("json")).expect("write");
+        let server = FaultyLeaderboard::start(vec![Reply::created(7, "public")]);
+        let mut cmd = home.command(&["submit", home.report_arg(), "--url", &server.url(), "--yes"]);
+        let out = cmd.env("USER", user).env("LOGNAME", user).output().expect("run");
+        assert!(out.status.success(), "USER={user}: {}", String::from_utf8_lossy(&out.stderr));
+        let sent = body_json(&server.received()[0]);
+        assert_eq!(sent["device"]["kind"], "nvme", "USER={user}");
+        assert_eq!(sent["profile"], "compat", "USER={user}");
+        assert_eq!(sent["device"]["nvme"]["transport"], "pcie");
+        assert_eq!(sent["device"]["notes"][0], "read by … on /media/…", "USER={user}");
+        assert_eq!(sent["notes"][0], "benchmarked by …", "USER={user}");
+        assert_eq!(sent["target"]["input"], "/media/…");
+    }
+}
+
+#[test]
+fn the_label_is_asked_for_on_a_terminal_and_given_by_flag_elsewhere() {
+    let home = Home::new();
+    let server = FaultyLeaderboard::start(vec![Reply::created(3, "public"), Reply::created(4, "public")]);
+    let args = ["submit", home.report_arg(), "--url", &server.url()];
+    let (code, screen) = on_a_terminal_labelled(&home, &args, "  SanDisk   Extreme 64GB ", "y");
+    assert_eq!(code, Some(0), "{screen}");
+    assert!(screen.contains("label     SanDisk Extreme 64GB"), "the summary shows it: {screen}");
+    assert_eq!(body_json(&server.received()[0])["label"], "SanDisk Extreme 64GB");
+
+    // Off a terminal nothing is asked; --label gives it, checked first.
+    let other = Home::new();
+    let out = other.submit(&server.url(), &["--yes", "--label", &"x".repeat(81)]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--label: 81 characters, at most 80"));
+    assert_eq!(server.received().len(), 1, "nothing sent for a bad label");
+    let out = other.submit(&server.url(), &["--yes", "--label", "Kingston Canvas Go! Plus 64GB"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(body_json(&server.received()[1])["label"], "Kingston Canvas Go! Plus 64GB");
 }
 
 #[test]

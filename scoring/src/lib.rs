@@ -1,11 +1,13 @@
-//! storage-scoring: the report schema (`storage-score/1`), the PiBenchmarks
-//! score and the SD class verdict.
+//! storage-scoring: the report schema (`storage-score/1`), the one validator
+//! of reports, the PiBenchmarks score, the SD class verdict, the privacy
+//! filter and the table of card makers by MID.
 //!
 //! This crate depends on neither `storage-identify` nor `storage-bench`, so
 //! the leaderboard server and any other consumer of reports can use it alone.
 
 pub mod health;
 pub mod input;
+pub mod manufacturers;
 pub mod privacy;
 pub mod profile;
 pub mod schema;

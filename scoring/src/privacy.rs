@@ -12,7 +12,15 @@
 //! - no path below a mount point: `/media/alice/usb` becomes `/media/…`, in
 //!   the target and in every free-text note;
 //! - no hostname or user name: the client names them ([`Redaction::personal`])
-//!   and every whole-word occurrence is replaced.
+//!   and every whole-word occurrence in a prose field (a note, a hint's
+//!   message, a skip reason, advice: [`PROSE_KEYS`]) or a path field
+//!   ([`PATH_KEYS`]) is replaced.
+//!
+//! Only those fields are scrubbed. Enum-valued fields (`kind`, `profile`,
+//! `engine`, a bus `timing`) and keyed fields (measurement keys, register
+//! names) are never touched: a user named `nvme` or `compat` must not turn
+//! an NVMe report into an unreadable one, or a compat run into another
+//! profile.
 //!
 //! Pure: no I/O. The salt and the personal names are the caller's to find.
 
@@ -20,6 +28,23 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::schema::{Device, Report};
+
+/// Keys whose values are prose a user's or host's name can appear in. (A
+/// `source` names a public reference or a health source such as
+/// `nvme-smart-log`: a word of the schema, never scrubbed.)
+pub const PROSE_KEYS: [&str; 9] =
+    ["notes", "message", "reason", "summary", "requirement", "why", "engine_detail", "evidence", "fix"];
+
+/// Keys whose values are paths a user chose (a directory target, a mount
+/// point, a loop device's backing file): reduced below the mount point and
+/// scrubbed of personal names.
+pub const PATH_KEYS: [&str; 5] = ["input", "mount_point", "mount_source", "stack", "backing_file"];
+
+/// The filter could not give the report back in its own shape. Scrubbing
+/// touches free text only, so this is a bug, reported rather than a panic.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the privacy filter could not rebuild the report ({0}); nothing was sent")]
+pub struct PrivacyError(pub String);
 
 /// What to remove, and what to send instead.
 #[derive(Debug, Clone, Default)]
@@ -55,7 +80,7 @@ const COMMON_NAMES: [&str; 9] =
 const SYSTEM_PATHS: [&str; 5] = ["/boot/firmware", "/var/tmp", "/var/lib", "/run/user", "/mnt/data"];
 
 /// The report as it may leave the machine.
-pub fn redact(report: &Report, how: &Redaction<'_>) -> Report {
+pub fn redact(report: &Report, how: &Redaction<'_>) -> Result<Report, PrivacyError> {
     let mut out = report.clone();
     if !how.include_serials {
         if let Some(device) = out.device.as_mut() {
@@ -75,11 +100,11 @@ pub fn redact(report: &Report, how: &Redaction<'_>) -> Report {
         .map(|name| name.trim())
         .filter(|name| name.chars().count() >= 2 && !COMMON_NAMES.contains(&name.to_ascii_lowercase().as_str()))
         .collect();
-    // Every string of the report, whatever its field (notes, hints, paths
-    // that a later version adds), goes through the same scrub.
-    let mut value = serde_json::to_value(&out).expect("a report always serializes");
-    scrub_strings(&mut value, &personal);
-    serde_json::from_value(value).expect("scrubbing strings keeps the report's shape")
+    // Free text and paths, wherever they sit (a note of the target, of a
+    // test, of the device), go through the same scrub; nothing else does.
+    let mut value = serde_json::to_value(&out).map_err(|e| PrivacyError(e.to_string()))?;
+    scrub_fields(&mut value, &personal, false);
+    serde_json::from_value(value).map_err(|e| PrivacyError(e.to_string()))
 }
 
 fn redact_serials(device: &mut Device, salt: Option<&[u8]>) {
@@ -176,16 +201,24 @@ fn mask_psn(text: &str, layout: CidLayout) -> Option<String> {
     Some((0..16).map(|i| if zeroed(i) { "00" } else { &hex[2 * i..2 * i + 2] }).collect())
 }
 
-fn scrub_strings(value: &mut Value, personal: &[&str]) {
+/// Scrubs the strings under free-text and path keys (`inside` says the
+/// walk is below one, as in a list of notes); every other string is left
+/// as it is.
+fn scrub_fields(value: &mut Value, personal: &[&str], inside: bool) {
     match value {
-        Value::String(text) => {
+        Value::String(text) if inside => {
             let scrubbed = scrub_text(text, personal);
             if scrubbed != *text {
                 *text = scrubbed;
             }
         }
-        Value::Array(items) => items.iter_mut().for_each(|item| scrub_strings(item, personal)),
-        Value::Object(fields) => fields.values_mut().for_each(|field| scrub_strings(field, personal)),
+        Value::Array(items) => items.iter_mut().for_each(|item| scrub_fields(item, personal, inside)),
+        Value::Object(fields) => {
+            for (key, field) in fields.iter_mut() {
+                let scrubbed = PROSE_KEYS.contains(&key.as_str()) || PATH_KEYS.contains(&key.as_str());
+                scrub_fields(field, personal, scrubbed);
+            }
+        }
         _ => {}
     }
 }
@@ -295,5 +328,31 @@ mod tests {
         assert_ne!(a, salted_hash(b"salt-2", "sd:9f:TI:SD64G:3698d765"));
         assert!(is_well_formed_hash(&a));
         assert!(!is_well_formed_hash("3698d765"));
+    }
+
+    #[test]
+    fn names_that_are_enum_words_leave_the_shape_alone() {
+        let report: Report = serde_json::from_value(serde_json::json!({
+            "schema": "storage-score/1", "tool": {"name": "storage-score", "version": "0.1.0"},
+            "profile": "compat",
+            "target": {"input": "/media/nvme/bench", "mount_point": "/media/nvme"},
+            "device": {"kind": "nvme", "model": "compat nvme drive", "notes": ["read by nvme on compat"]},
+            "details": {"seq_read_mib_s": {"engine": "sync", "bytes": 1, "ios": 1, "seconds": 1.0,
+                "latency": {"p50_us": 1.0, "p99_us": 1.0, "p99_9_us": 1.0, "max_us": 1.0, "mean_us": 1.0},
+                "notes": ["nvme and compat and sync"]}},
+            "notes": ["run by compat as nvme"]
+        }))
+        .unwrap();
+        let how = Redaction { personal: vec!["nvme".into(), "compat".into(), "sync".into()], ..Redaction::default() };
+        let out = redact(&report, &how).unwrap();
+        assert_eq!(out.profile.as_deref(), Some("compat"));
+        let device = out.device.as_ref().unwrap();
+        assert_eq!(device.kind, crate::schema::DeviceKind::Nvme);
+        assert_eq!(device.model.as_deref(), Some("compat nvme drive"), "a model name is not free text");
+        assert_eq!(device.notes, ["read by … on …"]);
+        assert_eq!(out.details["seq_read_mib_s"].engine, "sync");
+        assert_eq!(out.details["seq_read_mib_s"].notes, ["… and … and …"]);
+        assert_eq!(out.notes, ["run by … as …"]);
+        assert_eq!(out.target.as_ref().unwrap().input, "/media/…");
     }
 }

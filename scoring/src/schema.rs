@@ -16,6 +16,13 @@ pub use crate::health::{Advice, Health, Thermal};
 /// The value of the report's `schema` key.
 pub const SCHEMA: &str = "storage-score/1";
 
+/// The profiles a run can have: `compat` (comparable with PiBenchmarks) and
+/// `quick` (shortened, not comparable).
+pub const PROFILES: [&str; 2] = ["compat", "quick"];
+
+/// The longest `label` a report may carry, in characters.
+pub const MAX_LABEL_CHARS: usize = 80;
+
 /// A whole report, as `storage-score run --json` prints it.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Report {
@@ -37,9 +44,13 @@ pub struct Report {
     /// Temperature and throttling before, during and after the measurement.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thermal: Option<Thermal>,
-    /// `compat` (the default, comparable with PiBenchmarks) or `quick`.
+    /// `compat` (the default, comparable with PiBenchmarks) or `quick` ([`PROFILES`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
+    /// The name printed on the card's label (`SanDisk Extreme 64GB`), as
+    /// the submitter typed it (`submit --label`); at most 80 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measurements: Option<Measurements>,
     /// Per-test detail: latency percentiles, per-interval throughput, engine used.
@@ -140,6 +151,22 @@ pub enum DeviceKind {
 }
 
 impl DeviceKind {
+    pub const ALL: [DeviceKind; 8] = [
+        DeviceKind::Sd,
+        DeviceKind::Emmc,
+        DeviceKind::Usb,
+        DeviceKind::Nvme,
+        DeviceKind::Sata,
+        DeviceKind::Virtio,
+        DeviceKind::Loop,
+        DeviceKind::Other,
+    ];
+
+    /// The kind named by its JSON word (`sd`, `nvme`, …).
+    pub fn parse(text: &str) -> Option<DeviceKind> {
+        DeviceKind::ALL.into_iter().find(|k| k.as_str() == text)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             DeviceKind::Sd => "sd",

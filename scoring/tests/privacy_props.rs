@@ -1,10 +1,85 @@
 //! The privacy filter (docs/leaderboard.md) on whole reports: whatever the serial
 //! numbers and paths, none of them survives `redact`, in any form a search
-//! of the uploaded text could find.
+//! of the uploaded text could find; and whatever the host and user names,
+//! even words the schema itself uses (`nvme`, `compat`, `sync`), the filter
+//! never fails and never changes an enum-valued field.
 
 use proptest::prelude::*;
 use storage_scoring::privacy::{Redaction, is_well_formed_hash, redact};
-use storage_scoring::schema::{Device, DeviceKind, Report, SdCid, SdInfo, Target};
+use storage_scoring::schema::{
+    Device, DeviceKind, HostIos, Latency, PROFILES, Report, SdCid, SdInfo, Skipped, Target, TestDetail, UsbInfo,
+};
+
+/// Every word an enum-valued field of the schema can hold: device kinds,
+/// profiles, engines, bus timings, USB drivers, capacity types, hint
+/// weights, write-cache modes, and the measurement keys.
+fn enum_words() -> Vec<String> {
+    let mut words: Vec<String> = DeviceKind::ALL.iter().map(|k| k.as_str().to_owned()).collect();
+    words.extend(PROFILES.iter().map(|p| (*p).to_owned()));
+    for w in [
+        "io_uring",
+        "threads",
+        "sync",
+        "legacy",
+        "sd high-speed",
+        "sd uhs SDR104",
+        "sd uhs DDR50",
+        "mmc HS400",
+        "uas",
+        "usb-storage",
+        "SDSC",
+        "SDHC",
+        "SDXC",
+        "SDUC",
+        "strong",
+        "weak",
+        "write back",
+        "write through",
+        "high-speed",
+        "uhs",
+        "SDR104",
+        "DDR50",
+        "HS400",
+        "back",
+        "through",
+    ] {
+        words.push(w.to_owned());
+    }
+    words.extend(storage_scoring::schema::MEASUREMENT_KEYS.iter().map(|k| (*k).to_owned()));
+    words
+}
+
+/// A report of `kind` whose enum-valued fields hold `word` wherever a
+/// note could also mention it.
+fn report_of(kind: DeviceKind, profile: &str, word: &str) -> Report {
+    let mut report = Report::new("0.1.0");
+    report.profile = Some(profile.to_owned());
+    report.target = Some(Target { input: format!("/media/{word}/bench"), ..Target::default() });
+    report.device = Some(Device {
+        kind,
+        sd: (kind == DeviceKind::Sd).then(|| SdInfo {
+            host: Some(HostIos { timing: Some("sd uhs DDR50".into()), ..HostIos::default() }),
+            ..SdInfo::default()
+        }),
+        usb: (kind == DeviceKind::Usb).then(|| UsbInfo {
+            id: "0781:5583".into(),
+            driver: Some("usb-storage".into()),
+            ..UsbInfo::default()
+        }),
+        notes: vec![format!("read by {word} on {word}")],
+        ..Device::default()
+    });
+    let detail = TestDetail {
+        engine: "io_uring".into(),
+        latency: Latency::default(),
+        notes: vec![format!("{word} fell back")],
+        ..TestDetail::default()
+    };
+    report.details = [("rand_read_4k_qd64_iops".to_owned(), detail)].into_iter().collect();
+    report.skipped = vec![Skipped { key: "seq_read_mib_s".into(), reason: format!("{word} said no") }];
+    report.notes = vec![format!("run as {word}")];
+    report
+}
 
 fn report(psn: u32, disk_serial: &str, user: &str) -> Report {
     let mut report = Report::new("0.1.0");
@@ -39,10 +114,47 @@ fn report(psn: u32, disk_serial: &str, user: &str) -> Report {
 
 proptest! {
     #[test]
+    fn enum_words_as_host_and_user_names_change_no_enum_field(
+        word in proptest::sample::select(enum_words()),
+        host in proptest::sample::select(enum_words()),
+        kind in proptest::sample::select(DeviceKind::ALL.to_vec()),
+        profile in proptest::sample::select(PROFILES.to_vec()),
+    ) {
+        let original = report_of(kind, profile, &word);
+        let how = Redaction { personal: vec![word.clone(), host.clone()], ..Redaction::default() };
+        let sent = redact(&original, &how).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(sent.profile.as_deref(), Some(profile));
+        let device = sent.device.as_ref().unwrap();
+        prop_assert_eq!(device.kind, kind);
+        prop_assert_eq!(&sent.details["rand_read_4k_qd64_iops"].engine, "io_uring");
+        prop_assert_eq!(sent.details.keys().next().map(String::as_str), Some("rand_read_4k_qd64_iops"));
+        if let Some(sd) = &device.sd {
+            prop_assert_eq!(sd.host.as_ref().unwrap().timing.as_deref(), Some("sd uhs DDR50"));
+        }
+        if let Some(usb) = &device.usb {
+            prop_assert_eq!(usb.driver.as_deref(), Some("usb-storage"));
+        }
+        // The names are gone from every free-text field (words of two
+        // characters or fewer, and defaults such as `root`, are kept).
+        let free_text = [
+            device.notes[0].clone(),
+            sent.details["rand_read_4k_qd64_iops"].notes[0].clone(),
+            sent.skipped[0].reason.clone(),
+            sent.notes[0].clone(),
+            sent.target.as_ref().unwrap().input.clone(),
+        ];
+        if word.chars().count() > 2 {
+            for text in &free_text {
+                prop_assert!(!text.contains(word.as_str()), "{} in {}", word, text);
+            }
+        }
+    }
+
+    #[test]
     fn no_serial_path_or_name_survives(psn in 0x0100_0000u32.., serial in "[A-Z0-9]{12,20}", user in "[a-z]{5,10}") {
         let original = report(psn, &serial, &user);
         let how = Redaction { salt: Some(b"a per-installation secret"), personal: vec![user.clone(), format!("{user}-pi4")], ..Redaction::default() };
-        let sent = redact(&original, &how);
+        let sent = redact(&original, &how).unwrap();
         let text = serde_json::to_string(&sent).unwrap();
         prop_assert!(!text.contains(&psn.to_string()), "decimal PSN in {text}");
         prop_assert!(!text.to_ascii_lowercase().contains(&format!("{psn:08x}")), "hex PSN in {text}");
@@ -51,14 +163,14 @@ proptest! {
         let hash = sent.device.as_ref().unwrap().serial_hash.clone().unwrap();
         prop_assert!(is_well_formed_hash(&hash));
         // The same card hashes the same on the next run; the server keeps it.
-        prop_assert_eq!(redact(&original, &how).device.unwrap().serial_hash.unwrap(), hash.clone());
-        let stored = redact(&sent, &Redaction::server());
+        prop_assert_eq!(redact(&original, &how).unwrap().device.unwrap().serial_hash.unwrap(), hash.clone());
+        let stored = redact(&sent, &Redaction::server()).unwrap();
         prop_assert_eq!(stored.device.unwrap().serial_hash, Some(hash));
     }
 
     #[test]
     fn the_server_strips_what_a_client_sent(psn in any::<u32>(), serial in "[A-Z0-9]{12,20}") {
-        let stored = redact(&report(psn, &serial, "alice"), &Redaction::server());
+        let stored = redact(&report(psn, &serial, "alice"), &Redaction::server()).unwrap();
         let device = stored.device.unwrap();
         prop_assert_eq!(device.serial, None);
         prop_assert_eq!(device.serial_hash, None);
@@ -71,7 +183,7 @@ proptest! {
 #[test]
 fn include_serials_keeps_them_but_still_reduces_paths() {
     let how = Redaction { include_serials: true, ..Redaction::default() };
-    let sent = redact(&report(0x3698_d765, "4C530001", "alice"), &how);
+    let sent = redact(&report(0x3698_d765, "4C530001", "alice"), &how).unwrap();
     let device = sent.device.unwrap();
     assert_eq!(device.serial.as_deref(), Some("4C530001"));
     assert_eq!(device.sd.unwrap().cid.unwrap().serial, Some(0x3698_d765));

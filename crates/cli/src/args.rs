@@ -90,6 +90,9 @@ pub struct RunArgs {
     /// With --submit: also send serial numbers (the card's PSN, the disk's serial).
     #[arg(long, requires = "submit")]
     pub include_serials: bool,
+    /// With --submit: the name printed on the card, e.g. "SanDisk Extreme 64GB" (at most 80 characters).
+    #[arg(long, requires = "submit", value_name = "TEXT")]
+    pub label: Option<String>,
     /// Queue-depth engine: io_uring, or threads of pread/pwrite.
     #[arg(long, value_enum, default_value_t = EngineArg::Auto)]
     pub engine: EngineArg,
@@ -170,12 +173,17 @@ pub struct SubmitArgs {
     /// it, a salted hash that only groups repeat runs goes instead.
     #[arg(long)]
     pub include_serials: bool,
+    /// The name printed on the card, e.g. "SanDisk Extreme 64GB" (at most 80
+    /// characters); asked for on a terminal when not given. The leaderboard
+    /// shows it once two submitters agree on it.
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
     /// Seconds to wait for the leaderboard's answer to each attempt.
     #[arg(long, value_name = "SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=600))]
     pub timeout: u64,
     /// Delete this report's result from the leaderboard, with the delete
     /// token kept beside the report when it was sent.
-    #[arg(long, conflicts_with_all = ["yes", "include_serials"])]
+    #[arg(long, conflicts_with_all = ["yes", "include_serials", "label"])]
     pub delete: bool,
 }
 

@@ -7,6 +7,7 @@
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
+use storage_scoring::manufacturers::{mmc_maker, sd_maker};
 use storage_scoring::schema::{Device, DeviceKind, Report};
 use storage_scoring::verdict::sd_bus_ceiling;
 
@@ -49,16 +50,18 @@ impl Card {
             device.capacity_bytes.or_else(|| sd.and_then(|s| s.csd.as_ref()).map(|c| c.capacity_bytes));
         let class_label = sd.and_then(|s| s.class_label.clone());
         let (manufacturer_id, manufacturer, oem_id, product_name, product_revision) = match (sd_cid, mmc_cid) {
+            // The maker comes from the MID through the one table, never
+            // from the report's own words.
             (Some(c), _) => (
                 Some(c.manufacturer_id),
-                c.manufacturer.clone(),
+                sd_maker(c.manufacturer_id).map(|m| m.brand.to_owned()),
                 c.oem_id.clone(),
                 c.product_name.clone(),
                 c.product_revision.clone(),
             ),
             (None, Some(c)) => (
                 Some(c.manufacturer_id),
-                c.manufacturer.clone(),
+                mmc_maker(c.manufacturer_id).map(|m| m.brand.to_owned()),
                 c.oem_id.clone(),
                 c.product_name.clone(),
                 c.product_revision.clone(),

@@ -18,6 +18,7 @@ pub mod card;
 pub mod config;
 pub mod error;
 pub mod export;
+pub mod identity;
 pub mod intake;
 pub mod pages;
 pub mod ratelimit;

@@ -27,6 +27,37 @@ pub struct Accepted {
     pub score: Option<u64>,
     /// Carried once, by the first 201.
     pub delete_token: Option<String>,
+    /// Where the result stands among the card's submitters on its board
+    /// (a public result on a leaderboard that says so).
+    pub standing: Option<Standing>,
+}
+
+/// The 201's `standing`: how this score compares with the other
+/// submitters' medians for the same card, board and bus mode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Standing {
+    pub group_submitters: u64,
+    /// Of the group's submitters, the share (0 to 100) whose median is below this score.
+    pub percentile: u64,
+    pub median_score: u64,
+    /// The board's family (`Raspberry Pi 4`), or the board.
+    pub board: Option<String>,
+}
+
+fn parse_standing(value: &Value) -> Option<Standing> {
+    let standing = value.get("standing")?;
+    let number = |key: &str| standing.get(key).and_then(Value::as_u64);
+    let board = ["family", "board"]
+        .iter()
+        .find_map(|k| standing.get(*k).and_then(Value::as_str))
+        .map(|b| one_line(b, 80))
+        .filter(|b| !b.is_empty());
+    Some(Standing {
+        group_submitters: number("group_submitters")?,
+        percentile: number("percentile")?.min(100),
+        median_score: number("median_score")?,
+        board,
+    })
 }
 
 /// Why nothing (or nothing known) was stored.
@@ -193,6 +224,7 @@ fn parse_accepted(answer: &Answer) -> Result<Accepted, SendError> {
         reason: reason.filter(|r| !r.is_empty()),
         score: value.pointer("/score/pibenchmarks").and_then(Value::as_u64),
         delete_token: value.get("delete_token").and_then(Value::as_str).map(str::to_owned),
+        standing: parse_standing(&value),
     })
 }
 

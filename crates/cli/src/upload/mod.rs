@@ -22,7 +22,7 @@ use storage_scoring::schema::{Report, SCHEMA};
 use crate::{Failure, RunArgs, SubmitArgs};
 use client::{Accepted, Client, SendError};
 use installation::{Installation, owner_of, write_atomically};
-use payload::{Receipt, SummaryContext, beside, idempotency_key, prepare, report_digest, summary};
+use payload::{Receipt, SummaryContext, beside, clean_label, idempotency_key, prepare, report_digest, summary};
 use retry::Policy;
 
 /// The environment variable naming the leaderboard when no URL is given.
@@ -38,6 +38,8 @@ pub struct Upload {
     base: String,
     yes: bool,
     include_serials: bool,
+    /// The name on the card's label (`--label`), checked.
+    label: Option<String>,
     timeout: Duration,
 }
 
@@ -71,6 +73,7 @@ pub fn submit_command(args: &SubmitArgs) -> Result<(), Failure> {
         base: leaderboard_base(args.url.as_deref())?,
         yes: args.yes,
         include_serials: args.include_serials,
+        label: args.label.as_deref().map(clean_label).transpose().map_err(Failure::Usage)?.flatten(),
         timeout: Duration::from_secs(args.timeout),
     };
     send_saved(&args.report, &upload, Channel::Stdout)
@@ -91,7 +94,8 @@ pub fn before_run(args: &RunArgs) -> Result<Option<Upload>, Failure> {
     }
     // Make the salt now: a home that cannot hold it fails before the run.
     Installation::discover().and_then(|inst| inst.salt()).map_err(Failure::Run)?;
-    Ok(Some(Upload { base, yes: args.yes, include_serials: args.include_serials, timeout: DEFAULT_TIMEOUT }))
+    let label = args.label.as_deref().map(clean_label).transpose().map_err(Failure::Usage)?.flatten();
+    Ok(Some(Upload { base, yes: args.yes, include_serials: args.include_serials, label, timeout: DEFAULT_TIMEOUT }))
 }
 
 /// `run --submit` without `--output`: keeps the report in the data
@@ -140,7 +144,13 @@ pub fn send_saved(path: &Path, upload: &Upload, channel: Channel) -> Result<(), 
     let digest = report_digest(&bytes);
     let key = receipt.key_for(&digest).map(str::to_owned).unwrap_or_else(|| idempotency_key(&salt, &bytes));
 
-    let payload = prepare(&report, upload.include_serials, &salt, &inst.personal);
+    let label = match &upload.label {
+        Some(label) => Some(label.clone()),
+        None if !upload.yes => ask_label()?,
+        None => None,
+    };
+    let payload =
+        prepare(&report, upload.include_serials, &salt, &inst.personal, label.as_deref()).map_err(Failure::Run)?;
     write_atomically(owner, &payload_path, &payload.body, 0o644).map_err(|e| {
         Failure::Run(format!(
             "cannot write the payload beside the report ({}: {e}); copy the report into a directory you can write to",
@@ -237,6 +247,21 @@ fn save_receipt(owner: installation::FsIdentity, path: &Path, receipt: &Receipt)
     })
 }
 
+/// On a terminal, the name printed on the card (optional: Enter skips it);
+/// nothing is asked without one.
+fn ask_label() -> Result<Option<String>, Failure> {
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        return Ok(None);
+    }
+    let mut stderr = std::io::stderr().lock();
+    let _ = write!(stderr, "Name printed on the card, e.g. SanDisk Extreme 64GB (optional, Enter to skip): ")
+        .and_then(|()| stderr.flush());
+    let mut answer = String::new();
+    let _ = stdin.lock().read_line(&mut answer);
+    clean_label(answer.trim_end_matches(['\n', '\r'])).map_err(Failure::Usage)
+}
+
 /// y/N on a terminal; `--yes` answers for scripts; no terminal and no
 /// `--yes` is a refusal (exit 3), and so is any answer but yes.
 fn consent(yes: bool, payload_path: &Path, report: &Path) -> Result<(), Failure> {
@@ -289,6 +314,9 @@ fn accepted_lines(
         status.push_str(&format!("; score {score}"));
     }
     let mut lines = vec![format!("sent: {result_url} ({status})")];
+    if let (Some(score), Some(standing)) = (accepted.score, &accepted.standing) {
+        lines.push(standing_line(score, standing));
+    }
     let local = report.score.as_ref().and_then(|s| s.pibenchmarks);
     if let (Some(theirs), Some(ours)) = (accepted.score, local) {
         if theirs != ours {
@@ -306,6 +334,19 @@ fn accepted_lines(
         (None, false) => {}
     }
     lines.join("\n")
+}
+
+/// Where the score stands, in one line: `score 1345: better than 62% of 41
+/// submitters with this card on a Raspberry Pi 4 (median 1290)`.
+fn standing_line(score: u64, standing: &client::Standing) -> String {
+    let on = standing.board.as_deref().map(|b| format!(" on a {b}")).unwrap_or_default();
+    if standing.group_submitters <= 1 {
+        return format!("score {score}: the first submitter with this card{on} (median {})", standing.median_score);
+    }
+    format!(
+        "score {score}: better than {}% of {} submitters with this card{on} (median {})",
+        standing.percentile, standing.group_submitters, standing.median_score
+    )
 }
 
 /// `submit REPORT --delete`: docs/leaderboard.md#delete-tokens, with the token kept
@@ -549,6 +590,22 @@ mod tests {
             "{line}"
         );
         assert!(!line.contains('\n'));
+    }
+
+    #[test]
+    fn the_standing_is_one_line() {
+        let standing = client::Standing {
+            group_submitters: 41,
+            percentile: 62,
+            median_score: 1290,
+            board: Some("Raspberry Pi 4".into()),
+        };
+        assert_eq!(
+            standing_line(1345, &standing),
+            "score 1345: better than 62% of 41 submitters with this card on a Raspberry Pi 4 (median 1290)"
+        );
+        let alone = client::Standing { group_submitters: 1, percentile: 0, median_score: 1164, board: None };
+        assert_eq!(standing_line(1164, &alone), "score 1164: the first submitter with this card (median 1164)");
     }
 
     #[test]

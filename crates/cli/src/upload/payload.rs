@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use storage_scoring::privacy::{Redaction, redact};
-use storage_scoring::schema::{MEASUREMENT_KEYS, Report};
+use storage_scoring::schema::{MAX_LABEL_CHARS, MEASUREMENT_KEYS, Report};
 
 use super::installation::hex;
 
@@ -22,13 +22,43 @@ pub struct Payload {
 
 /// Applies the privacy filter: serials dropped for a salted hash (unless
 /// `include_serials`), the PSN zeroed in the raw CID, paths below mount
-/// points and the `personal` names removed from every string.
-pub fn prepare(report: &Report, include_serials: bool, salt: &[u8], personal: &[String]) -> Payload {
+/// points and the `personal` names removed from every free-text field; then
+/// puts the card's `label` (as the user typed it) in.
+pub fn prepare(
+    report: &Report,
+    include_serials: bool,
+    salt: &[u8],
+    personal: &[String],
+    label: Option<&str>,
+) -> Result<Payload, String> {
     let how = Redaction { include_serials, salt: Some(salt), personal: personal.to_vec() };
-    let report = redact(report, &how);
-    let mut body = serde_json::to_vec_pretty(&report).expect("a report always serializes");
+    let mut report = redact(report, &how).map_err(|e| e.to_string())?;
+    if let Some(label) = label {
+        report.label = Some(label.to_owned());
+    }
+    let mut body = serde_json::to_vec_pretty(&report).map_err(|e| format!("cannot encode the payload: {e}"))?;
     body.push(b'\n');
-    Payload { report, body }
+    Ok(Payload { report, body })
+}
+
+/// A label as typed, checked: one line, at most [`MAX_LABEL_CHARS`]
+/// characters, spaces collapsed; empty means none. The leaderboard checks
+/// the rest (look-alike characters, mixed scripts) and says which.
+pub fn clean_label(text: &str) -> Result<Option<String>, String> {
+    if let Some(c) = text.chars().find(|c| c.is_control()) {
+        return Err(format!(
+            "--label: contains the control character U+{:04X}; type the name as printed on the card",
+            u32::from(c)
+        ));
+    }
+    let label = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let chars = label.chars().count();
+    if chars > MAX_LABEL_CHARS {
+        return Err(format!(
+            "--label: {chars} characters, at most {MAX_LABEL_CHARS} are accepted; give the name printed on the card, e.g. \"SanDisk Extreme 64GB\""
+        ));
+    }
+    Ok((!label.is_empty()).then_some(label))
 }
 
 /// SHA-256 of the report file's bytes, as hex: which report a receipt is for.
@@ -129,6 +159,7 @@ pub fn summary(payload: &Payload, ctx: &SummaryContext<'_>) -> String {
         }
     };
     line("device", device_line(report));
+    line("label", report.label.clone().unwrap_or_default());
     line("serials", serials_line(report, ctx.include_serials));
     if let Some(system) = &report.system {
         let kernel = system.kernel.as_ref().map(|k| format!("Linux {k}"));
@@ -167,7 +198,7 @@ fn scrubbed_names(personal: &[String]) -> Vec<String> {
             let mut probe = Report::new("probe");
             probe.notes.push(name.to_string());
             let how = Redaction { personal: vec![name.to_string()], ..Redaction::default() };
-            redact(&probe, &how).notes != probe.notes
+            redact(&probe, &how).is_ok_and(|r| r.notes != probe.notes)
         })
         .cloned()
         .collect()
@@ -308,7 +339,7 @@ mod tests {
     #[test]
     fn the_payload_carries_no_serial_name_or_private_path() {
         let personal = vec!["alice".to_owned(), "alice-laptop".to_owned()];
-        let payload = prepare(&card_report(), false, b"0123456789abcdef0123456789abcdef", &personal);
+        let payload = prepare(&card_report(), false, b"0123456789abcdef0123456789abcdef", &personal, None).unwrap();
         let body = String::from_utf8(payload.body.clone()).unwrap();
         for secret in ["915986277", "3698d765", "3698D765", "alice", "/media/alice"] {
             assert!(!body.contains(secret), "{secret} leaked:\n{body}");
@@ -335,7 +366,7 @@ mod tests {
 
     #[test]
     fn include_serials_says_which_serials_go() {
-        let payload = prepare(&card_report(), true, b"salt-salt-salt-salt-salt-salt-00", &[]);
+        let payload = prepare(&card_report(), true, b"salt-salt-salt-salt-salt-salt-00", &[], None).unwrap();
         let ctx = SummaryContext {
             endpoint: "http://x/api/v1/results",
             payload_path: Path::new("p"),
