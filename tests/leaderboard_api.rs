@@ -3,134 +3,19 @@
 //! cluster (initdb in a temp dir, private port; one cluster per run of this
 //! test binary, stopped at exit).
 
+#[path = "support/lb_backends.rs"]
+mod backends;
 #[path = "support/leaderboard.rs"]
 mod leaderboard;
 #[path = "support/postgres.rs"]
 mod postgres;
 
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU32, Ordering};
-
-use leaderboard::{Leaderboard, Options, Response, request};
+use backends::*;
+use leaderboard::{Leaderboard, Options, request};
 use serde_json::{Value, json};
-
-const REPORT: &str = include_str!("fixtures/leaderboard/report.json");
 const PSN_DECIMAL: &str = "915931237";
 const PSN_HEX: &str = "3698d765";
 const ADMIN: &str = "admin-token-for-tests-0123456789";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Backend {
-    Sqlite,
-    Postgres,
-}
-
-/// The cluster shared by every PostgreSQL test of this binary; stopped by
-/// an exit handler, which runs however the tests end.
-fn cluster() -> &'static postgres::PgCluster {
-    static CLUSTER: OnceLock<Result<postgres::PgCluster, String>> = OnceLock::new();
-    extern "C" fn stop_cluster() {
-        if let Some(Ok(cluster)) = CLUSTER.get() {
-            // The process is exiting: stop the postmaster by its pid file.
-            stop_by_dir(cluster.path());
-        }
-    }
-    CLUSTER
-        .get_or_init(|| {
-            let started = postgres::PgCluster::start(false);
-            if started.is_ok() {
-                // SAFETY: registering a plain extern "C" fn with no captured state.
-                unsafe { libc::atexit(stop_cluster) };
-            }
-            started
-        })
-        .as_ref()
-        .unwrap_or_else(|e| panic!("cannot start PostgreSQL: {e}"))
-}
-
-/// Stops the postmaster whose pid file is in `dir`/data, and removes `dir`.
-fn stop_by_dir(dir: &std::path::Path) {
-    if let Ok(text) = std::fs::read_to_string(dir.join("data/postmaster.pid")) {
-        if let Some(pid) = text.lines().next().and_then(|l| l.trim().parse::<i32>().ok()) {
-            // SAFETY: sending a signal to a pid we started.
-            unsafe { libc::kill(pid, libc::SIGINT) };
-            for _ in 0..200 {
-                // SAFETY: signal 0 only checks that the process exists.
-                if unsafe { libc::kill(pid, 0) } != 0 {
-                    break;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(50));
-            }
-        }
-    }
-    let _ = std::fs::remove_dir_all(dir);
-}
-
-fn start(backend: Backend, mut options: Options) -> Leaderboard {
-    if backend == Backend::Postgres {
-        options.db = Some(cluster().new_database());
-    }
-    Leaderboard::start_with(options)
-}
-
-/// Rows in the results table, whatever their status.
-fn stored_count(backend: Backend, server: &Leaderboard, db: Option<&str>) -> i64 {
-    match backend {
-        Backend::Sqlite => {
-            let conn = rusqlite::Connection::open(server.sqlite_path.as_ref().expect("sqlite")).expect("open");
-            conn.query_row("SELECT COUNT(*) FROM results", [], |r| r.get(0)).expect("count")
-        }
-        Backend::Postgres => {
-            let db = postgres::PgCluster::database_of(db.expect("url"));
-            cluster().psql(db, "SELECT COUNT(*) FROM results").expect("count").parse().expect("number")
-        }
-    }
-}
-
-fn db_url(server: &Leaderboard) -> Option<String> {
-    // The server's --db is in its command line; the tests keep it instead.
-    server.sqlite_path.as_ref().map(|p| format!("sqlite:{}", p.display()))
-}
-
-fn key() -> String {
-    static N: AtomicU32 = AtomicU32::new(0);
-    format!("test-{}-{:06}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
-}
-
-fn report() -> Value {
-    serde_json::from_str(REPORT).expect("fixture")
-}
-
-fn report_with(change: impl FnOnce(&mut Value)) -> String {
-    let mut value = report();
-    change(&mut value);
-    value.to_string()
-}
-
-/// A report of another card, with the given figures scaled by `factor`.
-fn variant(product: &str, board: &str, factor: f64) -> String {
-    report_with(|r| {
-        r["device"]["sd"]["cid"]["product_name"] = json!(product);
-        r["system"]["board"] = json!(board);
-        for (_, v) in r["measurements"].as_object_mut().unwrap() {
-            *v = json!(v.as_f64().unwrap() * factor);
-        }
-        if factor > 1.05 {
-            // Faster than a 50 MHz bus carries: the card runs at SDR104.
-            r["device"]["sd"]["host"] = json!({"clock_hz": 208000000, "timing": "sd uhs sdr104", "bus_width_bits": 4});
-        }
-    })
-}
-
-fn error_of(response: &Response) -> String {
-    response.json()["error"].as_str().unwrap_or_else(|| panic!("no error field: {}", response.text())).to_owned()
-}
-
-fn export_lines(server: &Leaderboard) -> Vec<Value> {
-    let response = server.get("/export.json");
-    assert_eq!(response.status, 200);
-    response.text().lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect()
-}
 
 // ---------------------------------------------------------------------------
 
@@ -164,8 +49,20 @@ fn submit_recomputes_the_score_and_drops_serials(backend: Backend) {
     assert_eq!(rows[0]["median_score"], 1164);
     assert_eq!(rows[0]["card"]["product_name"], "SD64G");
     assert_eq!(rows[0]["bus"], "High Speed");
-    assert_eq!(rows[0]["board"], "Raspberry Pi 4 Model B Rev 1.4");
-    assert!(rows[0]["rank"].is_null(), "one sample: no rank");
+    assert_eq!(rows[0]["board"], "Raspberry Pi 4 Model B");
+    assert_eq!(rows[0]["family"], "Raspberry Pi 4");
+    assert_eq!(rows[0]["name"], "Kingston SD64G 6.1, 62.3 GB");
+    assert_eq!((rows[0]["samples"].as_i64(), rows[0]["submitters"].as_i64()), (Some(1), Some(1)));
+    assert_eq!(rows[0]["median_figures"]["rand_write_4k_qd64_iops"], 800.0);
+    assert_eq!(rows[0]["median_figures"]["seq_read_mib_s"], 22.1);
+    assert!(rows[0]["rank"].is_null(), "one submitter: no rank");
+    assert_eq!(leaderboard["total"], 1);
+    // Where the result stands: alone in its row.
+    assert_eq!(created["standing"]["group_submitters"], 1);
+    assert_eq!(created["standing"]["median_score"], 1164);
+    assert_eq!(created["standing"]["family"], "Raspberry Pi 4");
+    assert_eq!(got["standing"], created["standing"]);
+    assert_eq!(got["board_revision"], "1.4");
     assert_eq!(server.get("/api/v1/results/999999").status, 404);
     assert_eq!(server.get("/api/v1/results/abc").status, 404);
 }
@@ -215,17 +112,6 @@ fn concurrent_retries_store_once(backend: Backend) {
     assert!(ids.iter().all(|id| *id == ids[0]), "{ids:?}");
     assert_eq!(count(backend, &server), 1);
     assert_eq!(server.get("/api/v1/leaderboard").json()["rows"][0]["samples"], 1);
-}
-
-/// The --db URL of a server started by [`start`] (PostgreSQL), for counting.
-fn server_db(server: &Leaderboard) -> Option<String> {
-    let cmdline = std::fs::read(format!("/proc/{}/cmdline", server.pid()?)).ok()?;
-    let args: Vec<String> = cmdline.split(|b| *b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
-    args.iter().position(|a| a == "--db").and_then(|i| args.get(i + 1).cloned())
-}
-
-fn count(backend: Backend, server: &Leaderboard) -> i64 {
-    stored_count(backend, server, server_db(server).as_deref())
 }
 
 fn bad_input_is_refused_naming_the_field(backend: Backend) {
@@ -343,15 +229,21 @@ fn impossible_figures_are_refused_or_flagged(backend: Backend) {
         assert!(error_of(&r).contains("seq_write_mb_s"), "{figure}: {}", error_of(&r));
     }
     assert_eq!(count(backend, &server), 0);
-    // 10 GB/s over a 50 MHz SD bus: stored, flagged, never ranked.
+    // 10 GB/s on an SD card: beyond every SD bus there is, refused.
     let body = report_with(|r| r["measurements"]["seq_write_mb_s"] = json!(10000.0));
+    let r = server.post_report(&body, &key());
+    assert_eq!(r.status, 422, "{}", r.text());
+    assert!(error_of(&r).starts_with("measurements.seq_write_mb_s: 10000 is 10000.0 MB/s, beyond the 3938 MB/s"));
+    // 100 MB/s over a 50 MHz SD bus: stored, flagged, never ranked.
+    let body = report_with(|r| r["measurements"]["seq_write_mb_s"] = json!(100.0));
     let r = server.post_report(&body, &key());
     assert_eq!(r.status, 201, "{}", r.text());
     let created = r.json();
     assert_eq!(created["status"], "flagged");
+    assert!(created["standing"].is_null(), "a flagged result stands nowhere");
     let reason = created["reasons"][0].as_str().unwrap();
     assert!(
-        reason.starts_with("impossible figure: seq_write_mb_s 10000 is 10000.0 MB/s, beyond the 25.0 MB/s"),
+        reason.starts_with("impossible figure: seq_write_mb_s 100 is 100.0 MB/s, beyond the 25.0 MB/s"),
         "{reason}"
     );
     // Quick profile and an incomplete run: flagged with their reasons.
@@ -373,15 +265,22 @@ fn impossible_figures_are_refused_or_flagged(backend: Backend) {
     assert!(page.text().contains("Status: <strong>flagged</strong>"));
 }
 
+/// The loopback address of the `n`th client (127.0.n.1: one /24 each).
+fn source(n: usize) -> std::net::IpAddr {
+    std::net::IpAddr::V4(std::net::Ipv4Addr::new(127, 0, u8::try_from(n).unwrap(), 1))
+}
+
 fn leaderboard_groups_ranks_filters_and_exports(backend: Backend) {
     let server = start(backend, Options::default());
-    // Card A on a Pi 4: five results (scores 1164 × factors); card B: two.
+    // Card A on a Pi 4: five submitters (scores 1164 × factors); card B: two.
     let factors = [1.0, 0.9, 1.05, 0.8, 0.95];
-    for f in factors {
-        assert_eq!(server.post_report(&variant("SD64G", "Raspberry Pi 4 Model B Rev 1.4", f), &key()).status, 201);
+    for (i, f) in factors.into_iter().enumerate() {
+        let body = variant("SD64G", "Raspberry Pi 4 Model B Rev 1.4", f);
+        assert_eq!(server.post_report_from(source(i + 1), &body, &key()).status, 201);
     }
-    for f in [2.0, 2.2] {
-        assert_eq!(server.post_report(&variant("SD32G", "Raspberry Pi 5 Model B Rev 1.0", f), &key()).status, 201);
+    for (i, f) in [2.0, 2.2].into_iter().enumerate() {
+        let body = variant("SD32G", "Raspberry Pi 5 Model B Rev 1.0", f);
+        assert_eq!(server.post_report_from(source(i + 20), &body, &key()).status, 201);
     }
     // An eMMC-less USB stick of another kind, for the kind filter.
     let usb = report_with(|r| {
@@ -406,11 +305,12 @@ fn leaderboard_groups_ranks_filters_and_exports(backend: Backend) {
         (a["p10_score"].as_i64(), a["median_score"].as_i64(), a["p90_score"].as_i64()),
         (Some(scores[0]), Some(scores[2]), Some(scores[4]))
     );
-    assert_eq!(a["rank"], 1, "five samples: ranked");
+    assert_eq!(a["rank"], 1, "five submitters: ranked");
+    assert_eq!(a["submitters"], 5);
     let b = rows.iter().find(|r| r["card"]["product_name"] == "SD32G").unwrap();
-    assert!(b["rank"].is_null(), "two samples: listed without a rank");
+    assert!(b["rank"].is_null(), "two submitters: listed without a rank");
     assert!(b["median_score"].as_i64() > a["median_score"].as_i64());
-    assert_eq!(rows[0]["card"]["product_name"], "SD32G", "sorted by median, highest first");
+    assert_eq!(rows[0]["card"]["product_name"], "SD64G", "ranked rows first, then the unranked");
 
     let query = |q: &str| server.get(&format!("/api/v1/leaderboard?{q}")).json()["rows"].as_array().unwrap().clone();
     assert_eq!(query("kind=usb").len(), 1);
@@ -421,6 +321,7 @@ fn leaderboard_groups_ranks_filters_and_exports(backend: Backend) {
     assert_eq!(query("class=Class%2010").len(), 2);
     assert_eq!(query("bus=USB%205000%20Mb%2Fs").len(), 1);
     let ascending = query("sort=median&dir=asc");
+    assert_eq!(ascending[0]["card"]["product_name"], "SD64G", "the ranked row first, whatever the order");
     assert_eq!(ascending.last().unwrap()["card"]["product_name"], "SD32G");
     assert_eq!(query("sort=samples")[0]["samples"], 5);
     assert_eq!(server.get("/api/v1/leaderboard?sort=bogus").status, 400);
@@ -600,21 +501,6 @@ fn pages_escape_what_users_wrote(backend: Backend) {
     assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
     assert_eq!(server.get("/nope").status, 404);
     assert_eq!(server.get("/api/v1/nope").json()["error"].as_str().map(|e| e.starts_with("/api/v1/nope")), Some(true));
-}
-
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(#[test] fn $name() { super::$name(super::Backend::Sqlite) })*
-        }
-        mod postgresql {
-            $(
-                #[test]
-                #[ignore = "needs PostgreSQL (initdb): cargo xtask test installs and runs it"]
-                fn $name() { super::$name(super::Backend::Postgres) }
-            )*
-        }
-    };
 }
 
 on_both_backends!(

@@ -18,7 +18,7 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
@@ -70,6 +70,8 @@ pub struct Options {
     /// `--listen`; `127.0.0.1:0` (a free port) when `None`. A restart on
     /// the port of a stopped server keeps the URL a client was told.
     pub listen: Option<String>,
+    /// More arguments (`--trusted-proxy CIDR`, `--max-connections N`).
+    pub args: Vec<String>,
 }
 
 /// A running server, stopped on drop.
@@ -109,6 +111,7 @@ impl Leaderboard {
         command
             .args(["--listen", options.listen.as_deref().unwrap_or("127.0.0.1:0"), "--db", &db])
             .args(["--rate-limit", &options.rate_limit.unwrap_or(0).to_string()])
+            .args(&options.args)
             .env_remove("STORAGE_SCORE_LEADERBOARD_DB")
             .env_remove("STORAGE_SCORE_LEADERBOARD_ADMIN_TOKEN")
             .stdin(Stdio::null())
@@ -206,6 +209,21 @@ impl Leaderboard {
             body.as_bytes(),
         )
     }
+
+    /// POSTs a report from another loopback address (127.0.1.1, 127.0.2.1,
+    /// …: Linux routes all of 127.0.0.0/8 to this machine), as another
+    /// client would.
+    pub fn post_report_from(&self, source: IpAddr, body: &str, key: &str) -> Response {
+        let mut conn = Http::new(self.addr).from(source);
+        conn.keep_alive = false;
+        conn.send(
+            "POST",
+            "/api/v1/results",
+            &[("Idempotency-Key", key), ("Content-Type", "application/json")],
+            body.as_bytes(),
+        )
+        .unwrap_or_else(|e| panic!("POST from {source}: {e}"))
+    }
 }
 
 impl Drop for Leaderboard {
@@ -285,6 +303,7 @@ pub fn request(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &st
 #[derive(Debug)]
 pub struct Http {
     addr: SocketAddr,
+    source: Option<IpAddr>,
     stream: Option<BufReader<TcpStream>>,
     pub keep_alive: bool,
     pub timeout: Duration,
@@ -292,12 +311,21 @@ pub struct Http {
 
 impl Http {
     pub fn new(addr: SocketAddr) -> Http {
-        Http { addr, stream: None, keep_alive: true, timeout: Duration::from_secs(60) }
+        Http { addr, source: None, stream: None, keep_alive: true, timeout: Duration::from_secs(60) }
+    }
+
+    /// Connects from `source` (a local address, e.g. 127.0.3.1).
+    pub fn from(mut self, source: IpAddr) -> Http {
+        self.source = Some(source);
+        self
     }
 
     fn connect(&mut self) -> std::io::Result<&mut BufReader<TcpStream>> {
         if self.stream.is_none() {
-            let stream = TcpStream::connect_timeout(&self.addr, self.timeout)?;
+            let stream = match self.source {
+                Some(source) => connect_from(source, self.addr)?,
+                None => TcpStream::connect_timeout(&self.addr, self.timeout)?,
+            };
             stream.set_read_timeout(Some(self.timeout))?;
             stream.set_write_timeout(Some(self.timeout))?;
             stream.set_nodelay(true)?;
@@ -363,6 +391,41 @@ impl Http {
         }
         Ok(response)
     }
+}
+
+/// A TCP connection to `addr` from the local address `source` (std binds
+/// only listeners, so the socket is made with libc).
+pub fn connect_from(source: IpAddr, addr: SocketAddr) -> std::io::Result<TcpStream> {
+    use std::os::fd::FromRawFd;
+    let (IpAddr::V4(source), SocketAddr::V4(addr)) = (source, addr) else {
+        return Err(std::io::Error::new(std::io::ErrorKind::Unsupported, "IPv4 loopback only"));
+    };
+    let sockaddr = |ip: std::net::Ipv4Addr, port: u16| libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr { s_addr: u32::from(ip).to_be() },
+        sin_zero: [0; 8],
+    };
+    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: a new socket; its descriptor is owned by the TcpStream below
+    // (or closed here on failure).
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fd is ours, open, and owned from here on by the stream.
+    let stream = unsafe { TcpStream::from_raw_fd(fd) };
+    let local = sockaddr(source, 0);
+    let remote = sockaddr(*addr.ip(), addr.port());
+    // SAFETY: bind and connect read one sockaddr_in of `len` bytes from locals.
+    if unsafe { libc::bind(fd, (&local as *const libc::sockaddr_in).cast(), len) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: as above.
+    if unsafe { libc::connect(fd, (&remote as *const libc::sockaddr_in).cast(), len) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(stream)
 }
 
 fn read_response(stream: &mut BufReader<TcpStream>, method: &str) -> std::io::Result<Response> {

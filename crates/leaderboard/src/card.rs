@@ -1,15 +1,16 @@
 //! What a result is grouped by (docs/leaderboard.md#grouping-and-ranking): the card (MID, OID, product
-//! name, revision, capacity), the board it ran on, the bus mode, and the
-//! score formula's version.
+//! name, revision, capacity), the board it ran on ([`crate::board`]), the
+//! bus mode ([`crate::ceilings::Bus`]), and the score formula's version.
 //!
-//! SD and eMMC cards are named by their CID; other devices (USB, NVMe, SATA)
-//! by vendor, model and firmware, which play the same part.
+//! SD and eMMC cards are named by their CID, their maker by the MID through
+//! `storage_scoring::manufacturers` (never by the report's words); other
+//! devices (USB, NVMe, SATA) by vendor, model and firmware, which play the
+//! same part.
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use storage_scoring::manufacturers::{mmc_maker, sd_maker};
-use storage_scoring::schema::{Device, DeviceKind, Report};
-use storage_scoring::verdict::sd_bus_ceiling;
+use storage_scoring::schema::{Device, DeviceKind};
 
 /// The card part of the grouping key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -105,13 +106,10 @@ impl Card {
         short_hash(&identity.to_string())
     }
 
-    /// How people call it: `Kingston SD64G 6.1, 62.3 GB`.
+    /// The CID's name, as people call a card without its label:
+    /// `Kingston SD64G 6.1, 62.3 GB`.
     pub fn display_name(&self) -> String {
-        let maker = match (&self.manufacturer, self.manufacturer_id) {
-            (Some(name), _) if !name.is_empty() => name.clone(),
-            (_, Some(mid)) => format!("MID 0x{mid:02x}"),
-            _ => String::new(),
-        };
+        let maker = self.maker();
         let mut name = [maker.as_str(), self.product_name.as_str(), self.product_revision.as_str()]
             .iter()
             .filter(|s| !s.is_empty())
@@ -125,6 +123,21 @@ impl Card {
             name.push_str(&format!(", {}", format_capacity(bytes)));
         }
         name
+    }
+
+    /// The maker in words, or the MID when the table does not know it.
+    pub fn maker(&self) -> String {
+        match (&self.manufacturer, self.manufacturer_id) {
+            (Some(name), _) if !name.is_empty() => name.clone(),
+            (_, Some(mid)) => format!("MID 0x{mid:02x}"),
+            _ => String::new(),
+        }
+    }
+
+    /// The words a search matches against (maker, CID product name and
+    /// revision, or vendor, model and firmware), lower case.
+    pub fn search_text(&self) -> String {
+        format!("{} {} {}", self.maker(), self.product_name, self.product_revision).to_lowercase()
     }
 }
 
@@ -143,82 +156,10 @@ pub fn format_capacity(bytes: u64) -> String {
     if gb >= 100.0 { format!("{gb:.0} GB") } else { format!("{gb:.1} GB") }
 }
 
-/// The board a report ran on, or `unknown board`.
-pub fn board(report: &Report) -> String {
-    report
-        .system
-        .as_ref()
-        .and_then(|s| s.board.as_deref())
-        .map(str::trim)
-        .filter(|b| !b.is_empty())
-        .unwrap_or("unknown board")
-        .to_owned()
-}
-
-/// The bus a device sits on: its mode in words, and the most it can carry.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Bus {
-    /// `High Speed`, `UHS-I SDR104`, `USB 480 Mb/s`, `PCIe 8.0 GT/s x4`, or the kind.
-    pub label: String,
-    /// The raw rate of the link in MB/s (10^6 B/s), when the report tells.
-    pub ceiling_mb_s: Option<f64>,
-    /// How the ceiling was worked out, for the flag's reason.
-    pub how: String,
-}
-
-impl Bus {
-    pub fn of(device: Option<&Device>) -> Bus {
-        let unknown = |label: &str| Bus { label: label.to_owned(), ceiling_mb_s: None, how: String::new() };
-        let Some(device) = device else { return unknown("unknown bus") };
-        let host =
-            device.sd.as_ref().and_then(|s| s.host.as_ref()).or(device.emmc.as_ref().and_then(|e| e.host.as_ref()));
-        if let Some(ceiling) = host.and_then(sd_bus_ceiling) {
-            return Bus {
-                label: ceiling.mode.to_owned(),
-                ceiling_mb_s: Some(ceiling.raw_mb_s),
-                how: format!(
-                    "the {} bus at {} MHz, {}-bit{}",
-                    ceiling.mode,
-                    trim_number(ceiling.clock_hz as f64 / 1e6),
-                    ceiling.bus_width_bits,
-                    if ceiling.ddr { " DDR" } else { "" }
-                ),
-            };
-        }
-        if let Some(mbps) = device.usb.as_ref().and_then(|u| u.speed_mbps) {
-            return Bus {
-                label: format!("USB {mbps} Mb/s"),
-                ceiling_mb_s: Some(f64::from(mbps) / 8.0),
-                how: format!("a USB link at {mbps} Mb/s"),
-            };
-        }
-        if let Some(nvme) = device.nvme.as_ref() {
-            let speed = nvme.pcie_link_speed.as_deref().unwrap_or("").trim();
-            let gts = speed.split_whitespace().next().and_then(|t| t.parse::<f64>().ok());
-            let width = nvme.pcie_link_width.unwrap_or(0);
-            if let (Some(gts), true) = (gts, width > 0) {
-                // 8b/10b up to 5 GT/s (PCIe 1–2), 128b/130b from 8 GT/s (PCIe 3+).
-                let encoding = if gts < 8.0 { 0.8 } else { 128.0 / 130.0 };
-                return Bus {
-                    label: format!("PCIe {} GT/s x{width}", trim_number(gts)),
-                    ceiling_mb_s: Some(gts * 1e9 * encoding * f64::from(width) / 8.0 / 1e6),
-                    how: format!("a PCIe link at {} GT/s x{width}", trim_number(gts)),
-                };
-            }
-        }
-        unknown(device.kind.as_str())
-    }
-}
-
-fn trim_number(v: f64) -> String {
-    let text = format!("{v:.1}");
-    text.trim_end_matches('0').trim_end_matches('.').to_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use storage_scoring::schema::{HostIos, SdCid, SdInfo, UsbInfo};
+    use storage_scoring::schema::{SdCid, SdInfo};
 
     fn sd_device() -> Device {
         Device {
@@ -233,11 +174,6 @@ mod tests {
                     product_revision: "6.1".into(),
                     ..SdCid::default()
                 }),
-                host: Some(HostIos {
-                    clock_hz: Some(50_000_000),
-                    timing: Some("sd high-speed".into()),
-                    ..HostIos::default()
-                }),
                 ..SdInfo::default()
             }),
             ..Device::default()
@@ -245,15 +181,15 @@ mod tests {
     }
 
     #[test]
-    fn sd_card_identity_and_bus() {
-        let device = sd_device();
+    fn sd_card_identity_and_maker_from_the_mid() {
+        let mut device = sd_device();
         let card = Card::of(Some(&device));
         assert_eq!(card.display_name(), "Kingston SD64G 6.1, 62.3 GB");
         assert_eq!(card.key().len(), 16);
-        let bus = Bus::of(Some(&device));
-        assert_eq!(bus.label, "High Speed");
-        assert_eq!(bus.ceiling_mb_s, Some(25.0));
-        assert_eq!(bus.how, "the High Speed bus at 50 MHz, 4-bit");
+        // The report's own words for the maker change nothing.
+        device.sd.as_mut().unwrap().cid.as_mut().unwrap().manufacturer = Some("SanDisk Extreme PRO".into());
+        assert_eq!(Card::of(Some(&device)), card);
+        assert_eq!(card.search_text(), "kingston sd64g 6.1");
     }
 
     #[test]
@@ -268,14 +204,8 @@ mod tests {
     }
 
     #[test]
-    fn usb_and_unknown_buses() {
-        let usb = Device {
-            kind: DeviceKind::Usb,
-            usb: Some(UsbInfo { speed_mbps: Some(480), ..UsbInfo::default() }),
-            ..Device::default()
-        };
-        assert_eq!(Bus::of(Some(&usb)).ceiling_mb_s, Some(60.0));
-        assert_eq!(Bus::of(None).label, "unknown bus");
+    fn no_device_is_unnamed() {
         assert!(!Card::of(None).is_named());
+        assert_eq!(Card::of(None).display_name(), "unnamed other device");
     }
 }

@@ -1,11 +1,13 @@
-//! The command line (docs/leaderboard.md#options): `--listen`, `--db`, `--rate-limit`, and
-//! the admin token from the environment (never a flag, so that it stays out
-//! of `ps`).
+//! The command line (docs/leaderboard.md#options): `--listen`, `--db`, `--rate-limit`,
+//! `--trusted-proxy`, `--max-connections`, and the admin token from the
+//! environment (never a flag, so that it stays out of `ps`).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::Parser;
+
+use crate::peer::Cidr;
 
 /// The environment variable holding the moderators' token.
 pub const ADMIN_TOKEN_ENV: &str = "STORAGE_SCORE_LEADERBOARD_ADMIN_TOKEN";
@@ -24,9 +26,16 @@ pub struct Args {
     /// Database: sqlite:PATH (a file, made if missing) or postgres://USER@HOST/DB.
     #[arg(long, value_name = "URL", env = "STORAGE_SCORE_LEADERBOARD_DB", default_value = "sqlite:./leaderboard.db")]
     pub db: String,
-    /// Submissions per minute per client address (bursts up to N); 0 turns the limit off.
+    /// Submissions per minute per client network (/24 or /64; bursts up to N); 0 turns the limit off.
     #[arg(long, value_name = "N", default_value_t = 60)]
     pub rate_limit: u32,
+    /// A reverse proxy whose X-Forwarded-For names the client (repeat it, or
+    /// separate with commas); without it, forwarding headers are ignored.
+    #[arg(long, value_name = "CIDR", env = "STORAGE_SCORE_LEADERBOARD_TRUSTED_PROXY", value_delimiter = ',')]
+    pub trusted_proxy: Vec<Cidr>,
+    /// Open connections served at once; more are answered 503 and closed.
+    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_connections: u32,
 }
 
 /// Where results are stored.
@@ -57,6 +66,8 @@ pub struct Config {
     pub listen: SocketAddr,
     pub database: Database,
     pub rate_limit: u32,
+    pub trusted_proxies: Vec<Cidr>,
+    pub max_connections: usize,
     pub admin_token: Option<String>,
 }
 
@@ -70,6 +81,8 @@ impl Config {
             listen: args.listen,
             database: Database::parse(&args.db)?,
             rate_limit: args.rate_limit,
+            trusted_proxies: args.trusted_proxy,
+            max_connections: args.max_connections as usize,
             admin_token,
         })
     }

@@ -50,7 +50,7 @@ fn json_line(r: &StoredResult) -> String {
     // The stored report and verdict are JSON already; they are embedded as is.
     let text = |s: &str| serde_json::to_string(s).expect("strings serialize");
     format!(
-        "{{\"id\":{},\"created_at\":{},\"status\":\"{}\",\"score\":{{\"pibenchmarks\":{},\"formula\":{}}},\"card_key\":{},\"board\":{},\"bus\":{},\"verdict_version\":{},\"report\":{},\"verdict\":{}}}\n",
+        "{{\"id\":{},\"created_at\":{},\"status\":\"{}\",\"score\":{{\"pibenchmarks\":{},\"formula\":{}}},\"card_key\":{},\"board\":{},\"family\":{},\"bus\":{},\"verdict_version\":{},\"report\":{},\"verdict\":{}}}\n",
         r.id,
         text(&datetime_of(r.created_at)),
         r.status.as_str(),
@@ -58,6 +58,7 @@ fn json_line(r: &StoredResult) -> String {
         text(&r.formula),
         text(&r.card_key),
         text(&r.board),
+        text(&r.family),
         text(&r.bus),
         text(&r.verdict_version),
         r.report_json,
@@ -72,7 +73,8 @@ pub fn csv_header() -> String {
         line.push(',');
         line.push_str(key);
     }
-    line.push_str("\r\n");
+    // Columns added later go last, so that readers of the first ones keep working.
+    line.push_str(",label,board_family,board_revision\r\n");
     line
 }
 
@@ -112,6 +114,9 @@ fn csv_row(r: &StoredResult) -> String {
     for key in MEASUREMENT_KEYS {
         fields.push(measurements.and_then(|m| m.get(key)).map(|v| v.to_string()).unwrap_or_default());
     }
+    fields.push(r.label.clone().unwrap_or_default());
+    fields.push(r.family.clone());
+    fields.push(r.board_revision.clone().unwrap_or_default());
     let mut line = String::new();
     for (i, field) in fields.iter().enumerate() {
         if i > 0 {

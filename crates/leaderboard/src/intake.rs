@@ -1,35 +1,39 @@
-//! What happens to a submitted body before anything is stored: parse it,
-//! check it against the `storage-score/1` schema, check every figure and
-//! every string, strip what must not be stored (docs/leaderboard.md#privacy), and
-//! recompute the score and the verdict. The client's own `score` and
-//! `verdict` are thrown away.
+//! What happens to a submitted body before anything is stored: the one
+//! validator of reports (`storage_scoring::input`), the card's identity and
+//! names ([`crate::identity`]), what its bus and host can carry
+//! ([`crate::ceilings`]), what must not be stored (docs/leaderboard.md's
+//! privacy), and the server's own score and verdict. The client's own
+//! `score` and `verdict` are thrown away.
 //!
 //! The answer to each kind of bad input:
-//! - not JSON, not an object, a wrong `schema`, a value of the wrong type,
-//!   an unknown measurement key, no `measurements`: **400**;
-//! - a string with control characters, or one too long; a name-like field
-//!   (product name, board, register text, …) holding markup or quoting
-//!   characters (`<>"'\`;\`): **400**, naming the field. Free-text fields
-//!   (notes, hint messages, skip reasons, advice) may hold any printable
-//!   text; the pages escape it;
-//! - a figure that is negative, not finite (`NaN`, `Infinity`, `1e400`), or
-//!   beyond anything a storage device does (`1e300`): **422**, refused;
-//! - a figure beyond what the report's own bus can carry (10 GB/s over a
-//!   50 MHz SD bus): **stored, flagged** with the reason, never ranked. The
-//!   figure is possible for some device, so the result is kept for review
-//!   rather than lost, and the reply says `flagged` and why.
+//! - not UTF-8, not JSON, not an object, a wrong `schema`, a value of the
+//!   wrong type, an unknown measurement key, no `measurements`, a string
+//!   with control characters or too long, markup or quoting in a name-like
+//!   field (free text, such as notes, hint messages and advice, may hold any
+//!   printable text; the pages escape it): **400**, naming the field;
+//! - a figure that is negative, not finite, or beyond anything a storage
+//!   device does; a figure beyond every bus of its kind of device; CID text
+//!   no CID holds; a name with invisible characters or mixed scripts; a
+//!   label over 80 characters: **422**, naming the field;
+//! - a figure beyond what its own bus, host or kind carries: **stored,
+//!   flagged** with the reason, never ranked.
 //!
 //! Other flags (stored, not ranked, the reply says why): an incomplete run
 //! (a figure of the score missing), the `quick` profile, no device
 //! identification.
 
-use storage_scoring::input::{InputError, as_mb_s};
+use sha2::{Digest, Sha256};
+use storage_scoring::input::InputError;
 use storage_scoring::privacy::{Redaction, redact};
-use storage_scoring::schema::{Measurements, Report, Score, Verdict};
+use storage_scoring::schema::{Report, Score, Verdict};
 use storage_scoring::{score, verdict};
 
-use crate::card::{Bus, Card, board};
+use crate::board::Board;
+use crate::card::{Card, group_key};
+use crate::ceilings::{self, Bus};
 use crate::error::ApiError;
+use crate::identity;
+use crate::store::{Figures, NewResult};
 
 /// The score formula, stored beside every result (docs/leaderboard.md#grouping-and-ranking): results
 /// scored by another formula never share a leaderboard row.
@@ -41,9 +45,6 @@ pub const FORMULA_VERSION: &str = "pibenchmarks-1";
 /// judged (docs/doctor.md#figures-measured-while-throttled).
 pub const VERDICT_VERSION: &str = "verdict-2";
 
-/// Over the bus ceiling by more than this share is impossible, not noise.
-const BUS_MARGIN: f64 = 1.10;
-
 /// A report that passed: what to store and what to say.
 #[derive(Debug, Clone)]
 pub struct Accepted {
@@ -54,14 +55,85 @@ pub struct Accepted {
     /// Why it is not public; empty when it is.
     pub reasons: Vec<String>,
     pub card: Card,
-    pub board: String,
+    pub board: Board,
     pub bus: Bus,
+    pub figures: Figures,
+    /// The label as sent (normalised), and folded for agreement.
+    pub label: Option<String>,
+    pub label_key: Option<String>,
+    /// The report as stored, and its hash: the same report sent twice, in
+    /// any whitespace or key order, has the same.
+    pub report_json: String,
+    pub content_hash: String,
+}
+
+/// Who sent a result and how, for [`Accepted::into_new`].
+#[derive(Debug, Clone)]
+pub struct Submission {
+    pub idempotency_key: String,
+    pub body_hash: String,
+    pub delete_hash: String,
+    pub submitter: String,
+    pub created_at: i64,
+}
+
+impl Accepted {
+    /// The result to store.
+    pub fn into_new(self, how: Submission) -> NewResult {
+        let card_key = self.card.key();
+        NewResult {
+            idempotency_key: how.idempotency_key,
+            body_hash: how.body_hash,
+            content_hash: self.content_hash,
+            delete_hash: how.delete_hash,
+            submitter: how.submitter,
+            created_at: how.created_at,
+            reasons: self.reasons,
+            group_key: group_key(&card_key, &self.board.key, &self.bus.label, FORMULA_VERSION),
+            card_key,
+            card: self.card,
+            board: self.board,
+            bus: self.bus.label,
+            formula: FORMULA_VERSION.to_owned(),
+            verdict_version: VERDICT_VERSION.to_owned(),
+            score: self.score.pibenchmarks.and_then(|s| i64::try_from(s).ok()),
+            figures: self.figures,
+            label: self.label,
+            label_key: self.label_key,
+            claimed: self.verdict.claimed.clone(),
+            measured: self.verdict.measured.clone(),
+            report_json: self.report_json,
+            verdict_json: serde_json::to_string(&self.verdict).unwrap_or_else(|_| "{}".to_owned()),
+        }
+    }
 }
 
 /// Checks a submitted body and prepares it for storage.
 pub fn accept(body: &[u8]) -> Result<Accepted, ApiError> {
     let mut report = storage_scoring::input::parse_report(body).map_err(|e| refusal(&e))?;
-    crate::identity::settle(&mut report)?;
+    identity::settle(&mut report)?;
+    let measurements = report.measurements.unwrap_or_default();
+    ceilings::beyond_any_bus(report.device.as_ref(), &measurements)?;
+    assess(report, Vec::new())
+}
+
+/// A stored report judged again by today's rules (a migration): what
+/// [`accept`] would make of it, or, when those rules refuse it, the same
+/// kept as a flagged result that says why. Nothing is lost either way.
+pub fn reassess(stored_report: &str) -> Accepted {
+    match accept(stored_report.as_bytes()) {
+        Ok(accepted) => accepted,
+        Err(refused) => {
+            let report: Report = serde_json::from_str(stored_report).unwrap_or_default();
+            let why =
+                format!("refused by the rules this server applies since it stored the result: {}", refused.message);
+            assess(report, vec![why]).unwrap_or_else(|e| Accepted::unreadable(stored_report, &e.message))
+        }
+    }
+}
+
+/// Strips, scores, judges and flags a checked report.
+fn assess(mut report: Report, mut reasons: Vec<String>) -> Result<Accepted, ApiError> {
     // The client's score and verdict are not trusted, nor stored.
     report.score = None;
     report.verdict = None;
@@ -73,8 +145,8 @@ pub fn accept(body: &[u8]) -> Result<Accepted, ApiError> {
     let verdict = verdict::verdict_under(report.device.as_ref(), &measurements, None, report.thermal.as_ref());
     let card = Card::of(report.device.as_ref());
     let bus = Bus::of(report.device.as_ref());
+    let board = Board::of(report.system.as_ref().and_then(|s| s.board.as_deref()));
 
-    let mut reasons = Vec::new();
     if !score.missing.is_empty() {
         reasons.push(format!(
             "incomplete run: not measured: {}; the score needs all seven figures",
@@ -87,7 +159,7 @@ pub fn accept(body: &[u8]) -> Result<Accepted, ApiError> {
             report.profile.as_deref().unwrap_or("")
         ));
     }
-    reasons.extend(beyond_bus(&measurements, &bus));
+    reasons.extend(ceilings::flags(report.device.as_ref(), &bus, &board, &measurements));
     if !card.is_named() {
         reasons.push(
             "no identification: the report names no device, so it cannot join a card's row; submit a report with its device section"
@@ -96,29 +168,44 @@ pub fn accept(body: &[u8]) -> Result<Accepted, ApiError> {
     }
     report.score = Some(score.clone());
     report.verdict = Some(verdict.clone());
-    let board = board(&report);
-    Ok(Accepted { report, score, verdict, reasons, card, board, bus })
+    let report_json = serde_json::to_string(&report).map_err(|e| ApiError::bad_request(format!("body: {e}")))?;
+    let content_hash = crate::auth::hex(&Sha256::digest(report_json.as_bytes()));
+    let label = report.label.clone();
+    Ok(Accepted {
+        figures: Figures::of(&measurements),
+        label_key: label.as_deref().map(identity::fold),
+        label,
+        report,
+        score,
+        verdict,
+        reasons,
+        card,
+        board,
+        bus,
+        report_json,
+        content_hash,
+    })
 }
 
-/// Flags for figures that the report's own bus cannot carry.
-fn beyond_bus(m: &Measurements, bus: &Bus) -> Vec<String> {
-    let Some(ceiling) = bus.ceiling_mb_s else { return Vec::new() };
-    storage_scoring::schema::MEASUREMENT_KEYS
-        .iter()
-        .filter_map(|key| {
-            let v = m.get(key)?;
-            let rate = as_mb_s(key, v);
-            (rate > ceiling * BUS_MARGIN).then(|| {
-                format!(
-                    "impossible figure: {key} {} is {:.1} MB/s, beyond the {:.1} MB/s that {} carries",
-                    trim(v),
-                    rate,
-                    ceiling,
-                    bus.how
-                )
-            })
-        })
-        .collect()
+impl Accepted {
+    /// A stored report that no longer reads as one: kept, flagged, unnamed.
+    fn unreadable(stored: &str, why: &str) -> Accepted {
+        let report = Report::default();
+        Accepted {
+            score: Score::default(),
+            verdict: Verdict::default(),
+            reasons: vec![format!("unreadable report: {why}")],
+            card: Card::of(None),
+            board: Board::of(None),
+            bus: Bus::of(None),
+            figures: Figures::default(),
+            label: None,
+            label_key: None,
+            content_hash: crate::auth::hex(&Sha256::digest(stored.as_bytes())),
+            report_json: stored.to_owned(),
+            report,
+        }
+    }
 }
 
 /// The answer to a report the validator refused: 422 for an impossible
@@ -126,10 +213,6 @@ fn beyond_bus(m: &Measurements, bus: &Bus) -> Vec<String> {
 pub fn refusal(e: &InputError) -> ApiError {
     let message = if e.field().is_some() { e.to_string() } else { format!("body: {e}") };
     if e.is_implausible() { ApiError::unprocessable(message) } else { ApiError::bad_request(message) }
-}
-
-fn trim(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e15 { format!("{}", v as i64) } else { format!("{v}") }
 }
 
 #[cfg(test)]
@@ -168,7 +251,8 @@ mod tests {
         assert!(accepted.reasons.is_empty(), "{:?}", accepted.reasons);
         let stored = serde_json::to_string(&accepted.report).unwrap();
         assert!(!stored.contains("915931237"));
-        assert_eq!(accepted.board, "Raspberry Pi 4 Model B Rev 1.4");
+        assert_eq!(accepted.board.model, "Raspberry Pi 4 Model B");
+        assert_eq!(accepted.board.revision.as_deref(), Some("1.4"));
         assert_eq!(accepted.bus.label, "High Speed");
     }
 
@@ -180,15 +264,48 @@ mod tests {
             assert_eq!(err.status.as_u16(), status, "{figure}: {}", err.message);
             assert!(err.message.contains("seq_write_mb_s"), "{figure}: {}", err.message);
         }
-        // 10 GB/s over a 50 MHz SD bus: stored, flagged.
+        // 100 MB/s over a 50 MHz SD bus: stored, flagged.
         let mut r = report();
-        r["measurements"]["seq_write_mb_s"] = serde_json::json!(10000.0);
+        r["measurements"]["seq_write_mb_s"] = serde_json::json!(100.0);
         let accepted = submit(&r).unwrap();
         assert_eq!(accepted.reasons.len(), 1, "{:?}", accepted.reasons);
         assert!(
             accepted.reasons[0]
-                .starts_with("impossible figure: seq_write_mb_s 10000 is 10000.0 MB/s, beyond the 25.0 MB/s")
+                .starts_with("impossible figure: seq_write_mb_s 100 is 100.0 MB/s, beyond the 25.0 MB/s"),
+            "{}",
+            accepted.reasons[0]
         );
+        // 10 GB/s on an SD card: no SD bus carries it, refused.
+        r["measurements"]["seq_write_mb_s"] = serde_json::json!(10000.0);
+        let err = submit(&r).unwrap_err();
+        assert_eq!(err.status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert!(err.message.starts_with("measurements.seq_write_mb_s: 10000 is 10000.0 MB/s, beyond the 3938 MB/s"));
+    }
+
+    #[test]
+    fn the_same_report_in_other_whitespace_has_one_content_hash() {
+        let a = submit(&report()).unwrap();
+        let b = accept(serde_json::to_string_pretty(&report()).unwrap().as_bytes()).unwrap();
+        assert_eq!(a.content_hash, b.content_hash);
+        let mut r = report();
+        r["measurements"]["seq_write_mb_s"] = serde_json::json!(20.5);
+        assert_ne!(submit(&r).unwrap().content_hash, a.content_hash);
+    }
+
+    #[test]
+    fn a_report_that_todays_rules_refuse_is_kept_flagged_on_reassessment() {
+        let mut r = report();
+        r["device"]["sd"]["cid"]["product_name"] = serde_json::json!("SD64\u{200b}G");
+        let again = reassess(&r.to_string());
+        assert!(
+            again.reasons[0].starts_with(
+                "refused by the rules this server applies since it stored the result: device.sd.cid.product_name: "
+            ),
+            "{:?}",
+            again.reasons
+        );
+        assert_eq!(reassess(&report().to_string()).reasons, Vec::<String>::new());
+        assert!(reassess("not json").reasons.len() >= 2, "kept, flagged");
     }
 
     #[test]

@@ -1,27 +1,37 @@
 //! storage-score-leaderboard: the self-hostable results server of docs/leaderboard.md.
 //!
 //! - [`intake`]: what a submitted report must pass, what is stripped, and
-//!   the server's own score and verdict;
-//! - [`card`]: the grouping key (card × board × bus × formula);
+//!   the server's own score and verdict; [`identity`] (one card, one name),
+//!   [`ceilings`] (what its bus and host can carry);
+//! - [`card`] and [`board`]: the grouping key (card × board × bus × formula);
+//! - [`peer`]: who counts: the client's network, trusted proxies, the
+//!   submitter id;
 //! - [`store`]: the [`store::Storage`] interface over SQLite and PostgreSQL,
-//!   with leaderboard rows kept up to date on every write;
+//!   with submitter samples and leaderboard rows kept up to date on every
+//!   write, and older databases upgraded on start;
 //! - [`api`] (JSON), [`export`] (JSON lines, CSV) and [`pages`] (HTML that
 //!   works without JavaScript), all over one [`App`];
 //! - [`config`]: the command line; [`serve`]: binding, the `listening on`
-//!   line, and a graceful stop on SIGTERM.
+//!   line; [`server`]: the connection cap, timeouts and a graceful stop on
+//!   SIGTERM; [`security`]: headers on every answer and the catch-panic layer.
 //!
 //! Depends on `storage-scoring` and `storage-report` only (ARCHITECTURE.md).
 
 pub mod api;
 pub mod auth;
+pub mod board;
 pub mod card;
+pub mod ceilings;
 pub mod config;
 pub mod error;
 pub mod export;
 pub mod identity;
 pub mod intake;
 pub mod pages;
+pub mod peer;
 pub mod ratelimit;
+pub mod security;
+pub mod server;
 pub mod store;
 
 use std::net::SocketAddr;
@@ -47,6 +57,8 @@ pub struct App<S> {
     /// `STORAGE_SCORE_LEADERBOARD_ADMIN_TOKEN`; moderation is off without it.
     pub admin_token: Option<String>,
     pub limiter: Option<RateLimiter>,
+    /// `--trusted-proxy`: peers whose `X-Forwarded-For` names the client.
+    pub trusted_proxies: Vec<peer::Cidr>,
 }
 
 /// Every route of docs/leaderboard.md#api.
@@ -61,8 +73,11 @@ pub fn router<S: Storage>(app: Arc<App<S>>) -> Router {
         .route("/", get(pages::leaderboard::<S>))
         .route("/cards/{key}", get(pages::card::<S>))
         .route("/results/{id}", get(pages::result::<S>))
+        .route("/about", get(pages::about))
+        .route("/style.css", get(pages::stylesheet))
         .fallback(pages::not_found)
         .layer(axum::middleware::from_fn(log_request))
+        .layer(axum::middleware::from_fn(security::harden))
         .with_state(app)
 }
 
@@ -83,37 +98,45 @@ async fn log_request(request: Request, next: Next) -> Response {
     response
 }
 
-/// Binds, opens the database, prints `listening on http://HOST:PORT` and
-/// serves until SIGTERM or SIGINT; then finishes the requests under way and
-/// the queued writes, and returns.
+/// Binds, opens (or upgrades) the database, prints `listening on
+/// http://HOST:PORT` and serves until SIGTERM or SIGINT; then finishes the
+/// requests under way and the queued writes, and returns.
 pub async fn serve(config: Config) -> Result<(), String> {
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}; pick another address with --listen", config.listen))?;
     let address = listener.local_addr().map_err(|e| format!("cannot read the bound address: {e}"))?;
     let limiter = (config.rate_limit > 0).then(|| RateLimiter::new(config.rate_limit));
+    let (cap, warning) = server::connection_cap(config.max_connections);
+    if let Some(warning) = warning {
+        eprintln!("storage-score-leaderboard: warning: {warning}");
+    }
+    let trusted_proxies = config.trusted_proxies.clone();
+    let admin_token = config.admin_token.clone();
     match &config.database {
         Database::Sqlite(path) => {
             let store = SqliteStore::open(path).map_err(|e| format!("{e}; check --db"))?;
-            run(listener, address, App { store, admin_token: config.admin_token.clone(), limiter }).await
+            run(listener, address, cap, App { store, admin_token, limiter, trusted_proxies }).await
         }
         Database::Postgres(url) => {
             let store = PgStore::open(url).await.map_err(|e| format!("{e}; check --db and that the server runs"))?;
-            run(listener, address, App { store, admin_token: config.admin_token.clone(), limiter }).await
+            run(listener, address, cap, App { store, admin_token, limiter, trusted_proxies }).await
         }
     }
 }
 
-async fn run<S: Storage>(listener: tokio::net::TcpListener, address: SocketAddr, app: App<S>) -> Result<(), String> {
+async fn run<S: Storage>(
+    listener: tokio::net::TcpListener,
+    address: SocketAddr,
+    max_connections: usize,
+    app: App<S>,
+) -> Result<(), String> {
     let app = Arc::new(app);
     // The handlers are in place before the line that says we are ready: a
     // SIGTERM sent right after it must drain and exit 0, not kill.
     let stop = stop_signal()?;
     eprintln!("listening on http://{address}");
-    axum::serve(listener, router(Arc::clone(&app)).into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(stop)
-        .await
-        .map_err(|e| format!("the server failed: {e}"))?;
+    server::serve(listener, router(Arc::clone(&app)), max_connections, stop).await?;
     app.store.close().await;
     eprintln!("stopped");
     Ok(())

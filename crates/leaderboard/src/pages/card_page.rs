@@ -1,6 +1,7 @@
 //! `/cards/{key}`: one card's results on every board and bus mode, as a
 //! strip plot (storage-report) and tables, with what the card claims beside
-//! what it measured.
+//! what it measured. Its name is the label its submitters agreed on, else
+//! its CID's; its fields are its submitters' majority.
 
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -10,11 +11,12 @@ use axum::extract::{Path, State};
 use axum::response::{Html, IntoResponse, Response};
 use storage_report::plot::strip::{StripPlot, StripRow};
 
+use super::figure_text;
 use super::{error_page, esc, layout};
 use crate::App;
 use crate::card::format_capacity;
 use crate::error::ApiError;
-use crate::store::{MIN_RANKED_SAMPLES, Storage, date_of};
+use crate::store::{MIN_RANKED_SUBMITTERS, Storage, date_of};
 
 pub async fn card<S: Storage>(State(app): State<Arc<App<S>>>, Path(key): Path<String>) -> Response {
     if key.len() != 16 || !key.bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -26,11 +28,18 @@ pub async fn card<S: Storage>(State(app): State<Arc<App<S>>>, Path(key): Path<St
         Err(e) => return error_page(ApiError::unavailable(e)),
     };
     let card = &data.card;
-    let name = card.display_name();
+    let name = data.name.clone();
     let mut body = String::new();
     let _ = write!(body, "<h2 id=\"card-name\">{}</h2>", esc(&name));
+    if data.label.is_some() {
+        let _ = write!(
+            body,
+            "<p class=\"muted\">{}: the name on the label that its submitters agree on.</p>",
+            esc(&card.display_name())
+        );
+    }
 
-    body.push_str("<table class=\"facts\" style=\"width:auto\">");
+    body.push_str("<table class=\"facts\">");
     let mid = card.manufacturer_id.map(|m| format!("0x{m:02x} ({m})")).unwrap_or_default();
     let capacity = card.capacity_bytes.map(|c| format!("{} ({c} bytes)", format_capacity(c))).unwrap_or_default();
     for (label, value) in [
@@ -41,7 +50,7 @@ pub async fn card<S: Storage>(State(app): State<Arc<App<S>>>, Path(key): Path<St
         ("Product name", card.product_name.as_str()),
         ("Revision", card.product_revision.as_str()),
         ("Capacity", capacity.as_str()),
-        ("Claimed class (label)", card.class_label.as_deref().unwrap_or("")),
+        ("Claimed class (most submitters' SSR)", card.class_label.as_deref().unwrap_or("")),
     ] {
         if !value.is_empty() {
             let _ = write!(body, "<tr><th>{label}</th><td>{}</td></tr>", esc(value));
@@ -66,7 +75,7 @@ pub async fn card<S: Storage>(State(app): State<Arc<App<S>>>, Path(key): Path<St
             .map(|row| StripRow {
                 label: format!("{} · {}", row.board, row.bus),
                 points: by_group.remove(row.group_key.as_str()).unwrap_or_default(),
-                band: (row.samples >= MIN_RANKED_SAMPLES).then_some((
+                band: (row.submitters >= MIN_RANKED_SUBMITTERS).then_some((
                     row.p10_score as f64,
                     row.median_score as f64,
                     row.p90_score as f64,
@@ -76,22 +85,27 @@ pub async fn card<S: Storage>(State(app): State<Arc<App<S>>>, Path(key): Path<St
     };
     let _ = write!(body, "<figure id=\"strip-plot\">{}</figure>", plot.render(1000.0));
 
-    body.push_str("<h3>By board and bus mode</h3><table><thead><tr><th>Board</th><th>Bus</th><th class=\"n\">Median</th><th class=\"n\">p10</th><th class=\"n\">p90</th><th class=\"n\">Results</th><th>Latest</th><th>Formula</th></tr></thead><tbody>");
+    body.push_str("<h3>By board and bus mode</h3><div class=\"scroll\"><table id=\"rows\"><thead><tr><th>Board</th><th class=\"n\">Median score</th><th class=\"n\">Random write IOPS</th><th class=\"n wide\">Random read IOPS</th><th class=\"n wide\">Seq. write MB/s</th><th class=\"n wide\">p10–p90</th><th class=\"n\">Submitters</th><th class=\"n wide\">Results</th><th class=\"wide\">Latest</th></tr></thead><tbody>");
     for row in &data.rows {
+        let f = &row.median_figures;
         let _ = write!(
             body,
-            "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}<span class=\"sub\">{} · {}</span></td><td class=\"n score\">{}</td><td class=\"n\">{}</td><td class=\"n wide\">{}</td><td class=\"n wide\">{}</td><td class=\"n wide\">{}–{}</td><td class=\"n\">{}</td><td class=\"n wide\">{}</td><td class=\"wide\">{}</td></tr>",
             esc(&row.board),
             esc(&row.bus),
+            esc(&row.formula),
             row.median_score,
+            figure_text(f.rand_write_4k_qd64_iops),
+            figure_text(f.rand_read_4k_qd64_iops),
+            figure_text(f.seq_write_mb_s),
             row.p10_score,
             row.p90_score,
+            row.submitters,
             row.samples,
             esc(&row.latest),
-            esc(&row.formula)
         );
     }
-    body.push_str("</tbody></table>");
+    body.push_str("</tbody></table></div>");
     if data.rows.is_empty() {
         body.push_str("<p>No public results: every result of this card is flagged (see below).</p>");
     }

@@ -1,18 +1,23 @@
 //! Server-rendered HTML pages that work without JavaScript (docs/leaderboard.md#pages):
-//! the leaderboard (`/`), a card (`/cards/{key}`) and a result
-//! (`/results/{id}`). Every string that came from a report or a visitor
-//! goes through [`esc`] (storage-report's escaping) before it is written.
+//! the leaderboard (`/`), a card (`/cards/{key}`), a result
+//! (`/results/{id}`) and how it all works (`/about`), with one stylesheet
+//! (`/style.css`: no inline style, so the Content-Security-Policy allows
+//! no more than this server's own sheet). Every string that came from a
+//! report or a visitor goes through [`esc`] (storage-report's escaping)
+//! before it is written.
 
+mod about_page;
 mod card_page;
 mod health;
 mod leaderboard_page;
 mod result_page;
 
+pub use about_page::about;
 pub use card_page::card;
 pub use leaderboard_page::leaderboard;
 pub use result_page::result;
 
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, header};
 use axum::response::{Html, IntoResponse, Response};
 use storage_report::html::escape;
 
@@ -23,29 +28,60 @@ pub fn esc(text: &str) -> String {
     escape(text)
 }
 
+/// The one stylesheet. Narrow screens (a phone at 390 px) drop the columns
+/// one can do without, so that the rank, the card and its median score are
+/// on the first screen.
 const STYLE: &str = "
-body{font-family:system-ui,sans-serif;margin:0 auto;max-width:1200px;padding:0 1rem 2rem;color:#222}
-header{display:flex;gap:1.5rem;align-items:baseline;border-bottom:1px solid #ccc;margin-bottom:1rem}
+body{font-family:system-ui,sans-serif;margin:0 auto;max-width:1200px;padding:0 .75rem 2rem;color:#222;line-height:1.35}
+header{display:flex;flex-wrap:wrap;gap:.4rem 1.2rem;align-items:baseline;border-bottom:1px solid #ccc;margin-bottom:.6rem;padding:.4rem 0}
+header h1{font-size:1.25rem;margin:0}
 header a{color:#0b5394;text-decoration:none}
-table{border-collapse:collapse;width:100%;margin:.5rem 0 1.5rem}
-th,td{padding:.3rem .5rem;border-bottom:1px solid #e4e4e4;text-align:left;vertical-align:top}
+a{color:#0b5394}
+table{border-collapse:collapse;width:100%;margin:.4rem 0 1.2rem}
+th,td{padding:.3rem .45rem;border-bottom:1px solid #e4e4e4;text-align:left;vertical-align:top}
 th a{color:inherit}
-td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td.score{font-weight:600}
 .flag{color:#a33}.pass{color:#17702d}.fail{color:#a33}.unknown{color:#876}
-form.filters{display:flex;flex-wrap:wrap;gap:.75rem;align-items:end;margin:.5rem 0}
-form.filters label{display:flex;flex-direction:column;font-size:.85rem}
-.muted{color:#666;font-size:.9rem}
+form.search{display:flex;gap:.4rem;margin:.3rem 0}
+form.search input[type=search]{flex:1;min-width:8rem;font-size:1rem;padding:.35rem}
+form.search button{font-size:1rem}
+details.filters{margin:.3rem 0}
+details.filters summary{cursor:pointer;color:#0b5394}
+.filters .fields{display:flex;flex-wrap:wrap;gap:.6rem;align-items:end;margin:.4rem 0}
+.filters label{display:flex;flex-direction:column;font-size:.85rem}
+.muted,.sub{color:#666;font-size:.85rem}
+.sub{display:block}
+.pager{display:flex;flex-wrap:wrap;gap:1rem;align-items:baseline;margin:.3rem 0}
+.scroll{overflow-x:auto}
+table.facts{width:auto}
+.standing{font-size:1.05rem}
 svg{max-width:100%;height:auto}
+@media (max-width:700px){
+ .wide{display:none}
+ th,td{padding:.25rem .3rem}
+ header h1{font-size:1.05rem}
+}
 ";
+
+/// `GET /style.css`.
+pub async fn stylesheet() -> Response {
+    let mut response = STYLE.into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/css; charset=utf-8"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=3600"));
+    response
+}
 
 /// A whole page around `body`.
 pub fn layout(title: &str, body: &str) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>{} · storage-score leaderboard</title><style>{STYLE}</style></head><body>\
+         <title>{} · storage-score leaderboard</title><link rel=\"stylesheet\" href=\"/style.css\"></head><body>\
          <header><h1><a href=\"/\">storage-score leaderboard</a></h1>\
-         <a href=\"/export.csv\">export CSV</a><a href=\"/export.json\">export JSON</a></header>\n{body}\n</body></html>\n",
+         <a href=\"/about\">how it works</a><a class=\"wide\" href=\"/export.csv\">export CSV</a>\
+         <a class=\"wide\" href=\"/export.json\">export JSON</a></header>\n{body}\n</body></html>\n",
         esc(title)
     )
 }
@@ -75,6 +111,25 @@ pub fn score_text(score: Option<i64>) -> String {
     score.map_or("–".to_owned(), |s| s.to_string())
 }
 
-pub fn not_found_status() -> StatusCode {
-    StatusCode::NOT_FOUND
+/// A figure for a table: whole numbers from 100 up, one decimal below.
+pub fn figure_text(v: Option<f64>) -> String {
+    match v {
+        Some(v) if v >= 100.0 => format!("{v:.0}"),
+        Some(v) => format!("{v:.1}"),
+        None => "–".to_owned(),
+    }
+}
+
+/// The one line a public result's standing reads as.
+pub fn standing_text(score: i64, standing: &crate::store::Standing) -> String {
+    if standing.group_submitters <= 1 {
+        return format!(
+            "score {score}: the first submitter with this card on a {} (median {})",
+            standing.family, standing.median_score
+        );
+    }
+    format!(
+        "score {score}: better than {}% of {} submitters with this card on a {} (median {})",
+        standing.percentile, standing.group_submitters, standing.family, standing.median_score
+    )
 }

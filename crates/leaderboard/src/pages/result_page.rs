@@ -9,7 +9,7 @@ use axum::extract::{Path, State};
 use axum::response::{Html, IntoResponse, Response};
 use storage_scoring::schema::{MEASUREMENT_KEYS, Report, Verdict};
 
-use super::{error_page, esc, layout, score_text};
+use super::{error_page, esc, layout, score_text, standing_text};
 use crate::App;
 use crate::api::parse_id;
 use crate::error::ApiError;
@@ -60,13 +60,26 @@ pub async fn result<S: Storage>(State(app): State<Arc<App<S>>>, Path(id): Path<S
         stored.status.as_str(),
         if stored.reasons.is_empty() { String::new() } else { format!(" — {}", esc(&stored.reasons.join("; "))) }
     );
-    body.push_str("<table class=\"facts\" style=\"width:auto\">");
+    if let (Some(standing), Some(score)) = (&stored.standing, stored.score) {
+        let _ = write!(
+            body,
+            "<p class=\"standing\" id=\"standing\">{} · <a href=\"/cards/{}\">the card's page</a></p>",
+            esc(&standing_text(score, standing)),
+            esc(&stored.card_key)
+        );
+    }
+    body.push_str("<table class=\"facts\">");
     let system = report.system.clone().unwrap_or_default();
+    let board = match &stored.board_revision {
+        Some(revision) => format!("{} Rev {revision} ({})", stored.board, stored.family),
+        None => format!("{} ({})", stored.board, stored.family),
+    };
     let rows = [
         ("PiBenchmarks score", format!("{} (formula {})", score_text(stored.score), stored.formula)),
+        ("Name on the label", stored.label.clone().unwrap_or_default()),
         ("Verdict rules", stored.verdict_version.clone()),
         ("Submitted", datetime_of(stored.created_at)),
-        ("Board", stored.board.clone()),
+        ("Board", board),
         ("Bus mode", stored.bus.clone()),
         ("Kernel", system.kernel.unwrap_or_default()),
         ("Architecture", system.arch.unwrap_or_default()),

@@ -6,19 +6,30 @@
 //!   server replicas can share it, as every write is one transaction and
 //!   idempotency is a unique key.
 //!
-//! Both keep a `groups` table of leaderboard rows (median, p10, p90,
-//! samples, latest per card × board × bus × formula) up to date in the same
-//! transaction as each insert, delete or moderation, so reading the
-//! leaderboard never scans the results. The SQL is shared ([`sql`]).
+//! Both keep the `submitters` (one sample per submitter and group) and
+//! `groups` (leaderboard rows: medians over submitters, the card's display
+//! by majority) tables up to date in the same transaction as each insert,
+//! delete or moderation, so reading the leaderboard never scans the
+//! results. The SQL is shared ([`sql`]), and so is the arithmetic
+//! ([`aggregate`]) and the upgrade of older databases ([`migrate`]).
 
+pub mod aggregate;
+pub mod migrate;
 pub mod postgres;
+mod query;
 pub mod sql;
 pub mod sqlite;
 
 use std::future::Future;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+pub use query::{
+    CARD_POINTS, CardData, CardPoint, FilterChoices, LeaderboardQuery, MAX_SEARCH_CHARS, MAX_SEARCH_WORDS,
+    MIN_RANKED_SUBMITTERS, Page, Row, SortKey,
+};
+
+use crate::board::Board;
 use crate::card::Card;
 
 /// A result's state (docs/leaderboard.md#flags).
@@ -51,12 +62,39 @@ impl Status {
     }
 }
 
+/// What a moderator did to a result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModerationAction {
+    Flag,
+    Hide,
+}
+
 /// A moderator's decision on a result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModerationNote {
-    /// `flag` or `hide`.
-    pub action: String,
+    pub action: ModerationAction,
     pub reason: String,
+}
+
+/// The four figures the leaderboard shows and sorts by besides the score.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct Figures {
+    pub seq_read_mib_s: Option<f64>,
+    pub seq_write_mb_s: Option<f64>,
+    pub rand_read_4k_qd64_iops: Option<f64>,
+    pub rand_write_4k_qd64_iops: Option<f64>,
+}
+
+impl Figures {
+    pub fn of(m: &storage_scoring::schema::Measurements) -> Figures {
+        Figures {
+            seq_read_mib_s: m.seq_read_mib_s,
+            seq_write_mb_s: m.seq_write_mb_s,
+            rand_read_4k_qd64_iops: m.rand_read_4k_qd64_iops,
+            rand_write_4k_qd64_iops: m.rand_write_4k_qd64_iops,
+        }
+    }
 }
 
 /// A result ready to store.
@@ -65,8 +103,13 @@ pub struct NewResult {
     pub idempotency_key: String,
     /// SHA-256 of the body as received, hex.
     pub body_hash: String,
+    /// SHA-256 of the report as accepted (the same report in other
+    /// whitespace or key order has the same), hex: a repeat counts once.
+    pub content_hash: String,
     /// SHA-256 of the delete token, hex: the token itself is never stored.
     pub delete_hash: String,
+    /// Who sent it: a keyed hash of the client's network ([`crate::peer`]).
+    pub submitter: String,
     /// Unix seconds.
     pub created_at: i64,
     /// Why it is flagged (empty: public).
@@ -74,11 +117,15 @@ pub struct NewResult {
     pub card: Card,
     pub card_key: String,
     pub group_key: String,
-    pub board: String,
+    pub board: Board,
     pub bus: String,
     pub formula: String,
     pub verdict_version: String,
     pub score: Option<i64>,
+    pub figures: Figures,
+    /// The name on the card's label, as sent and normalised, and folded.
+    pub label: Option<String>,
+    pub label_key: Option<String>,
     pub claimed: Option<String>,
     pub measured: Option<String>,
     pub report_json: String,
@@ -91,6 +138,19 @@ impl NewResult {
     }
 }
 
+/// Where a public result stands among the submitters of its group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Standing {
+    /// Submitters in the group, the result's own included.
+    pub group_submitters: i64,
+    /// Of them, the share (0 to 100) whose own median is below this score.
+    pub percentile: i64,
+    /// The group's median over submitters.
+    pub median_score: i64,
+    pub board: String,
+    pub family: String,
+}
+
 /// What the submitter is told.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Receipt {
@@ -99,6 +159,8 @@ pub struct Receipt {
     pub reasons: Vec<String>,
     pub score: Option<i64>,
     pub formula: String,
+    /// For a public result.
+    pub standing: Option<Standing>,
 }
 
 /// The outcome of a submission.
@@ -123,153 +185,26 @@ pub struct StoredResult {
     pub card: Card,
     pub card_key: String,
     pub group_key: String,
+    pub submitter: String,
+    pub content_hash: String,
+    /// The canonical model, its revision and family, and their folded keys.
     pub board: String,
+    pub board_revision: Option<String>,
+    pub family: String,
+    pub board_key: String,
+    pub family_key: String,
     pub bus: String,
     pub formula: String,
     pub verdict_version: String,
     pub score: Option<i64>,
+    pub figures: Figures,
+    pub label: Option<String>,
     pub claimed: Option<String>,
     pub measured: Option<String>,
     pub report_json: String,
     pub verdict_json: String,
-}
-
-/// One leaderboard row.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Row {
-    #[serde(skip)]
-    pub group_key: String,
-    pub card: Card,
-    pub card_key: String,
-    pub board: String,
-    pub bus: String,
-    pub formula: String,
-    pub samples: i64,
-    pub median_score: i64,
-    pub p10_score: i64,
-    pub p90_score: i64,
-    /// Unix seconds of the newest result.
-    #[serde(skip)]
-    pub latest_unix: i64,
-    /// `YYYY-MM-DD` of the newest result.
-    pub latest: String,
-    /// Rank by median within the query; none below [`MIN_RANKED_SAMPLES`].
-    pub rank: Option<i64>,
-}
-
-/// A row with fewer samples is listed without a rank (docs/leaderboard.md#grouping-and-ranking).
-pub const MIN_RANKED_SAMPLES: i64 = 3;
-
-/// What the leaderboard is sorted by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SortKey {
-    Median,
-    P10,
-    P90,
-    Samples,
-    Latest,
-    Card,
-    Board,
-}
-
-impl SortKey {
-    pub const ALL: [SortKey; 7] =
-        [SortKey::Median, SortKey::P10, SortKey::P90, SortKey::Samples, SortKey::Latest, SortKey::Card, SortKey::Board];
-
-    pub fn parse(text: &str) -> Option<SortKey> {
-        SortKey::ALL.into_iter().find(|k| k.as_str() == text)
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SortKey::Median => "median",
-            SortKey::P10 => "p10",
-            SortKey::P90 => "p90",
-            SortKey::Samples => "samples",
-            SortKey::Latest => "latest",
-            SortKey::Card => "card",
-            SortKey::Board => "board",
-        }
-    }
-
-    /// Numbers read best from the top down; names from A.
-    pub fn default_descending(self) -> bool {
-        !matches!(self, SortKey::Card | SortKey::Board)
-    }
-
-    fn order_by(self) -> &'static str {
-        match self {
-            SortKey::Median => "median",
-            SortKey::P10 => "p10",
-            SortKey::P90 => "p90",
-            SortKey::Samples => "samples",
-            SortKey::Latest => "latest",
-            SortKey::Card => "product_name",
-            SortKey::Board => "board",
-        }
-    }
-}
-
-/// Filters and order of a leaderboard request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LeaderboardQuery {
-    pub kind: Option<String>,
-    pub board: Option<String>,
-    /// A class mark (`A2`, `U3`, `Class 10`) the card claims, or a whole label.
-    pub class: Option<String>,
-    pub bus: Option<String>,
-    pub sort: SortKey,
-    pub descending: bool,
-    pub limit: i64,
-    pub offset: i64,
-}
-
-impl Default for LeaderboardQuery {
-    fn default() -> Self {
-        LeaderboardQuery {
-            kind: None,
-            board: None,
-            class: None,
-            bus: None,
-            sort: SortKey::Median,
-            descending: true,
-            limit: 200,
-            offset: 0,
-        }
-    }
-}
-
-/// One public result of a card, for its strip plot.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CardPoint {
-    pub id: i64,
-    pub score: i64,
-    pub group_key: String,
-    pub created_at: i64,
-}
-
-/// Everything the card page shows.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CardData {
-    pub card: Card,
-    pub rows: Vec<Row>,
-    /// The newest public results, at most [`CARD_POINTS`].
-    pub points: Vec<CardPoint>,
-    /// (claimed label, measured label, how many public results).
-    pub classes: Vec<(String, String, i64)>,
-    /// Flagged results of the card (not ranked), newest first, at most 50.
-    pub flagged: Vec<(i64, Vec<String>)>,
-}
-
-/// The most points a card's strip plot draws (the newest).
-pub const CARD_POINTS: i64 = 2000;
-
-/// The choices the leaderboard's filter form offers.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct FilterChoices {
-    pub kinds: Vec<String>,
-    pub boards: Vec<String>,
-    pub buses: Vec<String>,
+    /// Where it stands in its group, for a public result (filled by `get`).
+    pub standing: Option<Standing>,
 }
 
 /// What a moderator does.
@@ -278,6 +213,17 @@ pub enum Moderation {
     Flag(String),
     Hide(String),
     Restore,
+}
+
+impl Moderation {
+    /// The note kept beside the result; none after a restore.
+    pub fn note(&self) -> Option<ModerationNote> {
+        match self {
+            Moderation::Flag(reason) => Some(ModerationNote { action: ModerationAction::Flag, reason: reason.clone() }),
+            Moderation::Hide(reason) => Some(ModerationNote { action: ModerationAction::Hide, reason: reason.clone() }),
+            Moderation::Restore => None,
+        }
+    }
 }
 
 /// The outcome of a delete.
@@ -320,15 +266,19 @@ pub trait Storage: Send + Sync + 'static {
     /// Stores a result unless its idempotency key is known (then replays or refuses).
     /// The answer comes only once the result is committed.
     fn submit(&self, new: NewResult) -> impl Future<Output = StoreResult<Submitted>> + Send;
+    /// A result, with its standing when it is public.
     fn get(&self, id: i64) -> impl Future<Output = StoreResult<Option<StoredResult>>> + Send;
     /// Deletes a result if `delete_hash` matches the stored one.
     fn delete(&self, id: i64, delete_hash: String) -> impl Future<Output = StoreResult<Deleted>> + Send;
     fn moderate(&self, id: i64, action: Moderation) -> impl Future<Output = StoreResult<Option<Receipt>>> + Send;
-    fn leaderboard(&self, query: LeaderboardQuery) -> impl Future<Output = StoreResult<Vec<Row>>> + Send;
+    fn leaderboard(&self, query: LeaderboardQuery) -> impl Future<Output = StoreResult<Page>> + Send;
     fn card(&self, card_key: String) -> impl Future<Output = StoreResult<Option<CardData>>> + Send;
     /// Public results with an id above `after`, oldest first.
     fn export_page(&self, after: i64, limit: i64) -> impl Future<Output = StoreResult<Vec<StoredResult>>> + Send;
     fn filter_choices(&self) -> impl Future<Output = StoreResult<FilterChoices>> + Send;
+    /// The secret salt of submitter ids, made on first start and shared by
+    /// every replica of a database.
+    fn submitter_salt(&self) -> &[u8];
     /// Waits for queued writes to finish (on shutdown).
     fn close(&self) -> impl Future<Output = ()> + Send;
 }
@@ -338,7 +288,7 @@ pub trait Storage: Send + Sync + 'static {
 pub fn status_of(auto_reasons: &[String], moderation: Option<&ModerationNote>) -> (Status, Vec<String>) {
     let mut reasons = auto_reasons.to_vec();
     match moderation {
-        Some(note) if note.action == "hide" => {
+        Some(note) if note.action == ModerationAction::Hide => {
             reasons.push(format!("hidden by a moderator: {}", note.reason));
             (Status::Hidden, reasons)
         }
@@ -351,10 +301,21 @@ pub fn status_of(auto_reasons: &[String], moderation: Option<&ModerationNote>) -
     }
 }
 
-/// Nearest-rank percentile position (1-based) of `q` in `n` sorted values:
-/// every reported figure is a real result, never an interpolation or a mean.
-pub fn rank_of(q: f64, n: i64) -> i64 {
-    ((q * n as f64).ceil() as i64).clamp(1, n.max(1))
+/// The status and reasons from the stored automatic reasons and moderation note.
+pub fn reasons_of(auto: &str, moderation: Option<&str>) -> (Status, Vec<String>) {
+    let auto: Vec<String> = serde_json::from_str(auto).unwrap_or_default();
+    let note: Option<ModerationNote> = moderation.and_then(|m| serde_json::from_str(m).ok());
+    status_of(&auto, note.as_ref())
+}
+
+/// A list of reasons as stored.
+pub fn reasons_json(reasons: &[String]) -> String {
+    serde_json::Value::from(reasons.to_vec()).to_string()
+}
+
+/// A moderation note as stored.
+pub fn note_json(note: Option<&ModerationNote>) -> Option<String> {
+    note.map(|n| serde_json::json!({"action": n.action, "reason": n.reason}).to_string())
 }
 
 /// `YYYY-MM-DD` of a Unix time (UTC), from the civil-from-days algorithm
@@ -384,15 +345,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn nearest_rank() {
-        assert_eq!(rank_of(0.5, 1), 1);
-        assert_eq!(rank_of(0.5, 4), 2);
-        assert_eq!(rank_of(0.1, 10), 1);
-        assert_eq!(rank_of(0.9, 10), 9);
-        assert_eq!(rank_of(0.9, 3), 3);
-    }
-
-    #[test]
     fn dates() {
         assert_eq!(date_of(0), "1970-01-01");
         assert_eq!(date_of(951_782_400), "2000-02-29");
@@ -401,9 +353,13 @@ mod tests {
 
     #[test]
     fn moderation_overrides_the_automatic_status() {
-        let note = ModerationNote { action: "hide".into(), reason: "spam".into() };
+        let note = ModerationNote { action: ModerationAction::Hide, reason: "spam".into() };
         assert_eq!(status_of(&[], Some(&note)).0, Status::Hidden);
         assert_eq!(status_of(&["quick profile".into()], None).0, Status::Flagged);
         assert_eq!(status_of(&[], None), (Status::Public, vec![]));
+        // The note is stored as before: {"action": "hide", ...}.
+        let stored = note_json(Some(&note)).unwrap();
+        assert_eq!(stored, r#"{"action":"hide","reason":"spam"}"#);
+        assert_eq!(reasons_of("[]", Some(&stored)).0, Status::Hidden);
     }
 }

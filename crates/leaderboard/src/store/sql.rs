@@ -2,15 +2,40 @@
 //! numbers them, and SQLite reads each as a named parameter bound in order
 //! of first appearance, which is the same order here.
 //!
-//! Every user-supplied value goes in as a parameter, never into the text.
+//! Every user-supplied value goes in as a parameter, never into the text;
+//! the only text that varies is a column name chosen from a closed enum
+//! ([`super::SortKey`]).
 
-/// Tables and indexes; `{id}` becomes the backend's auto-increment key type.
+/// The schema's version, kept in `meta`; [`super::migrate`] brings an older
+/// database up to it on start.
+pub const SCHEMA_VERSION: i64 = 2;
+
+/// Key-value facts about the database itself: the schema version and the
+/// secret salt of submitter ids.
+pub const META: &str = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)";
+
+/// Tables and indexes; `id` is the backend's auto-increment key type (one
+/// that never hands out an id again after a delete).
+///
+/// - `results`: every result, whatever its status, with the columns the
+///   leaderboard groups, counts and sorts by.
+/// - `submitters`: one row per group and submitter, their own medians over
+///   their counted results (a repeated report counts once).
+/// - `groups`: one leaderboard row per card × board × bus × formula, the
+///   medians over submitters, and the card's display fields (by majority,
+///   never from the newest result).
 ///
 /// The card page's queries are answered from covering indexes
 /// (`results_card_points`, `results_card_classes`), so a card with ten
 /// thousand results never reads its reports.
-pub const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS results (
+pub fn schema(id: &str) -> String {
+    format!("{};\n{INDEXES_AND_AGGREGATES}", results_table("results", id))
+}
+
+/// The `results` table under `name` (a migration builds it beside the old one).
+pub fn results_table(name: &str, id: &str) -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {name} (
     id {id},
     created_at BIGINT NOT NULL,
     status TEXT NOT NULL,
@@ -18,7 +43,9 @@ CREATE TABLE IF NOT EXISTS results (
     moderation TEXT,
     idem_key TEXT NOT NULL UNIQUE,
     body_hash TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
     delete_hash TEXT NOT NULL,
+    submitter TEXT NOT NULL,
     group_key TEXT NOT NULL,
     card_key TEXT NOT NULL,
     kind TEXT NOT NULL,
@@ -29,20 +56,54 @@ CREATE TABLE IF NOT EXISTS results (
     product_revision TEXT NOT NULL,
     capacity_bytes BIGINT,
     class_label TEXT,
+    label TEXT,
+    label_key TEXT,
     board TEXT NOT NULL,
+    board_key TEXT NOT NULL,
+    board_revision TEXT,
+    family TEXT NOT NULL,
+    family_key TEXT NOT NULL,
     bus TEXT NOT NULL,
     formula TEXT NOT NULL,
     verdict_version TEXT NOT NULL,
     score BIGINT,
+    seq_read DOUBLE PRECISION,
+    seq_write DOUBLE PRECISION,
+    rand_read DOUBLE PRECISION,
+    rand_write DOUBLE PRECISION,
     claimed TEXT,
     measured TEXT,
     report TEXT NOT NULL,
     verdict TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS results_group_score ON results (group_key, status, score);
+)"
+    )
+}
+
+/// Everything but the `results` table.
+pub const INDEXES_AND_AGGREGATES: &str = "
+CREATE INDEX IF NOT EXISTS results_group_submitter ON results (group_key, submitter, status);
+CREATE INDEX IF NOT EXISTS results_group_content ON results (group_key, content_hash, status, id);
 CREATE INDEX IF NOT EXISTS results_card_points ON results (card_key, status, created_at, score, group_key);
 CREATE INDEX IF NOT EXISTS results_card_classes ON results (card_key, status, claimed, measured);
 CREATE INDEX IF NOT EXISTS results_status_id ON results (status, id);
+CREATE TABLE IF NOT EXISTS submitters (
+    group_key TEXT NOT NULL,
+    submitter TEXT NOT NULL,
+    card_key TEXT NOT NULL,
+    results BIGINT NOT NULL,
+    score BIGINT NOT NULL,
+    seq_read DOUBLE PRECISION,
+    seq_write DOUBLE PRECISION,
+    rand_read DOUBLE PRECISION,
+    rand_write DOUBLE PRECISION,
+    class_label TEXT,
+    label TEXT,
+    label_key TEXT,
+    board TEXT NOT NULL,
+    latest BIGINT NOT NULL,
+    PRIMARY KEY (group_key, submitter)
+);
+CREATE INDEX IF NOT EXISTS submitters_card ON submitters (card_key);
 CREATE TABLE IF NOT EXISTS groups (
     group_key TEXT PRIMARY KEY,
     card_key TEXT NOT NULL,
@@ -54,80 +115,169 @@ CREATE TABLE IF NOT EXISTS groups (
     product_revision TEXT NOT NULL,
     capacity_bytes BIGINT,
     class_label TEXT,
+    name TEXT NOT NULL,
+    label TEXT,
+    search TEXT NOT NULL,
     board TEXT NOT NULL,
+    board_key TEXT NOT NULL,
+    family TEXT NOT NULL,
+    family_key TEXT NOT NULL,
     bus TEXT NOT NULL,
     formula TEXT NOT NULL,
     samples BIGINT NOT NULL,
+    submitters BIGINT NOT NULL,
     median BIGINT NOT NULL,
     p10 BIGINT NOT NULL,
     p90 BIGINT NOT NULL,
+    seq_read DOUBLE PRECISION,
+    seq_write DOUBLE PRECISION,
+    rand_read DOUBLE PRECISION,
+    rand_write DOUBLE PRECISION,
     latest BIGINT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS groups_median ON groups (median);
 CREATE INDEX IF NOT EXISTS groups_card ON groups (card_key);
 ";
 
+/// The indexes of the first schema, whose names the new ones reuse.
+pub const V1_INDEXES: [&str; 4] =
+    ["results_group_score", "results_card_points", "results_card_classes", "results_status_id"];
+
 /// The columns of a result, in the order the mappers read them.
 pub const RESULT_COLUMNS: &str = "id, created_at, status, auto_reasons, moderation, group_key, card_key, kind, \
     manufacturer_id, manufacturer, oem_id, product_name, product_revision, capacity_bytes, class_label, board, bus, \
-    formula, verdict_version, score, claimed, measured, report, verdict";
+    formula, verdict_version, score, claimed, measured, report, verdict, submitter, label, board_key, board_revision, \
+    family, family_key, seq_read, seq_write, rand_read, rand_write, content_hash";
 
-pub const INSERT_RESULT: &str = "INSERT INTO results (created_at, status, auto_reasons, moderation, idem_key, \
-    body_hash, delete_hash, group_key, card_key, kind, manufacturer_id, manufacturer, oem_id, product_name, \
-    product_revision, capacity_bytes, class_label, board, bus, formula, verdict_version, score, claimed, measured, \
-    report, verdict) VALUES ($1, $2, $3, NULL, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \
-    $19, $20, $21, $22, $23, $24, $25)";
+/// The columns a new result is written with, in the order of its parameters.
+const INSERT_COLUMNS: &str = "created_at, status, auto_reasons, moderation, idem_key, body_hash, content_hash, \
+    delete_hash, submitter, group_key, card_key, kind, manufacturer_id, manufacturer, oem_id, product_name, \
+    product_revision, capacity_bytes, class_label, label, label_key, board, board_key, board_revision, family, \
+    family_key, bus, formula, verdict_version, score, seq_read, seq_write, rand_read, rand_write, claimed, \
+    measured, report, verdict";
+
+/// How many parameters [`insert_result`] takes (one more with the id).
+pub const INSERT_PARAMS: usize = 38;
+
+/// Inserts a result into `table`. The backend gives the id, except in a
+/// migration, which keeps the old one (`with_id`: it comes last, as `$39`).
+pub fn insert_result(table: &str, with_id: bool) -> String {
+    let params: Vec<String> = (1..=INSERT_PARAMS + usize::from(with_id)).map(|i| format!("${i}")).collect();
+    let id = if with_id { ", id" } else { "" };
+    format!("INSERT INTO {table} ({INSERT_COLUMNS}{id}) VALUES ({})", params.join(", "))
+}
 
 /// The stored body hash and receipt of an idempotency key.
-pub const FIND_KEY: &str =
-    "SELECT id, body_hash, status, auto_reasons, moderation, score, formula FROM results WHERE idem_key = $1";
+pub const FIND_KEY: &str = "SELECT id, body_hash, status, auto_reasons, moderation, score, formula, group_key, \
+    submitter, board, family FROM results WHERE idem_key = $1";
 
-/// The public, scored results of a group: count and newest.
-pub const GROUP_COUNT: &str =
-    "SELECT COUNT(*), MAX(created_at) FROM results WHERE group_key = $1 AND status = 'public' AND score IS NOT NULL";
+/// A group and submitter's counted results: public, scored, and each the
+/// first public result of the group with its content (the same report sent
+/// again, under any key or from any address, counts once).
+pub const COUNTED: &str = "SELECT r.id, r.created_at, r.score, r.seq_read, r.seq_write, r.rand_read, \
+    r.rand_write, r.class_label, r.label, r.label_key, r.board, r.card_key FROM results r \
+    WHERE r.group_key = $1 AND r.submitter = $2 AND r.status = 'public' AND r.score IS NOT NULL \
+    AND r.id = (SELECT MIN(e.id) FROM results e WHERE e.group_key = r.group_key \
+    AND e.content_hash = r.content_hash AND e.status = 'public')";
 
-/// The score at a 0-based position of a group's sorted public scores.
-pub const GROUP_NTH: &str = "SELECT score FROM results WHERE group_key = $1 AND status = 'public' \
-    AND score IS NOT NULL ORDER BY score LIMIT 1 OFFSET $2";
+/// Submitters whose counted results may change when a result with this
+/// content changes state (it, or a copy of it, becomes or stops being the
+/// first of its content).
+pub const SUBMITTERS_OF_CONTENT: &str =
+    "SELECT DISTINCT submitter FROM results WHERE group_key = $1 AND content_hash = $2";
+
+pub const UPSERT_SUBMITTER: &str = "INSERT INTO submitters (group_key, submitter, card_key, results, score, \
+    seq_read, seq_write, rand_read, rand_write, class_label, label, label_key, board, latest) \
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+    ON CONFLICT (group_key, submitter) DO UPDATE SET card_key = excluded.card_key, results = excluded.results, \
+    score = excluded.score, seq_read = excluded.seq_read, seq_write = excluded.seq_write, \
+    rand_read = excluded.rand_read, rand_write = excluded.rand_write, class_label = excluded.class_label, \
+    label = excluded.label, label_key = excluded.label_key, board = excluded.board, latest = excluded.latest";
+
+pub const DELETE_SUBMITTER: &str = "DELETE FROM submitters WHERE group_key = $1 AND submitter = $2";
+
+/// The columns of a submitter row, in the order the mappers read them.
+pub const SUBMITTER_COLUMNS: &str = "group_key, submitter, card_key, results, score, seq_read, seq_write, \
+    rand_read, rand_write, class_label, label, label_key, board, latest";
+
+pub fn group_submitters() -> String {
+    format!("SELECT {SUBMITTER_COLUMNS} FROM submitters WHERE group_key = $1")
+}
+
+pub fn card_submitters() -> String {
+    format!("SELECT {SUBMITTER_COLUMNS} FROM submitters WHERE card_key = $1")
+}
+
+/// The newest public result of a group: its card identity and board.
+pub fn group_sample() -> String {
+    format!("SELECT {RESULT_COLUMNS} FROM results WHERE group_key = $1 AND status = 'public' ORDER BY id DESC LIMIT 1")
+}
 
 pub const UPSERT_GROUP: &str = "INSERT INTO groups (group_key, card_key, kind, manufacturer_id, manufacturer, \
-    oem_id, product_name, product_revision, capacity_bytes, class_label, board, bus, formula, samples, median, p10, \
-    p90, latest) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) \
-    ON CONFLICT (group_key) DO UPDATE SET samples = excluded.samples, median = excluded.median, p10 = excluded.p10, \
-    p90 = excluded.p90, latest = excluded.latest, class_label = excluded.class_label";
+    oem_id, product_name, product_revision, capacity_bytes, class_label, name, label, search, board, board_key, \
+    family, family_key, bus, formula, samples, submitters, median, p10, p90, seq_read, seq_write, rand_read, \
+    rand_write, latest) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \
+    $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29) \
+    ON CONFLICT (group_key) DO UPDATE SET board = excluded.board, samples = excluded.samples, \
+    submitters = excluded.submitters, median = excluded.median, p10 = excluded.p10, p90 = excluded.p90, \
+    seq_read = excluded.seq_read, seq_write = excluded.seq_write, rand_read = excluded.rand_read, \
+    rand_write = excluded.rand_write, latest = excluded.latest";
 
 pub const DELETE_GROUP: &str = "DELETE FROM groups WHERE group_key = $1";
+
+/// The card's display fields, the same in all its rows.
+pub const SET_CARD_DISPLAY: &str =
+    "UPDATE groups SET class_label = $2, name = $3, label = $4, search = $5 WHERE card_key = $1";
 
 pub const SET_STATUS: &str = "UPDATE results SET status = $1, moderation = $2 WHERE id = $3";
 
 pub const DELETE_RESULT: &str = "DELETE FROM results WHERE id = $1";
 
-pub const FIND_DELETE_HASH: &str = "SELECT delete_hash FROM results WHERE id = $1";
+/// What a delete or a moderation needs to know of a result.
+pub const FIND_FOR_CHANGE: &str = "SELECT delete_hash, group_key, card_key, submitter, content_hash, auto_reasons, score, formula FROM results \
+     WHERE id = $1";
 
 /// The columns of a group row, in the order the mappers read them.
 pub const GROUP_COLUMNS: &str = "group_key, card_key, kind, manufacturer_id, manufacturer, oem_id, product_name, \
-    product_revision, capacity_bytes, class_label, board, bus, formula, samples, median, p10, p90, latest";
+    product_revision, capacity_bytes, class_label, name, label, board, family, bus, formula, samples, submitters, \
+    median, p10, p90, seq_read, seq_write, rand_read, rand_write, latest";
 
-/// The leaderboard: filtered groups, ranked by median among rows with
-/// enough samples, then ordered and cut. `$1`..`$4` filter (NULL = any):
-/// kind, board, a class mark or label (matched as whole words of the label),
-/// bus; `$5` limit, `$6` offset. The casts tell PostgreSQL the parameters'
-/// type where `IS NULL` alone would leave it unknown.
-pub fn leaderboard(order_by: &str, descending: bool) -> String {
+/// The leaderboard: filtered groups, ranked among rows with enough
+/// submitters by `rank_by` (highest first), ranked rows before unranked
+/// ones, then ordered by `order_by` and cut. `$1`..`$4` filter (NULL = any):
+/// kind, a board or family key, a class mark or label (matched as whole
+/// words of the label), bus; `$5`..`$8` are search words as LIKE patterns
+/// over the row's search text; `$9` limit, `$10` offset. `total` is the
+/// number of rows the filters leave. The casts tell PostgreSQL the
+/// parameters' type where `IS NULL` alone would leave it unknown.
+pub fn leaderboard(rank_by: &str, order_by: &str, descending: bool, min_submitters: i64) -> String {
     let dir = if descending { "DESC" } else { "ASC" };
+    let ranked = format!("(submitters >= {min_submitters} AND {rank_by} IS NOT NULL)");
     format!(
-        "SELECT {GROUP_COLUMNS}, CASE WHEN samples >= 3 THEN RANK() OVER (PARTITION BY samples >= 3 ORDER BY median DESC) END AS rank \
+        "SELECT {GROUP_COLUMNS}, \
+         CASE WHEN {ranked} THEN RANK() OVER (PARTITION BY {ranked} ORDER BY {rank_by} DESC) END AS rank, \
+         COUNT(*) OVER () AS total \
          FROM groups \
-         WHERE (CAST($1 AS TEXT) IS NULL OR kind = $1) AND (CAST($2 AS TEXT) IS NULL OR board = $2) \
+         WHERE (CAST($1 AS TEXT) IS NULL OR kind = $1) \
+         AND (CAST($2 AS TEXT) IS NULL OR board_key = $2 OR family_key = $2) \
          AND (CAST($3 AS TEXT) IS NULL OR (' ' || COALESCE(class_label, '') || ' ') LIKE ('% ' || $3 || ' %') OR class_label = $3) \
          AND (CAST($4 AS TEXT) IS NULL OR bus = $4) \
-         ORDER BY {order_by} {dir}, group_key LIMIT $5 OFFSET $6"
+         AND (CAST($5 AS TEXT) IS NULL OR search LIKE $5 ESCAPE '\\') \
+         AND (CAST($6 AS TEXT) IS NULL OR search LIKE $6 ESCAPE '\\') \
+         AND (CAST($7 AS TEXT) IS NULL OR search LIKE $7 ESCAPE '\\') \
+         AND (CAST($8 AS TEXT) IS NULL OR search LIKE $8 ESCAPE '\\') \
+         ORDER BY CASE WHEN {ranked} THEN 0 ELSE 1 END, {order_by} {dir} NULLS LAST, group_key LIMIT $9 OFFSET $10"
     )
 }
 
-pub const CARD_GROUPS: &str = "SELECT group_key, card_key, kind, manufacturer_id, manufacturer, oem_id, product_name, \
-    product_revision, capacity_bytes, class_label, board, bus, formula, samples, median, p10, p90, latest, \
-    CASE WHEN samples >= 3 THEN CAST(0 AS BIGINT) END AS rank FROM groups WHERE card_key = $1 ORDER BY samples DESC, group_key";
+/// The rows of one card, most submitters first; `rank` is a placeholder
+/// (a card page ranks nothing).
+pub fn card_groups() -> String {
+    format!(
+        "SELECT {GROUP_COLUMNS}, CAST(NULL AS BIGINT) AS rank, CAST(0 AS BIGINT) AS total FROM groups \
+         WHERE card_key = $1 ORDER BY submitters DESC, samples DESC, group_key"
+    )
+}
 
 pub const CARD_POINTS: &str = "SELECT id, score, group_key, created_at FROM results \
     WHERE card_key = $1 AND status = 'public' AND score IS NOT NULL ORDER BY created_at DESC LIMIT $2";
@@ -154,5 +304,5 @@ pub fn export_page() -> String {
 }
 
 pub const DISTINCT_KINDS: &str = "SELECT DISTINCT kind FROM groups ORDER BY kind";
-pub const DISTINCT_BOARDS: &str = "SELECT DISTINCT board FROM groups ORDER BY board";
+pub const DISTINCT_BOARDS: &str = "SELECT DISTINCT family, board FROM groups ORDER BY family, board";
 pub const DISTINCT_BUSES: &str = "SELECT DISTINCT bus FROM groups ORDER BY bus";

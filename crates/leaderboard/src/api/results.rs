@@ -1,24 +1,23 @@
-//! The JSON API of docs/leaderboard.md#api: submit, read, delete, moderate, leaderboard.
+//! Results: submit (`POST /api/v1/results`), read, delete with the
+//! submitter's token, and moderate with the admin token.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{ConnectInfo, Path, Query, State};
+use axum::extract::{ConnectInfo, Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use crate::App;
-use crate::auth;
-use crate::card::group_key;
+use super::{base_url, clip, parse_id, unix_now};
 use crate::error::ApiError;
-use crate::intake::{self, FORMULA_VERSION, VERDICT_VERSION};
-use crate::store::{Deleted, LeaderboardQuery, Moderation, NewResult, Receipt, SortKey, Status, Storage, Submitted};
+use crate::intake::{self, Submission};
+use crate::store::{Deleted, Moderation, Receipt, Status, Storage, Submitted};
+use crate::{App, auth, peer};
 
 /// The largest body accepted (docs/leaderboard.md#status-codes); a report is a few KiB.
 pub const MAX_BODY: usize = 256 * 1024;
@@ -26,18 +25,23 @@ pub const MAX_BODY: usize = 256 * 1024;
 /// The idempotency header and its bounds.
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
+/// How long a client has to send a whole body; a stalled upload is
+/// answered 408 and its connection closed.
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// `POST /api/v1/results`.
 pub async fn submit<S: Storage>(
     State(app): State<Arc<App<S>>>,
-    ConnectInfo(client): ConnectInfo<SocketAddr>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
+    let client = peer::client_address(peer.ip(), &headers, &app.trusted_proxies);
     if let Some(limiter) = &app.limiter {
-        if let Err(seconds) = limiter.take(client.ip(), Instant::now()) {
+        if let Err(seconds) = limiter.take(peer::network_of(client), Instant::now()) {
             let mut e = ApiError::new(
                 StatusCode::TOO_MANY_REQUESTS,
-                format!("too many submissions from this address; wait {seconds} s (Retry-After) and send again"),
+                format!("too many submissions from this network; wait {seconds} s (Retry-After) and send again"),
             );
             e.retry_after = Some(seconds);
             return Err(e);
@@ -58,7 +62,13 @@ pub async fn submit<S: Storage>(
     if declared.is_some_and(|n| n > MAX_BODY as u64) {
         return Err(too_large());
     }
-    let bytes = axum::body::to_bytes(body, MAX_BODY).await.map_err(|e| {
+    let read = tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, MAX_BODY)).await.map_err(|_| {
+        ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            format!("body: not received within {} s; send the report again", BODY_TIMEOUT.as_secs()),
+        )
+    })?;
+    let bytes = read.map_err(|e| {
         if e.to_string().contains("length limit")
             || std::error::Error::source(&e).is_some_and(|s| s.to_string().contains("length limit"))
         {
@@ -69,26 +79,13 @@ pub async fn submit<S: Storage>(
     })?;
     let accepted = intake::accept(&bytes)?;
     let token = auth::new_token();
-    let card_key = accepted.card.key();
-    let new = NewResult {
+    let new = accepted.into_new(Submission {
         idempotency_key: key,
         body_hash: auth::hex(&Sha256::digest(&bytes)),
         delete_hash: auth::token_hash(&token),
+        submitter: peer::submitter_id(app.store.submitter_salt(), client),
         created_at: unix_now(),
-        reasons: accepted.reasons.clone(),
-        group_key: group_key(&card_key, &accepted.board, &accepted.bus.label, FORMULA_VERSION),
-        card_key,
-        card: accepted.card.clone(),
-        board: accepted.board.clone(),
-        bus: accepted.bus.label.clone(),
-        formula: FORMULA_VERSION.to_owned(),
-        verdict_version: VERDICT_VERSION.to_owned(),
-        score: accepted.score.pibenchmarks.and_then(|s| i64::try_from(s).ok()),
-        claimed: accepted.verdict.claimed.clone(),
-        measured: accepted.verdict.measured.clone(),
-        report_json: serde_json::to_string(&accepted.report).expect("a report serializes"),
-        verdict_json: serde_json::to_string(&accepted.verdict).expect("a verdict serializes"),
-    };
+    });
     let base = base_url(&headers);
     match app.store.submit(new).await.map_err(ApiError::unavailable)? {
         Submitted::Created(receipt) => Ok(created(&base, &receipt, Some(&token), false)),
@@ -108,6 +105,7 @@ fn created(base: &str, receipt: &Receipt, token: Option<&str>, replayed: bool) -
         "status": receipt.status,
         "reasons": receipt.reasons,
         "score": {"pibenchmarks": receipt.score, "formula": receipt.formula},
+        "standing": receipt.standing,
     });
     if let Some(token) = token {
         body["delete_token"] = json!(token);
@@ -139,37 +137,6 @@ fn idempotency_key(headers: &HeaderMap) -> Result<String, ApiError> {
     Ok(String::from_utf8_lossy(bytes).into_owned())
 }
 
-/// `http://HOST` as the client addressed us, for the links we hand out.
-pub fn base_url(headers: &HeaderMap) -> String {
-    let host = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .filter(|h| {
-            !h.is_empty() && h.len() <= 255 && h.bytes().all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b))
-        })
-        .unwrap_or("localhost");
-    let scheme = match headers.get("x-forwarded-proto").and_then(|h| h.to_str().ok()) {
-        Some("https") => "https",
-        _ => "http",
-    };
-    format!("{scheme}://{host}")
-}
-
-pub fn unix_now() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
-}
-
-/// A result id from the path: 404 for anything that cannot be one.
-pub fn parse_id(text: &str) -> Result<i64, ApiError> {
-    text.parse::<i64>().ok().filter(|id| *id > 0).ok_or_else(|| {
-        ApiError::not_found(format!("results/{}: no such result; ids are positive whole numbers", clip(text)))
-    })
-}
-
-fn clip(text: &str) -> String {
-    text.chars().take(40).filter(|c| !c.is_control()).collect()
-}
-
 /// Whether the request carries the admin token.
 fn is_admin<S>(app: &App<S>, headers: &HeaderMap) -> bool {
     match (&app.admin_token, auth::bearer(headers, "")) {
@@ -199,8 +166,13 @@ pub async fn get_result<S: Storage>(
         "reasons": stored.reasons,
         "created_at": crate::store::datetime_of(stored.created_at),
         "card_key": stored.card_key,
+        "name": stored.card.display_name(),
+        "label": stored.label,
         "board": stored.board,
+        "board_revision": stored.board_revision,
+        "family": stored.family,
         "bus": stored.bus,
+        "standing": stored.standing,
         "report": report,
         "score": {"pibenchmarks": stored.score, "formula": stored.formula},
         "verdict": verdict,
@@ -248,8 +220,9 @@ pub async fn moderate<S: Storage>(
         return Err(ApiError::new(StatusCode::FORBIDDEN, "Authorization: wrong admin token; nothing was changed"));
     }
     let id = parse_id(&id)?;
-    let bytes = axum::body::to_bytes(body, 16 * 1024)
+    let bytes = tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, 16 * 1024))
         .await
+        .map_err(|_| ApiError::new(StatusCode::REQUEST_TIMEOUT, "body: not received in time; send it again"))?
         .map_err(|_| ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "body: at most 16 KiB; send {\"reason\": \"…\"}"))?;
     let reason = || -> Result<String, ApiError> {
         let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|_| {
@@ -282,68 +255,4 @@ pub async fn moderate<S: Storage>(
         }
         None => Err(ApiError::not_found(format!("results/{id}: no such result"))),
     }
-}
-
-/// Reads the leaderboard's query parameters (shared with the HTML page).
-pub fn leaderboard_query(params: &HashMap<String, String>, max_limit: i64) -> Result<LeaderboardQuery, ApiError> {
-    let text = |name: &str| -> Result<Option<String>, ApiError> {
-        match params.get(name).map(|v| v.trim()) {
-            None | Some("") => Ok(None),
-            Some(v) if v.chars().count() > 256 || v.chars().any(char::is_control) => Err(ApiError::bad_request(
-                format!("{name}: at most 256 characters without control characters; pick a value from the leaderboard"),
-            )),
-            Some(v) => Ok(Some(v.to_owned())),
-        }
-    };
-    let mut query = LeaderboardQuery { limit: max_limit.min(500), ..LeaderboardQuery::default() };
-    query.kind = text("kind")?;
-    query.board = text("board")?;
-    // LIKE's wildcards in a class filter would match more than the mark.
-    query.class = text("class")?.map(|c| c.replace(['%', '_'], ""));
-    query.bus = text("bus")?;
-    if let Some(sort) = text("sort")? {
-        query.sort = SortKey::parse(&sort).ok_or_else(|| {
-            let names: Vec<&str> = SortKey::ALL.iter().map(|k| k.as_str()).collect();
-            ApiError::bad_request(format!("sort: expected one of {}, got {:?}", names.join(", "), clip(&sort)))
-        })?;
-    }
-    query.descending = match text("dir")?.as_deref() {
-        None => query.sort.default_descending(),
-        Some("desc") => true,
-        Some("asc") => false,
-        Some(_) => return Err(ApiError::bad_request("dir: expected asc or desc")),
-    };
-    if let Some(limit) = text("limit")? {
-        query.limit =
-            limit.parse::<i64>().ok().filter(|l| (1..=max_limit).contains(l)).ok_or_else(|| {
-                ApiError::bad_request(format!("limit: expected a whole number from 1 to {max_limit}"))
-            })?;
-    }
-    if let Some(offset) = text("offset")? {
-        query.offset = offset
-            .parse::<i64>()
-            .ok()
-            .filter(|o| *o >= 0)
-            .ok_or_else(|| ApiError::bad_request("offset: expected a whole number, 0 or more"))?;
-    }
-    Ok(query)
-}
-
-/// `GET /api/v1/leaderboard?kind=&board=&class=&bus=&sort=&dir=&limit=&offset=`.
-pub async fn leaderboard<S: Storage>(
-    State(app): State<Arc<App<S>>>,
-    query: Result<Query<HashMap<String, String>>, axum::extract::rejection::QueryRejection>,
-) -> Result<Response, ApiError> {
-    let Query(params) = query.map_err(|e| ApiError::bad_request(format!("query: {e}; fix the URL's parameters")))?;
-    let query = leaderboard_query(&params, 5000)?;
-    let rows = app.store.leaderboard(query).await.map_err(ApiError::unavailable)?;
-    let rows: Vec<serde_json::Value> = rows
-        .iter()
-        .map(|row| {
-            let mut value = serde_json::to_value(row).expect("a row serializes");
-            value["url"] = json!(format!("/cards/{}", row.card_key));
-            value
-        })
-        .collect();
-    Ok(Json(json!({ "rows": rows })).into_response())
 }

@@ -1,0 +1,47 @@
+//! The JSON API of docs/leaderboard.md: results (submit, read, delete,
+//! moderate: [`results`]) and the leaderboard ([`leaderboard`]), with the
+//! helpers both use.
+
+mod leaderboard;
+mod results;
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::http::{HeaderMap, header};
+
+pub use leaderboard::{MAX_LIMIT, leaderboard, leaderboard_query, query_string};
+pub use results::{BODY_TIMEOUT, IDEMPOTENCY_KEY, MAX_BODY, delete_result, get_result, moderate, submit};
+
+use crate::error::ApiError;
+
+/// `http://HOST` as the client addressed us, for the links we hand out.
+pub fn base_url(headers: &HeaderMap) -> String {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| {
+            !h.is_empty() && h.len() <= 255 && h.bytes().all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b))
+        })
+        .unwrap_or("localhost");
+    let scheme = match headers.get("x-forwarded-proto").and_then(|h| h.to_str().ok()) {
+        Some("https") => "https",
+        _ => "http",
+    };
+    format!("{scheme}://{host}")
+}
+
+pub fn unix_now() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
+}
+
+/// A result id from the path: 404 for anything that cannot be one.
+pub fn parse_id(text: &str) -> Result<i64, ApiError> {
+    text.parse::<i64>().ok().filter(|id| *id > 0).ok_or_else(|| {
+        ApiError::not_found(format!("results/{}: no such result; ids are positive whole numbers", clip(text)))
+    })
+}
+
+/// Text from a request cut short and made printable, for an error message.
+pub fn clip(text: &str) -> String {
+    text.chars().take(40).filter(|c| !c.is_control()).collect()
+}

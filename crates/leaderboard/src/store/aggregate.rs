@@ -1,0 +1,316 @@
+//! Who counts, worked out the same way for both backends (pure: rows in,
+//! figures out).
+//!
+//! - A **submitter**'s sample in a group is their own median over their
+//!   counted results (a repeated report counts once: the backends pass only
+//!   the first public result of each content).
+//! - A **group**'s figures are nearest-rank medians (and p10, p90) over its
+//!   submitters' samples: twenty results from one address move a median
+//!   as far as one result does.
+//! - A **card**'s display fields come from the majority of its submitters
+//!   (never from the newest result), and its marketing name is a label that
+//!   at least [`LABEL_AGREEMENT`] submitters typed alike.
+//!
+//! Every reported figure is a real sample (nearest rank, never an
+//! interpolation or a mean).
+
+use std::collections::BTreeMap;
+
+use super::{Figures, Standing};
+use crate::card::Card;
+
+/// Distinct submitters that must agree on a label before it names a card.
+pub const LABEL_AGREEMENT: usize = 2;
+
+/// One counted result, as [`super::sql::COUNTED`] reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CountedRow {
+    pub id: i64,
+    pub created_at: i64,
+    pub score: i64,
+    pub figures: Figures,
+    pub class_label: Option<String>,
+    pub label: Option<String>,
+    pub label_key: Option<String>,
+    pub board: String,
+    pub card_key: String,
+}
+
+/// A submitter's sample in a group (a row of `submitters`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubmitterEntry {
+    pub group_key: String,
+    pub submitter: String,
+    pub card_key: String,
+    /// Their counted results.
+    pub results: i64,
+    pub score: i64,
+    pub figures: Figures,
+    /// The class label most of their results carry.
+    pub class_label: Option<String>,
+    /// The label of their newest result that has one.
+    pub label: Option<String>,
+    pub label_key: Option<String>,
+    /// The board's spelling most of their results carry.
+    pub board: String,
+    pub latest: i64,
+}
+
+/// A group's figures (a row of `groups`, without the card's display).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupStats {
+    pub samples: i64,
+    pub submitters: i64,
+    pub median: i64,
+    pub p10: i64,
+    pub p90: i64,
+    pub figures: Figures,
+    pub latest: i64,
+    /// The board's spelling most submitters use.
+    pub board: String,
+}
+
+/// What every row of a card shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CardDisplay {
+    pub class_label: Option<String>,
+    /// The agreed label, if any.
+    pub label: Option<String>,
+    /// The agreed label, else the CID's name.
+    pub name: String,
+    /// Lower-case text a search matches: maker, product name, agreed labels.
+    pub search: String,
+}
+
+/// Nearest-rank percentile position (1-based) of `q` in `n` sorted values.
+pub fn rank_of(q: f64, n: usize) -> usize {
+    ((q * n as f64).ceil() as usize).clamp(1, n.max(1))
+}
+
+/// The nearest-rank `q` quantile of `values` (sorted here), if any.
+fn quantile<T: Copy + PartialOrd>(values: &mut [T], q: f64) -> Option<T> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    Some(values[rank_of(q, values.len()) - 1])
+}
+
+fn median_figures<'a>(all: impl Iterator<Item = &'a Figures> + Clone) -> Figures {
+    let pick = |get: fn(&Figures) -> Option<f64>| {
+        let mut values: Vec<f64> = all.clone().filter_map(get).filter(|v| v.is_finite()).collect();
+        quantile(&mut values, 0.5)
+    };
+    Figures {
+        seq_read_mib_s: pick(|f| f.seq_read_mib_s),
+        seq_write_mb_s: pick(|f| f.seq_write_mb_s),
+        rand_read_4k_qd64_iops: pick(|f| f.rand_read_4k_qd64_iops),
+        rand_write_4k_qd64_iops: pick(|f| f.rand_write_4k_qd64_iops),
+    }
+}
+
+/// The value most often given, ties to the one given last (`values` in the
+/// order given).
+fn most_common<'a>(values: impl Iterator<Item = &'a str>) -> Option<String> {
+    let mut counts: Vec<(&str, usize, usize)> = Vec::new();
+    for (order, value) in values.enumerate() {
+        match counts.iter_mut().find(|(v, _, _)| *v == value) {
+            Some(entry) => {
+                entry.1 += 1;
+                entry.2 = order;
+            }
+            None => counts.push((value, 1, order)),
+        }
+    }
+    counts.into_iter().max_by_key(|(_, n, last)| (*n, *last)).map(|(v, _, _)| v.to_owned())
+}
+
+/// A submitter's sample from their counted results; `None` when they have none.
+pub fn submitter_entry(group_key: &str, submitter: &str, rows: &[CountedRow]) -> Option<SubmitterEntry> {
+    let mut rows: Vec<&CountedRow> = rows.iter().collect();
+    rows.sort_by_key(|r| r.id);
+    let last = *rows.last()?;
+    let mut scores: Vec<i64> = rows.iter().map(|r| r.score).collect();
+    let labelled = rows.iter().rev().find(|r| r.label.is_some());
+    Some(SubmitterEntry {
+        group_key: group_key.to_owned(),
+        submitter: submitter.to_owned(),
+        card_key: last.card_key.clone(),
+        results: rows.len() as i64,
+        score: quantile(&mut scores, 0.5)?,
+        figures: median_figures(rows.iter().map(|r| &r.figures)),
+        class_label: most_common(rows.iter().filter_map(|r| r.class_label.as_deref())),
+        label: labelled.and_then(|r| r.label.clone()),
+        label_key: labelled.and_then(|r| r.label_key.clone()),
+        board: most_common(rows.iter().map(|r| r.board.as_str())).unwrap_or_default(),
+        latest: rows.iter().map(|r| r.created_at).max().unwrap_or(0),
+    })
+}
+
+/// A group's figures over its submitters' samples; `None` for no submitter.
+pub fn group_stats(entries: &[SubmitterEntry]) -> Option<GroupStats> {
+    let mut scores: Vec<i64> = entries.iter().map(|e| e.score).collect();
+    let median = quantile(&mut scores, 0.5)?;
+    let mut by_latest: Vec<&SubmitterEntry> = entries.iter().collect();
+    by_latest.sort_by_key(|e| (e.latest, e.submitter.clone()));
+    Some(GroupStats {
+        samples: entries.iter().map(|e| e.results).sum(),
+        submitters: entries.len() as i64,
+        p10: quantile(&mut scores, 0.1)?,
+        median,
+        p90: quantile(&mut scores, 0.9)?,
+        figures: median_figures(entries.iter().map(|e| &e.figures)),
+        latest: entries.iter().map(|e| e.latest).max().unwrap_or(0),
+        board: most_common(by_latest.iter().map(|e| e.board.as_str())).unwrap_or_default(),
+    })
+}
+
+/// A card's display fields from the samples of all its groups.
+pub fn card_display(card: &Card, entries: &[SubmitterEntry]) -> CardDisplay {
+    // Each submitter once per value, whatever the number of their groups.
+    let mut classes: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut labels: BTreeMap<&str, (Vec<&str>, Vec<&str>)> = BTreeMap::new();
+    for entry in entries {
+        if let Some(class) = entry.class_label.as_deref() {
+            let who = classes.entry(class).or_default();
+            if !who.contains(&entry.submitter.as_str()) {
+                who.push(&entry.submitter);
+            }
+        }
+        if let (Some(key), Some(label)) = (entry.label_key.as_deref(), entry.label.as_deref()) {
+            let (who, spellings) = labels.entry(key).or_default();
+            if !who.contains(&entry.submitter.as_str()) {
+                who.push(&entry.submitter);
+            }
+            spellings.push(label);
+        }
+    }
+    let class_label =
+        classes.iter().max_by_key(|(class, who)| (who.len(), std::cmp::Reverse(*class))).map(|(c, _)| (*c).to_owned());
+    let mut agreed: Vec<(&str, usize, String)> = labels
+        .iter()
+        .filter(|(_, (who, _))| who.len() >= LABEL_AGREEMENT)
+        .map(|(key, (who, spellings))| (*key, who.len(), most_common(spellings.iter().copied()).unwrap_or_default()))
+        .collect();
+    agreed.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let label = agreed.first().map(|(_, _, spelling)| spelling.clone());
+    let mut search = card.search_text();
+    for (_, _, spelling) in &agreed {
+        search.push(' ');
+        search.push_str(&spelling.to_lowercase());
+    }
+    CardDisplay {
+        class_label: class_label.or_else(|| card.class_label.clone()),
+        name: label.clone().unwrap_or_else(|| card.display_name()),
+        label,
+        search,
+    }
+}
+
+/// Where `score` stands in a group: of its submitters (`entries`, the
+/// result's own `submitter` among them), the share whose sample is below
+/// it; the result's own submitter never counts as below.
+pub fn standing(
+    entries: &[SubmitterEntry],
+    submitter: &str,
+    score: i64,
+    board: &str,
+    family: &str,
+) -> Option<Standing> {
+    let stats = group_stats(entries)?;
+    let below = entries.iter().filter(|e| e.submitter != submitter && e.score < score).count() as i64;
+    Some(Standing {
+        group_submitters: stats.submitters,
+        percentile: below * 100 / stats.submitters.max(1),
+        median_score: stats.median,
+        board: board.to_owned(),
+        family: family.to_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: i64, score: i64) -> CountedRow {
+        CountedRow {
+            id,
+            created_at: id,
+            score,
+            figures: Figures { rand_write_4k_qd64_iops: Some(score as f64), ..Figures::default() },
+            class_label: Some("A2 Class 10 V30 U3".into()),
+            label: None,
+            label_key: None,
+            board: "Raspberry Pi 4 Model B".into(),
+            card_key: "c".into(),
+        }
+    }
+
+    fn entry(submitter: &str, scores: &[i64]) -> SubmitterEntry {
+        let rows: Vec<CountedRow> = scores.iter().enumerate().map(|(i, s)| row(i as i64 + 1, *s)).collect();
+        submitter_entry("g", submitter, &rows).unwrap()
+    }
+
+    #[test]
+    fn nearest_rank() {
+        assert_eq!(rank_of(0.5, 1), 1);
+        assert_eq!(rank_of(0.5, 4), 2);
+        assert_eq!(rank_of(0.1, 10), 1);
+        assert_eq!(rank_of(0.9, 10), 9);
+        assert_eq!(rank_of(0.9, 3), 3);
+    }
+
+    #[test]
+    fn twenty_results_from_one_submitter_weigh_one_sample() {
+        let genuine: Vec<SubmitterEntry> =
+            [1100, 1120, 1134, 1150, 1170].iter().enumerate().map(|(i, s)| entry(&format!("s{i}"), &[*s])).collect();
+        assert_eq!(group_stats(&genuine).unwrap().median, 1134);
+        let mut poisoned = genuine.clone();
+        poisoned.push(entry("spammer", &[9000; 20]));
+        let stats = group_stats(&poisoned).unwrap();
+        assert_eq!((stats.submitters, stats.samples), (6, 25));
+        // One sample above the median: the median is the old third value or,
+        // at most, the next one up.
+        assert!((1134..=1150).contains(&stats.median), "{}", stats.median);
+        assert_eq!(stats.figures.rand_write_4k_qd64_iops, Some(1134.0));
+    }
+
+    #[test]
+    fn a_card_is_named_by_its_majority_and_an_agreed_label() {
+        let card = Card {
+            kind: "sd".into(),
+            manufacturer_id: Some(0x9f),
+            manufacturer: Some("Kingston".into()),
+            oem_id: "TI".into(),
+            product_name: "SD64G".into(),
+            product_revision: "6.1".into(),
+            capacity_bytes: Some(62_277_025_792),
+            class_label: None,
+        };
+        let mut entries: Vec<SubmitterEntry> = (0..3).map(|i| entry(&format!("s{i}"), &[1000])).collect();
+        let mut renamer = entry("renamer", &[1000]);
+        renamer.class_label = Some("Class 10".into());
+        renamer.label = Some("SanDisk Extreme PRO".into());
+        renamer.label_key = Some("sandisk extreme pro".into());
+        entries.push(renamer);
+        let display = card_display(&card, &entries);
+        assert_eq!(display.class_label.as_deref(), Some("A2 Class 10 V30 U3"), "one report moves nothing");
+        assert_eq!(display.name, "Kingston SD64G 6.1, 62.3 GB", "one submitter names nothing");
+        // A second submitter typing the same label (another case) agrees.
+        entries[0].label = Some("sandisk  EXTREME pro".into());
+        entries[0].label_key = Some("sandisk extreme pro".into());
+        let display = card_display(&card, &entries);
+        assert!(display.name.eq_ignore_ascii_case("SanDisk Extreme PRO") || display.name == "sandisk  EXTREME pro");
+        assert!(display.search.contains("sandisk extreme pro") && display.search.contains("sd64g"));
+    }
+
+    #[test]
+    fn standing_counts_the_others_below() {
+        let entries: Vec<SubmitterEntry> =
+            [1000, 1100, 1200, 1300].iter().enumerate().map(|(i, s)| entry(&format!("s{i}"), &[*s])).collect();
+        let s = standing(&entries, "s3", 1300, "Raspberry Pi 4 Model B", "Raspberry Pi 4").unwrap();
+        assert_eq!((s.group_submitters, s.percentile, s.median_score), (4, 75, 1100));
+        let alone = standing(&entries[..1], "s0", 1000, "b", "f").unwrap();
+        assert_eq!((alone.group_submitters, alone.percentile), (1, 0));
+    }
+}

@@ -1,0 +1,149 @@
+//! The PostgreSQL side of [`crate::store::migrate`]: the schema made or
+//! brought up to date on start, in one transaction, under a session
+//! advisory lock so that replicas starting together upgrade it once.
+//!
+//! A `BIGSERIAL` never hands out an id twice, so version 1's `results`
+//! table is upgraded in place: the new columns are added, every row is
+//! judged again and rewritten under its id, and the aggregates rebuilt.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use tokio_postgres::Client;
+use tokio_postgres::types::ToSql;
+
+use super::write::{GroupIdentity, Prepared, insert_params, recompute};
+use crate::store::migrate::{LEGACY_COLUMNS, LegacyRow, SALT_KEY, VERSION_KEY, announce, new_salt, upgrade};
+use crate::store::{Status, StoreResult, note_json, sql};
+
+/// The id type of PostgreSQL's `results`.
+pub const ID: &str = "BIGSERIAL PRIMARY KEY";
+
+/// The advisory lock key replicas take while they prepare the schema.
+const MIGRATION_LOCK: i64 = 0x5353_4c42; // "SSLB"
+
+/// Columns version 2 adds to `results`, with their types.
+const NEW_COLUMNS: [(&str, &str); 12] = [
+    ("content_hash", "TEXT"),
+    ("submitter", "TEXT"),
+    ("label", "TEXT"),
+    ("label_key", "TEXT"),
+    ("board_key", "TEXT"),
+    ("board_revision", "TEXT"),
+    ("family", "TEXT"),
+    ("family_key", "TEXT"),
+    ("seq_read", "DOUBLE PRECISION"),
+    ("seq_write", "DOUBLE PRECISION"),
+    ("rand_read", "DOUBLE PRECISION"),
+    ("rand_write", "DOUBLE PRECISION"),
+];
+
+/// Makes or upgrades the schema; returns the submitter salt.
+pub async fn prepare(client: &mut Client) -> StoreResult<String> {
+    client.execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK]).await?;
+    let result = prepare_locked(client).await;
+    let unlocked = client.execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK]).await;
+    let salt = result?;
+    unlocked?;
+    Ok(salt)
+}
+
+async fn prepare_locked(client: &mut Client) -> StoreResult<String> {
+    let tx = client.transaction().await?;
+    tx.batch_execute(sql::META).await?;
+    let version: Option<i64> = tx
+        .query_opt("SELECT value FROM meta WHERE key = $1", &[&VERSION_KEY])
+        .await?
+        .map(|r| r.try_get::<_, String>(0))
+        .transpose()?
+        .and_then(|v| v.parse().ok());
+    let has_results: bool = tx.query_one("SELECT to_regclass('results') IS NOT NULL", &[]).await?.try_get(0)?;
+    if version.is_none() && has_results {
+        let count = from_v1(&tx).await?;
+        announce(1, count);
+    } else {
+        tx.batch_execute(&sql::schema(ID)).await?;
+    }
+    tx.execute(
+        "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        &[&VERSION_KEY, &sql::SCHEMA_VERSION.to_string()],
+    )
+    .await?;
+    tx.execute("INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING", &[&SALT_KEY, &new_salt()])
+        .await?;
+    let salt: String = tx.query_one("SELECT value FROM meta WHERE key = $1", &[&SALT_KEY]).await?.try_get(0)?;
+    tx.commit().await?;
+    Ok(salt)
+}
+
+/// Version 1 to 2, in place; returns how many results were carried over.
+async fn from_v1(tx: &tokio_postgres::Transaction<'_>) -> StoreResult<usize> {
+    tx.batch_execute("DROP TABLE IF EXISTS groups").await?;
+    for (column, kind) in NEW_COLUMNS {
+        tx.batch_execute(&format!("ALTER TABLE results ADD COLUMN IF NOT EXISTS {column} {kind}")).await?;
+    }
+    for index in sql::V1_INDEXES {
+        tx.batch_execute(&format!("DROP INDEX IF EXISTS {index}")).await?;
+    }
+    // Every row rewritten under its id: read through a cursor whose
+    // snapshot is taken before the rows are deleted, a page at a time, and
+    // inserted again as version 2 has them.
+    let insert = tx.prepare(&sql::insert_result("results", true)).await?;
+    let read = tx.prepare(&format!("SELECT {LEGACY_COLUMNS} FROM results ORDER BY id")).await?;
+    let cursor = tx.bind(&read, &[]).await?;
+    tx.batch_execute("DELETE FROM results").await?;
+    let mut touched: BTreeMap<String, (BTreeSet<String>, GroupIdentity)> = BTreeMap::new();
+    let mut count = 0;
+    loop {
+        let rows = tx.query_portal(&cursor, 500).await?;
+        if rows.is_empty() {
+            break;
+        }
+        for r in &rows {
+            let legacy = LegacyRow {
+                id: r.try_get(0)?,
+                created_at: r.try_get(1)?,
+                moderation: r.try_get(2)?,
+                idem_key: r.try_get(3)?,
+                body_hash: r.try_get(4)?,
+                delete_hash: r.try_get(5)?,
+                report: r.try_get(6)?,
+            };
+            let (id, moderation) = (legacy.id, legacy.moderation.clone());
+            let (new, status) = upgrade(legacy);
+            let mut params = insert_params(&new);
+            params.pop(); // the card key to lock, which only a live insert takes
+            params[1] = Box::new(status.as_str().to_owned());
+            params[3] = Box::new(moderation.map(|m| {
+                let note = serde_json::from_str(&m).ok();
+                note_json(note.as_ref()).unwrap_or(m)
+            }));
+            params.push(Box::new(id));
+            let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|b| b.as_ref() as &(dyn ToSql + Sync)).collect();
+            tx.execute(&insert, &refs).await?;
+            if status == Status::Public {
+                let entry = touched
+                    .entry(new.group_key.clone())
+                    .or_insert_with(|| (BTreeSet::new(), GroupIdentity::of_new(&new)));
+                entry.0.insert(new.submitter.clone());
+            }
+            count += 1;
+        }
+    }
+    for (column, _) in NEW_COLUMNS {
+        if !matches!(column, "label" | "label_key" | "board_revision")
+            && !column.starts_with("seq_")
+            && !column.starts_with("rand_")
+        {
+            tx.batch_execute(&format!("ALTER TABLE results ALTER COLUMN {column} SET NOT NULL")).await?;
+        }
+    }
+    tx.batch_execute(sql::INDEXES_AND_AGGREGATES).await?;
+    // Every public result's sample, row and card.
+    let p = Prepared::new(tx.client()).await?;
+    for (group, (submitters, identity)) in touched {
+        let submitters: Vec<String> = submitters.into_iter().collect();
+        let (card, card_key) = (identity.card.clone(), identity.card_key.clone());
+        recompute(tx, &p, &group, &card_key, &card, &submitters, Some(identity)).await?;
+    }
+    Ok(count)
+}

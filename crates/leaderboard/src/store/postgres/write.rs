@@ -1,0 +1,279 @@
+//! PostgreSQL writes: one transaction each, on a pooled connection, with
+//! statements prepared once per connection ([`Prepared`]).
+//!
+//! Every change to a card's results takes a transaction-scoped advisory
+//! lock on the card before it recomputes anything, so the last writer to a
+//! card always sees every committed result of it, whichever replica it
+//! runs on. The insert takes it in its `RETURNING` (one round trip less);
+//! the statements after it see everything committed before the lock.
+
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, GenericClient, Statement};
+
+use super::rows::{all, counted_from_row, entry_from_row, result_from_row};
+use crate::card::Card;
+use crate::store::aggregate::{self, SubmitterEntry};
+use crate::store::{NewResult, Standing, StoreResult, reasons_json, sql};
+
+/// The statements every write uses, prepared when a connection is made.
+pub(super) struct Prepared {
+    pub insert: Statement,
+    pub find_key: Statement,
+    pub counted: Statement,
+    pub upsert_submitter: Statement,
+    pub delete_submitter: Statement,
+    pub card_submitters: Statement,
+    pub group_sample: Statement,
+    pub upsert_group: Statement,
+    pub delete_group: Statement,
+    pub set_card_display: Statement,
+    pub find_for_change: Statement,
+    pub submitters_of_content: Statement,
+    pub lock_card: Statement,
+    pub set_status: Statement,
+    pub delete_result: Statement,
+    pub get_result: Statement,
+    pub group_submitters: Statement,
+}
+
+impl Prepared {
+    pub async fn new(client: &Client) -> StoreResult<Prepared> {
+        let insert = format!(
+            "{} ON CONFLICT (idem_key) DO NOTHING RETURNING id, (SELECT 1 FROM pg_advisory_xact_lock(hashtext($39)))",
+            sql::insert_result("results", false)
+        );
+        let upsert_group = format!("{} RETURNING class_label, name, label, search", sql::UPSERT_GROUP);
+        let find_for_change = format!("{} FOR UPDATE", sql::FIND_FOR_CHANGE);
+        Ok(Prepared {
+            insert: client.prepare(&insert).await?,
+            find_key: client.prepare(sql::FIND_KEY).await?,
+            counted: client.prepare(sql::COUNTED).await?,
+            upsert_submitter: client.prepare(sql::UPSERT_SUBMITTER).await?,
+            delete_submitter: client.prepare(sql::DELETE_SUBMITTER).await?,
+            card_submitters: client.prepare(&sql::card_submitters()).await?,
+            group_sample: client.prepare(&sql::group_sample()).await?,
+            upsert_group: client.prepare(&upsert_group).await?,
+            delete_group: client.prepare(sql::DELETE_GROUP).await?,
+            set_card_display: client.prepare(sql::SET_CARD_DISPLAY).await?,
+            find_for_change: client.prepare(&find_for_change).await?,
+            submitters_of_content: client.prepare(sql::SUBMITTERS_OF_CONTENT).await?,
+            lock_card: client.prepare("SELECT 1 FROM pg_advisory_xact_lock(hashtext($1))").await?,
+            set_status: client.prepare(sql::SET_STATUS).await?,
+            delete_result: client.prepare(sql::DELETE_RESULT).await?,
+            get_result: client.prepare(&sql::get_result()).await?,
+            group_submitters: client.prepare(&sql::group_submitters()).await?,
+        })
+    }
+}
+
+/// The parameters of [`sql::insert_result`], then the card key to lock.
+pub(super) fn insert_params(new: &NewResult) -> Vec<Box<dyn ToSql + Sync + Send>> {
+    let card = &new.card;
+    vec![
+        Box::new(new.created_at),
+        Box::new(new.status().as_str().to_owned()),
+        Box::new(reasons_json(&new.reasons)),
+        Box::new(None::<String>),
+        Box::new(new.idempotency_key.clone()),
+        Box::new(new.body_hash.clone()),
+        Box::new(new.content_hash.clone()),
+        Box::new(new.delete_hash.clone()),
+        Box::new(new.submitter.clone()),
+        Box::new(new.group_key.clone()),
+        Box::new(new.card_key.clone()),
+        Box::new(card.kind.clone()),
+        Box::new(card.manufacturer_id.map(i64::from)),
+        Box::new(card.manufacturer.clone()),
+        Box::new(card.oem_id.clone()),
+        Box::new(card.product_name.clone()),
+        Box::new(card.product_revision.clone()),
+        Box::new(card.capacity_bytes.and_then(|c| i64::try_from(c).ok())),
+        Box::new(card.class_label.clone()),
+        Box::new(new.label.clone()),
+        Box::new(new.label_key.clone()),
+        Box::new(new.board.model.clone()),
+        Box::new(new.board.key.clone()),
+        Box::new(new.board.revision.clone()),
+        Box::new(new.board.family.clone()),
+        Box::new(new.board.family_key.clone()),
+        Box::new(new.bus.clone()),
+        Box::new(new.formula.clone()),
+        Box::new(new.verdict_version.clone()),
+        Box::new(new.score),
+        Box::new(new.figures.seq_read_mib_s),
+        Box::new(new.figures.seq_write_mb_s),
+        Box::new(new.figures.rand_read_4k_qd64_iops),
+        Box::new(new.figures.rand_write_4k_qd64_iops),
+        Box::new(new.claimed.clone()),
+        Box::new(new.measured.clone()),
+        Box::new(new.report_json.clone()),
+        Box::new(new.verdict_json.clone()),
+        Box::new(new.card_key.clone()),
+    ]
+}
+
+/// What a leaderboard row is made from besides its figures.
+#[derive(Debug, Clone)]
+pub(super) struct GroupIdentity {
+    pub card: Card,
+    pub card_key: String,
+    pub board_key: String,
+    pub family: String,
+    pub family_key: String,
+    pub bus: String,
+    pub formula: String,
+}
+
+impl GroupIdentity {
+    pub fn of_new(new: &NewResult) -> GroupIdentity {
+        GroupIdentity {
+            card: new.card.clone(),
+            card_key: new.card_key.clone(),
+            board_key: new.board.key.clone(),
+            family: new.board.family.clone(),
+            family_key: new.board.family_key.clone(),
+            bus: new.bus.clone(),
+            formula: new.formula.clone(),
+        }
+    }
+}
+
+/// Recomputes the samples of `submitters` in `group`, the group's row and
+/// its card's display, under the card's lock (taken by the caller).
+/// `identity` is the group's when the caller knows it (a new result of
+/// it); otherwise its newest public result is read. Returns the group's
+/// submitter samples (for a standing).
+pub(super) async fn recompute(
+    tx: &impl GenericClient,
+    p: &Prepared,
+    group: &str,
+    card_key: &str,
+    card: &Card,
+    submitters: &[String],
+    identity: Option<GroupIdentity>,
+) -> StoreResult<Vec<SubmitterEntry>> {
+    for submitter in submitters {
+        let rows = all(&tx.query(&p.counted, &[&group, submitter]).await?, counted_from_row)?;
+        match aggregate::submitter_entry(group, submitter, &rows) {
+            Some(e) => {
+                tx.execute(
+                    &p.upsert_submitter,
+                    &[
+                        &e.group_key,
+                        &e.submitter,
+                        &e.card_key,
+                        &e.results,
+                        &e.score,
+                        &e.figures.seq_read_mib_s,
+                        &e.figures.seq_write_mb_s,
+                        &e.figures.rand_read_4k_qd64_iops,
+                        &e.figures.rand_write_4k_qd64_iops,
+                        &e.class_label,
+                        &e.label,
+                        &e.label_key,
+                        &e.board,
+                        &e.latest,
+                    ],
+                )
+                .await?;
+            }
+            None => {
+                tx.execute(&p.delete_submitter, &[&group, submitter]).await?;
+            }
+        }
+    }
+    let card_entries = all(&tx.query(&p.card_submitters, &[&card_key]).await?, entry_from_row)?;
+    let group_entries: Vec<SubmitterEntry> = card_entries.iter().filter(|e| e.group_key == group).cloned().collect();
+    let display = aggregate::card_display(card, &card_entries);
+    let current = match aggregate::group_stats(&group_entries) {
+        None => {
+            tx.execute(&p.delete_group, &[&group]).await?;
+            None
+        }
+        Some(stats) => {
+            let identity = match identity {
+                Some(identity) => identity,
+                None => {
+                    let sample = result_from_row(&tx.query_one(&p.group_sample, &[&group]).await?)?;
+                    GroupIdentity {
+                        card: sample.card.clone(),
+                        card_key: sample.card_key.clone(),
+                        board_key: sample.board_key.clone(),
+                        family: sample.family.clone(),
+                        family_key: sample.family_key.clone(),
+                        bus: sample.bus.clone(),
+                        formula: sample.formula.clone(),
+                    }
+                }
+            };
+            let c = &identity.card;
+            let row = tx
+                .query_one(
+                    &p.upsert_group,
+                    &[
+                        &group,
+                        &identity.card_key,
+                        &c.kind,
+                        &c.manufacturer_id.map(i64::from),
+                        &c.manufacturer,
+                        &c.oem_id,
+                        &c.product_name,
+                        &c.product_revision,
+                        &c.capacity_bytes.and_then(|v| i64::try_from(v).ok()),
+                        &display.class_label,
+                        &display.name,
+                        &display.label,
+                        &display.search,
+                        &stats.board,
+                        &identity.board_key,
+                        &identity.family,
+                        &identity.family_key,
+                        &identity.bus,
+                        &identity.formula,
+                        &stats.samples,
+                        &stats.submitters,
+                        &stats.median,
+                        &stats.p10,
+                        &stats.p90,
+                        &stats.figures.seq_read_mib_s,
+                        &stats.figures.seq_write_mb_s,
+                        &stats.figures.rand_read_4k_qd64_iops,
+                        &stats.figures.rand_write_4k_qd64_iops,
+                        &stats.latest,
+                    ],
+                )
+                .await?;
+            Some((
+                row.try_get::<_, Option<String>>(0)?,
+                row.try_get::<_, String>(1)?,
+                row.try_get::<_, Option<String>>(2)?,
+                row.try_get::<_, String>(3)?,
+            ))
+        }
+    };
+    // Every row of the card shows the same; a card of one row that did not
+    // move needs no update.
+    let unchanged = current.as_ref().is_some_and(|(class, name, label, search)| {
+        *class == display.class_label && *name == display.name && *label == display.label && *search == display.search
+    });
+    let other_rows = card_entries.iter().any(|e| e.group_key != group);
+    if !card_entries.is_empty() && (other_rows || !unchanged) {
+        tx.execute(
+            &p.set_card_display,
+            &[&card_key, &display.class_label, &display.name, &display.label, &display.search],
+        )
+        .await?;
+    }
+    Ok(group_entries)
+}
+
+/// The standing of `score` given its group's samples.
+pub(super) fn standing(
+    entries: &[SubmitterEntry],
+    submitter: &str,
+    score: i64,
+    board: &str,
+    family: &str,
+) -> Option<Standing> {
+    aggregate::standing(entries, submitter, score, board, family)
+}

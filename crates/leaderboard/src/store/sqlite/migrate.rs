@@ -1,0 +1,99 @@
+//! The SQLite side of [`crate::store::migrate`]: the schema made or
+//! brought up to date in one transaction on start, before anything is
+//! served.
+//!
+//! Version 1's `results` table reused the id of a deleted newest result
+//! (a plain `INTEGER PRIMARY KEY`); version 2's is `AUTOINCREMENT`, which
+//! never does. SQLite cannot add that to a table, so the upgrade builds
+//! the new table beside the old one, copies every row under its id, and
+//! swaps them.
+
+use rusqlite::{Connection, OptionalExtension, ToSql, TransactionBehavior};
+
+use super::write::{Touched, insert_params, recompute};
+use crate::store::migrate::{LEGACY_COLUMNS, LegacyRow, SALT_KEY, VERSION_KEY, announce, new_salt, upgrade};
+use crate::store::{StoreResult, note_json, sql};
+
+/// The id type of SQLite's `results`.
+pub const ID: &str = "INTEGER PRIMARY KEY AUTOINCREMENT";
+
+/// Makes or upgrades the schema; returns the submitter salt.
+pub fn prepare(conn: &mut Connection) -> StoreResult<String> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    tx.execute_batch(sql::META)?;
+    let version: Option<i64> = tx
+        .query_row("SELECT value FROM meta WHERE key = $1", [VERSION_KEY], |r| r.get::<_, String>(0))
+        .optional()?
+        .and_then(|v| v.parse().ok());
+    let has_results: bool =
+        tx.query_row("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'results'", [], |r| {
+            r.get::<_, i64>(0)
+        })? > 0;
+    match (version, has_results) {
+        (None, true) => {
+            let count = from_v1(&tx)?;
+            announce(1, count);
+        }
+        _ => tx.execute_batch(&sql::schema(ID))?,
+    }
+    tx.execute(
+        "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        [VERSION_KEY, &sql::SCHEMA_VERSION.to_string()],
+    )?;
+    tx.execute("INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING", [SALT_KEY, &new_salt()])?;
+    let salt: String = tx.query_row("SELECT value FROM meta WHERE key = $1", [SALT_KEY], |r| r.get(0))?;
+    tx.commit()?;
+    Ok(salt)
+}
+
+/// Version 1 to 2; returns how many results were carried over.
+fn from_v1(conn: &Connection) -> StoreResult<usize> {
+    conn.execute_batch("DROP TABLE IF EXISTS groups")?;
+    conn.execute_batch(&sql::results_table("results_v2", ID))?;
+    let mut touched = Touched::default();
+    let mut count = 0;
+    {
+        let mut read = conn.prepare(&format!("SELECT {LEGACY_COLUMNS} FROM results ORDER BY id"))?;
+        let mut insert = conn.prepare(&sql::insert_result("results_v2", true))?;
+        let mut rows = read.query([])?;
+        while let Some(r) = rows.next()? {
+            let legacy = LegacyRow {
+                id: r.get(0)?,
+                created_at: r.get(1)?,
+                moderation: r.get(2)?,
+                idem_key: r.get(3)?,
+                body_hash: r.get(4)?,
+                delete_hash: r.get(5)?,
+                report: r.get(6)?,
+            };
+            let (id, moderation) = (legacy.id, legacy.moderation.clone());
+            let (new, status) = upgrade(legacy);
+            let mut params = insert_params(&new);
+            params[1] = Box::new(status.as_str());
+            params[3] = Box::new(moderation.clone().map(|m| note_json_of(&m)));
+            params.push(Box::new(id));
+            let refs: Vec<&dyn ToSql> = params.iter().map(|p| p.as_ref()).collect();
+            insert.execute(refs.as_slice())?;
+            if status == crate::store::Status::Public {
+                touched.pairs.insert((new.group_key.clone(), new.submitter.clone()));
+                touched.groups.insert(new.group_key.clone());
+                touched.cards.entry(new.card_key.clone()).or_insert_with(|| new.card.clone());
+            }
+            count += 1;
+        }
+    }
+    conn.execute_batch("DROP TABLE results; ALTER TABLE results_v2 RENAME TO results;")?;
+    for index in sql::V1_INDEXES {
+        conn.execute_batch(&format!("DROP INDEX IF EXISTS {index}"))?;
+    }
+    conn.execute_batch(sql::INDEXES_AND_AGGREGATES)?;
+    recompute(conn, &touched)?;
+    Ok(count)
+}
+
+/// A stored note, read and written again (so that a damaged one is dropped
+/// rather than carried over).
+fn note_json_of(stored: &str) -> String {
+    let note = serde_json::from_str(stored).ok();
+    note_json(note.as_ref()).unwrap_or_else(|| stored.to_owned())
+}
