@@ -140,6 +140,21 @@ impl PgCluster {
         }
     }
 
+    /// Runs an SQL file (a `pg_dump`, say) through psql on the cluster's socket.
+    pub fn psql_file(&self, database: &str, file: &Path) -> Result<String, String> {
+        let out = Command::new("psql")
+            .args(["-h", self.dir.to_str().unwrap(), "-p", &self.port.to_string(), "-U", "postgres", "-d", database])
+            .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-f"])
+            .arg(file)
+            .output()
+            .map_err(|e| format!("psql: {e}"))?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        }
+    }
+
     /// A new empty database, and its URL for `--db`.
     pub fn new_database(&self) -> String {
         let n = self.databases.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

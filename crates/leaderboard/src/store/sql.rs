@@ -1,6 +1,7 @@
 //! The SQL both backends run. Parameters are written `$1`, `$2`…: PostgreSQL
 //! numbers them, and SQLite reads each as a named parameter bound in order
-//! of first appearance, which is the same order here.
+//! of first appearance, which must be the same order (`$1` first, then
+//! `$2`, …) in every statement here.
 //!
 //! Every user-supplied value goes in as a parameter, never into the text;
 //! the only text that varies is a column name chosen from a closed enum
@@ -227,7 +228,7 @@ pub const DELETE_GROUP: &str = "DELETE FROM groups WHERE group_key = $1";
 
 /// The card's display fields, the same in all its rows.
 pub const SET_CARD_DISPLAY: &str =
-    "UPDATE groups SET class_label = $2, name = $3, label = $4, search = $5 WHERE card_key = $1";
+    "UPDATE groups SET class_label = $1, name = $2, label = $3, search = $4 WHERE card_key = $5";
 
 pub const SET_STATUS: &str = "UPDATE results SET status = $1, moderation = $2 WHERE id = $3";
 

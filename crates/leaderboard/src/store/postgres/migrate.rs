@@ -129,6 +129,8 @@ async fn from_v1(tx: &tokio_postgres::Transaction<'_>) -> StoreResult<usize> {
             count += 1;
         }
     }
+    // Closed before the table is altered again (an open cursor holds it).
+    drop(cursor);
     for (column, _) in NEW_COLUMNS {
         if !matches!(column, "label" | "label_key" | "board_revision")
             && !column.starts_with("seq_")

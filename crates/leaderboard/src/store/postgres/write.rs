@@ -260,7 +260,7 @@ pub(super) async fn recompute(
     if !card_entries.is_empty() && (other_rows || !unchanged) {
         tx.execute(
             &p.set_card_display,
-            &[&card_key, &display.class_label, &display.name, &display.label, &display.search],
+            &[&display.class_label, &display.name, &display.label, &display.search, &card_key],
         )
         .await?;
     }

@@ -403,11 +403,11 @@ fn recompute_card(conn: &Connection, card_key: &str, card: &Card) -> StoreResult
     }
     let display = aggregate::card_display(card, &entries);
     conn.prepare_cached(sql::SET_CARD_DISPLAY)?.execute(params![
-        card_key,
         display.class_label,
         display.name,
         display.label,
-        display.search
+        display.search,
+        card_key
     ])?;
     Ok(())
 }
