@@ -1,8 +1,11 @@
 //! The leaderboard's pages in a real browser: headless Chromium loads the
-//! leaderboard, a card page and a result page from the real server, the
-//! tests check the DOM it built (the card is listed, sorting by a header
-//! link works, a `<script>` in a note is shown as text and never runs), and
-//! screenshots go to `target/leaderboard-screenshots/` for a person to look at.
+//! leaderboard, a search, a card page, a result page and `/about` from the
+//! real server, the tests check the DOM it built (the card is listed,
+//! sorting by a header link works, a `<script>` in a note is shown as text
+//! and never runs) and, over the DevTools protocol at a phone's 390×844,
+//! that the rank, the card and its median score are on the first screen.
+//! Screenshots at 1280 and 390 px go to `target/leaderboard-screenshots/`
+//! for a person to look at.
 
 #[path = "support/chromium.rs"]
 mod chromium;
@@ -67,7 +70,9 @@ fn pages_in_headless_chromium() {
     let mut keys = 0;
     let mut post = |body: String| {
         keys += 1;
-        let reply = server.post_report(&body, &format!("browser-test-{keys:04}"));
+        // Each result from a network of its own: every row gets its submitters.
+        let from = std::net::IpAddr::V4(std::net::Ipv4Addr::new(127, 0, keys as u8, 1));
+        let reply = server.post_report_from(from, &body, &format!("browser-test-{keys:04}"));
         assert_eq!(reply.status, 201, "{}", reply.text());
         reply.json()
     };
@@ -93,7 +98,7 @@ fn pages_in_headless_chromium() {
     assert!(dom.contains("Kingston SD128 6.1"), "the card's name is on the page");
     chromium::screenshot(&format!("{}/", server.url), &shots.join("leaderboard.png"), 1280, 700).unwrap();
     // Clicking "Median score" again (a plain link) sorts lowest first.
-    let href = sort_link(&dom, "median");
+    let href = sort_link(&dom, "score");
     assert!(href.contains("dir=asc"), "{href}");
     let sorted = chromium::dump_dom(&format!("{}{href}", server.url)).unwrap();
     assert_eq!(row_cards(&sorted), [slow.clone(), fast.clone()]);
@@ -121,4 +126,102 @@ fn pages_in_headless_chromium() {
     for name in ["leaderboard.png", "card.png", "result.png"] {
         assert!(std::fs::metadata(shots.join(name)).unwrap().len() > 10_000, "{name} is a real picture");
     }
+}
+
+/// A leaderboard a Pi owner would search: forty cards, each with three to
+/// six submitters, one with an agreed label.
+fn populated() -> (Leaderboard, String, i64) {
+    let server = Leaderboard::start();
+    let makers = [(0x03, "SN"), (0x1b, "SM"), (0x9f, "TI"), (0x27, "PH"), (0xad, "LS")];
+    let mut n: u32 = 0;
+    let mut post = |body: String| {
+        n += 1;
+        let from = std::net::IpAddr::V4(std::net::Ipv4Addr::new(127, (n / 250) as u8 + 2, (n % 250) as u8, 1));
+        let reply = server.post_report_from(from, &body, &format!("browser-populated-{n:05}"));
+        assert_eq!(reply.status, 201, "{}", reply.text());
+        reply.json()
+    };
+    let mut result = 0;
+    for card in 0..40u32 {
+        let (mid, oid) = makers[card as usize % makers.len()];
+        for who in 0..(3 + card % 4) {
+            let factor = 0.6 + f64::from(card % 17) * 0.02 + f64::from(who) * 0.01;
+            let body = report_with(|r| {
+                r["device"]["sd"]["cid"]["manufacturer_id"] = json!(mid);
+                r["device"]["sd"]["cid"]["oem_id"] = json!(oid);
+                r["device"]["sd"]["cid"]["product_name"] = json!(format!("C{card:02}64"));
+                r["system"]["board"] = json!(if card % 3 == 0 {
+                    "Raspberry Pi 5 Model B Rev 1.0"
+                } else {
+                    "Raspberry Pi 4 Model B Rev 1.4"
+                });
+                if card % 3 == 0 {
+                    r["device"]["sd"]["host"] =
+                        json!({"clock_hz": 208000000, "timing": "sd uhs sdr104", "bus_width_bits": 4});
+                }
+                for (_, v) in r["measurements"].as_object_mut().unwrap() {
+                    *v = json!((v.as_f64().unwrap() * factor).round());
+                }
+                if card == 7 && who < 2 {
+                    r["label"] = json!("SanDisk Extreme 64GB");
+                }
+                r["notes"] = json!(["write tests used a scratch file on / (ext4)"]);
+            });
+            result = post(body)["id"].as_i64().unwrap();
+        }
+    }
+    let card = server.get("/api/v1/leaderboard?q=extreme").json()["rows"][0]["card_key"].as_str().unwrap().to_owned();
+    (server, card, result)
+}
+
+#[test]
+#[ignore = "needs Chromium: cargo xtask test installs it (apt-get install chromium)"]
+fn pages_at_desktop_and_phone_widths() {
+    let (server, card, result) = populated();
+    let shots = screenshot_dir();
+    let pages = [
+        ("leaderboard", "/".to_owned()),
+        ("search", "/?q=sandisk+extreme".to_owned()),
+        ("card", format!("/cards/{card}")),
+        ("result", format!("/results/{result}")),
+        ("about", "/about".to_owned()),
+    ];
+    for (width, height, mobile) in [(1280u32, 900u32, false), (390, 844, true)] {
+        let mut browser = chromium::Cdp::launch(width, height, mobile).expect("chromium");
+        for (name, path) in &pages {
+            browser.navigate(&format!("{}{path}", server.url)).unwrap();
+            let file = shots.join(format!("{name}-{width}.png"));
+            browser.screenshot(&file, false).unwrap();
+            assert!(std::fs::metadata(&file).unwrap().len() > 5_000, "{name}-{width}.png is a real picture");
+            // Nothing is wider than the screen: a wide table scrolls in its box.
+            let page_width = browser.eval("document.documentElement.scrollWidth").unwrap().as_u64().unwrap();
+            assert!(page_width <= u64::from(width), "{path} at {width} px is {page_width} px wide");
+        }
+        // The leaderboard's first row: rank, card and median score on the
+        // first screen.
+        browser.navigate(&format!("{}/", server.url)).unwrap();
+        let cells = browser
+            .eval(
+                "JSON.stringify(Array.from(document.querySelector('#leaderboard tbody tr').cells).slice(0, 3)\
+                 .map(c => { const r = c.getBoundingClientRect(); return [c.textContent.trim(), r.right, r.bottom]; }))",
+            )
+            .unwrap();
+        let cells: Vec<(String, f64, f64)> = serde_json::from_str(cells.as_str().unwrap()).unwrap();
+        eprintln!("{width}x{height}: first row's rank, card, median score: {cells:?}");
+        assert_eq!(cells[0].0, "1", "the rank");
+        assert!(cells[2].0.parse::<u64>().is_ok(), "the median score: {:?}", cells[2]);
+        for (text, right, bottom) in &cells {
+            assert!(*right <= f64::from(width) && *bottom <= f64::from(height), "{text:?} ends at ({right}, {bottom})");
+        }
+        // The search finds the labelled card by its label.
+        browser.navigate(&format!("{}/?q=sandisk+extreme", server.url)).unwrap();
+        let found = browser.eval("document.querySelectorAll('#leaderboard tbody tr').length").unwrap();
+        assert_eq!(found, 1);
+        let total = browser.eval("document.querySelector('#pager-top .count strong').textContent").unwrap();
+        assert_eq!(total, "1");
+    }
+    // The true total and the way to the rest.
+    let dom = chromium::dump_dom(&format!("{}/?limit=10", server.url)).unwrap();
+    assert!(dom.contains("1–10 of <strong>40</strong> rows"), "{dom}");
+    assert!(dom.contains("next 10 →"));
 }

@@ -39,7 +39,7 @@ pub async fn card<S: Storage>(State(app): State<Arc<App<S>>>, Path(key): Path<St
         );
     }
 
-    body.push_str("<table class=\"facts\">");
+    body.push_str("<div class=\"scroll\"><table class=\"facts\">");
     let mid = card.manufacturer_id.map(|m| format!("0x{m:02x} ({m})")).unwrap_or_default();
     let capacity = card.capacity_bytes.map(|c| format!("{} ({c} bytes)", format_capacity(c))).unwrap_or_default();
     for (label, value) in [
@@ -56,7 +56,7 @@ pub async fn card<S: Storage>(State(app): State<Arc<App<S>>>, Path(key): Path<St
             let _ = write!(body, "<tr><th>{label}</th><td>{}</td></tr>", esc(value));
         }
     }
-    body.push_str("</table>");
+    body.push_str("</table></div>");
 
     // The strip plot: one row per board and bus mode.
     let mut by_group: HashMap<&str, Vec<(f64, String)>> = HashMap::new();
@@ -110,7 +110,7 @@ pub async fn card<S: Storage>(State(app): State<Arc<App<S>>>, Path(key): Path<St
         body.push_str("<p>No public results: every result of this card is flagged (see below).</p>");
     }
 
-    body.push_str("<h3>Claimed vs measured classes</h3><table id=\"classes\"><thead><tr><th>Claimed (from the card's SSR)</th><th>Measured</th><th class=\"n\">Results</th></tr></thead><tbody>");
+    body.push_str("<h3>Claimed vs measured classes</h3><div class=\"scroll\"><table id=\"classes\"><thead><tr><th>Claimed (from the card's SSR)</th><th>Measured</th><th class=\"n\">Results</th></tr></thead><tbody>");
     for (claimed, measured, count) in &data.classes {
         let _ = write!(
             body,
@@ -119,7 +119,7 @@ pub async fn card<S: Storage>(State(app): State<Arc<App<S>>>, Path(key): Path<St
             esc(if measured.is_empty() { "not measured" } else { measured })
         );
     }
-    body.push_str("</tbody></table>");
+    body.push_str("</tbody></table></div>");
 
     body.push_str("<h3>Recent results</h3><ul>");
     for point in data.points.iter().take(50) {

@@ -27,10 +27,11 @@ const CLASSES: [&str; 13] =
 /// Rows on a page unless `limit` says otherwise.
 const PAGE_ROWS: i64 = 100;
 
-/// The sortable columns after the card: key, title, unit, shown on a phone.
+/// The sortable columns after the card: key, title (its first word shown
+/// only on wide screens), unit, shown on a phone.
 const COLUMNS: [(SortKey, &str, &str, bool); 8] = [
-    (SortKey::Score, "Median score", "", true),
-    (SortKey::RandWrite, "Random write", "IOPS", true),
+    (SortKey::Score, "Median|score", "", true),
+    (SortKey::RandWrite, "Random|write", "IOPS", true),
     (SortKey::RandRead, "Random read", "IOPS", false),
     (SortKey::SeqWrite, "Seq. write", "MB/s", false),
     (SortKey::SeqRead, "Seq. read", "MiB/s", false),
@@ -198,6 +199,11 @@ fn header_link(
     let classes = [numeric.then_some("n"), (!narrow).then_some("wide")].into_iter().flatten().collect::<Vec<_>>();
     let class = if classes.is_empty() { String::new() } else { format!(" class=\"{}\"", classes.join(" ")) };
     let unit = if unit.is_empty() { String::new() } else { format!("<span class=\"sub\">{unit}</span>") };
+    // "Median|score": "Median score" on a wide screen, "score" on a phone.
+    let title = match title.split_once('|') {
+        Some((wide, rest)) => format!("<span class=\"wide\">{wide} </span>{rest}"),
+        None => title.to_owned(),
+    };
     let _ = write!(
         out,
         "<th{class}><a data-sort=\"{}\" href=\"/?{}\">{title}{arrow}</a>{unit}</th>",

@@ -38,9 +38,10 @@ header h1{font-size:1.25rem;margin:0}
 header a{color:#0b5394;text-decoration:none}
 a{color:#0b5394}
 table{border-collapse:collapse;width:100%;margin:.4rem 0 1.2rem}
-th,td{padding:.3rem .45rem;border-bottom:1px solid #e4e4e4;text-align:left;vertical-align:top}
+th,td{padding:.3rem .45rem;border-bottom:1px solid #e4e4e4;text-align:left;vertical-align:top;overflow-wrap:break-word}
 th a{color:inherit}
-td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
+td.n{white-space:nowrap}
 td.score{font-weight:600}
 .flag{color:#a33}.pass{color:#17702d}.fail{color:#a33}.unknown{color:#876}
 form.search{display:flex;gap:.4rem;margin:.3rem 0}
@@ -57,9 +58,13 @@ details.filters summary{cursor:pointer;color:#0b5394}
 table.facts{width:auto}
 .standing{font-size:1.05rem}
 svg{max-width:100%;height:auto}
+pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f6f6;padding:.5rem}
+code{overflow-wrap:anywhere}
 @media (max-width:700px){
  .wide{display:none}
- th,td{padding:.25rem .3rem}
+ th,td{padding:.25rem .25rem}
+ th{font-size:.85rem}
+ .sub{font-size:.78rem}
  header h1{font-size:1.05rem}
 }
 ";

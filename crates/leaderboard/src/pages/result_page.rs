@@ -68,7 +68,7 @@ pub async fn result<S: Storage>(State(app): State<Arc<App<S>>>, Path(id): Path<S
             esc(&stored.card_key)
         );
     }
-    body.push_str("<table class=\"facts\">");
+    body.push_str("<div class=\"scroll\"><table class=\"facts\">");
     let system = report.system.clone().unwrap_or_default();
     let board = match &stored.board_revision {
         Some(revision) => format!("{} Rev {revision} ({})", stored.board, stored.family),
@@ -94,9 +94,9 @@ pub async fn result<S: Storage>(State(app): State<Arc<App<S>>>, Path(id): Path<S
             let _ = write!(body, "<tr><th>{label}</th><td>{}</td></tr>", esc(&value));
         }
     }
-    body.push_str("</table>");
+    body.push_str("</table></div>");
 
-    body.push_str("<h3>Figures</h3><table id=\"figures\"><thead><tr><th>Test</th><th class=\"n\">Result</th><th>Unit</th><th class=\"n\">p50 µs</th><th class=\"n\">p99 µs</th><th class=\"n\">p99.9 µs</th><th class=\"n\">max µs</th></tr></thead><tbody>");
+    body.push_str("<h3>Figures</h3><div class=\"scroll\"><table id=\"figures\"><thead><tr><th>Test</th><th class=\"n\">Result</th><th>Unit</th><th class=\"n\">p50 µs</th><th class=\"n\">p99 µs</th><th class=\"n\">p99.9 µs</th><th class=\"n\">max µs</th></tr></thead><tbody>");
     let measurements = report.measurements.unwrap_or_default();
     for key in MEASUREMENT_KEYS {
         let (what, unit) = describe(key);
@@ -113,7 +113,7 @@ pub async fn result<S: Storage>(State(app): State<Arc<App<S>>>, Path(id): Path<S
             cell(latency.map(|l| l.max_us)),
         );
     }
-    body.push_str("</tbody></table>");
+    body.push_str("</tbody></table></div>");
     for skipped in &report.skipped {
         let _ = write!(body, "<p class=\"muted\">skipped {}: {}</p>", esc(&skipped.key), esc(&skipped.reason));
     }
@@ -123,7 +123,7 @@ pub async fn result<S: Storage>(State(app): State<Arc<App<S>>>, Path(id): Path<S
     if let Some(summary) = &verdict.summary {
         let _ = write!(body, "<p id=\"verdict-summary\">{}</p>", esc(summary));
     }
-    body.push_str("<table id=\"checks\"><thead><tr><th>Mark</th><th>Requirement</th><th class=\"n\">Measured</th><th>Result</th><th>Claimed</th></tr></thead><tbody>");
+    body.push_str("<div class=\"scroll\"><table id=\"checks\"><thead><tr><th>Mark</th><th>Requirement</th><th class=\"n\">Measured</th><th>Result</th><th>Claimed</th></tr></thead><tbody>");
     for check in &verdict.checks {
         let (class, word) = match check.pass {
             Some(true) => ("pass", "pass"),
@@ -141,7 +141,7 @@ pub async fn result<S: Storage>(State(app): State<Arc<App<S>>>, Path(id): Path<S
             if check.claimed { "yes" } else { "" }
         );
     }
-    body.push_str("</tbody></table>");
+    body.push_str("</tbody></table></div>");
 
     let notes: Vec<&String> =
         verdict.notes.iter().chain(&report.notes).chain(report.device.iter().flat_map(|d| d.notes.iter())).collect();
