@@ -51,7 +51,7 @@ fn parse_standing(value: &Value) -> Option<Standing> {
         .iter()
         .find_map(|k| standing.get(*k).and_then(Value::as_str))
         .map(|b| one_line(b, 80))
-        .filter(|b| !b.is_empty());
+        .filter(|b| !b.is_empty() && b != "unknown board");
     Some(Standing {
         group_submitters: number("group_submitters")?,
         percentile: number("percentile")?.min(100),

@@ -127,14 +127,13 @@ pub fn figure_text(v: Option<f64>) -> String {
 
 /// The one line a public result's standing reads as.
 pub fn standing_text(score: i64, standing: &crate::store::Standing) -> String {
+    let on =
+        if standing.family == crate::board::UNKNOWN { String::new() } else { format!(" on a {}", standing.family) };
     if standing.group_submitters <= 1 {
-        return format!(
-            "score {score}: the first submitter with this card on a {} (median {})",
-            standing.family, standing.median_score
-        );
+        return format!("score {score}: the first submitter with this card{on} (median {})", standing.median_score);
     }
     format!(
-        "score {score}: better than {}% of {} submitters with this card on a {} (median {})",
-        standing.percentile, standing.group_submitters, standing.family, standing.median_score
+        "score {score}: better than {}% of {} submitters with this card{on} (median {})",
+        standing.percentile, standing.group_submitters, standing.median_score
     )
 }
