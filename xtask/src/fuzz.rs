@@ -2,10 +2,11 @@
 //! of executions (10 million by default), seeded with the project's own
 //! register fixtures.
 //!
-//! - Needs the nightly toolchain and `cargo-fuzz` (`cargo install
-//!   cargo-fuzz`); the sanitizer is off (`-s none`) so that it runs where the
-//!   nightly toolchain ships no ASan runtime: the targets check invariants
-//!   and panics, which need no sanitizer.
+//! - Needs `cargo-fuzz` (`cargo install cargo-fuzz`), and the nightly
+//!   toolchain if there is one; with the stable toolchain alone it builds
+//!   with `RUSTC_BOOTSTRAP=1`. The sanitizer is off (`-s none`) so that it
+//!   runs where no ASan runtime ships: the targets check invariants and
+//!   panics, which need no sanitizer.
 //! - Each target's corpus lives in `fuzz/corpus/TARGET` (git-ignored) and is
 //!   first seeded with the fixture files the decoder reads (`cid`, `csd`, …).
 //! - Prints one row per target (executions, seconds, result), writes
@@ -22,7 +23,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 
 /// Each target and the fixture file names that seed its corpus.
-const TARGETS: [(&str, &[&str]); 16] = [
+const TARGETS: [(&str, &[&str]); 17] = [
     ("sd_cid", &["cid"]),
     ("sd_csd", &["csd"]),
     ("sd_scr", &["scr"]),
@@ -39,6 +40,7 @@ const TARGETS: [(&str, &[&str]); 16] = [
     ("cmd56", &["cmd56.bin"]),
     ("emmc_life", &["life_time", "pre_eol_info"]),
     ("machine_text", &["get_throttled", "swaps", "mountinfo", "descriptors", "version", "max_link_speed"]),
+    ("intake", &["report.json", "expected.json"]),
 ];
 
 /// Default executions per target.
@@ -105,14 +107,10 @@ struct Outcome {
 fn run(opts: &Options) -> Result<(usize, usize)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().context("workspace root")?.to_path_buf();
     let fuzz_dir = root.join("fuzz");
-    let has_fuzz = Command::new("cargo").args(["+nightly", "fuzz", "--version"]).output();
-    if !has_fuzz.is_ok_and(|o| o.status.success()) {
-        bail!(
-            "cargo-fuzz on the nightly toolchain is missing: run `rustup toolchain install nightly` and `cargo install cargo-fuzz`"
-        );
-    }
-    let status = Command::new("cargo")
-        .args(["+nightly", "fuzz", "build", "-s", "none", "--fuzz-dir"])
+    let toolchain = Toolchain::find()?;
+    let status = toolchain
+        .cargo()
+        .args(["fuzz", "build", "-s", "none", "--fuzz-dir"])
         .arg(&fuzz_dir)
         .current_dir(&fuzz_dir)
         .status()
@@ -130,8 +128,9 @@ fn run(opts: &Options) -> Result<(usize, usize)> {
         std::fs::create_dir_all(&corpus).with_context(|| format!("create {}", corpus.display()))?;
         seed(&fixtures, seeds, &corpus)?;
         let start = Instant::now();
-        let out = Command::new("cargo")
-            .args(["+nightly", "fuzz", "run", "-s", "none", "--fuzz-dir"])
+        let out = toolchain
+            .cargo()
+            .args(["fuzz", "run", "-s", "none", "--fuzz-dir"])
             .arg(&fuzz_dir)
             .arg(target)
             .arg(&corpus)
@@ -161,6 +160,41 @@ fn run(opts: &Options) -> Result<(usize, usize)> {
     write_json(&root, opts.runs, &outcomes)?;
     let passed = outcomes.iter().filter(|o| o.ok).count();
     Ok((passed, outcomes.len() - passed))
+}
+
+/// Which Rust builds the targets: nightly when it has cargo-fuzz, else the
+/// stable toolchain with `RUSTC_BOOTSTRAP=1` (cargo-fuzz without a
+/// sanitizer needs only `--cfg fuzzing` and the sancov passes, which stable
+/// rustc has; the variable lets it accept the one unstable flag it passes).
+enum Toolchain {
+    Nightly,
+    StableBootstrapped,
+}
+
+impl Toolchain {
+    fn find() -> Result<Toolchain> {
+        let works = |args: &[&str]| Command::new("cargo").args(args).output().is_ok_and(|o| o.status.success());
+        if works(&["+nightly", "fuzz", "--version"]) {
+            Ok(Toolchain::Nightly)
+        } else if works(&["fuzz", "--version"]) {
+            Ok(Toolchain::StableBootstrapped)
+        } else {
+            bail!("cargo-fuzz is missing: run `cargo install cargo-fuzz` (with the nightly toolchain if you have it)")
+        }
+    }
+
+    fn cargo(&self) -> Command {
+        let mut command = Command::new("cargo");
+        match self {
+            Toolchain::Nightly => {
+                command.arg("+nightly");
+            }
+            Toolchain::StableBootstrapped => {
+                command.env("RUSTC_BOOTSTRAP", "1");
+            }
+        }
+        command
+    }
 }
 
 /// libFuzzer's closing line: `Done 10000000 runs in 41 second(s)`.
