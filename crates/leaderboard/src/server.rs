@@ -70,7 +70,9 @@ pub async fn serve(
             () = &mut stop => break,
         };
         let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
-            tokio::spawn(refuse(stream));
+            // Answered and closed here and now: its descriptor is free
+            // before the next accept.
+            refuse(stream);
             continue;
         };
         let _ = stream.set_nodelay(true);
@@ -101,7 +103,7 @@ pub async fn serve(
 
 /// The answer to a connection over the cap: 503, then close. One write
 /// that never waits (a new socket's send buffer takes it whole).
-async fn refuse(stream: TcpStream) {
+fn refuse(stream: TcpStream) {
     let body = "{\"error\": \"connections: the server is at its limit of open connections; try again in a moment\"}";
     let reply = format!(
         "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
