@@ -283,6 +283,17 @@ mod tests {
     }
 
     #[test]
+    fn a_key_with_a_newline_is_named_on_one_line() {
+        // Found by the intake fuzz target: an unknown measurement key with an
+        // escaped newline in it was echoed into the message as a line break.
+        let text = report().to_string().replace("\"seq_read_4k_qd1_kib_s\"", "\"seq_read_4k_qd\\n\\\\torage\"");
+        let err = accept(text.as_bytes()).unwrap_err();
+        assert_eq!(err.status, StatusCode::BAD_REQUEST);
+        assert!(!err.message.contains('\n'), "{:?}", err.message);
+        assert!(err.message.starts_with("measurements.seq_read_4k_qd\\n"), "{:?}", err.message);
+    }
+
+    #[test]
     fn the_same_report_in_other_whitespace_has_one_content_hash() {
         let a = submit(&report()).unwrap();
         let b = accept(serde_json::to_string_pretty(&report()).unwrap().as_bytes()).unwrap();

@@ -110,10 +110,66 @@ fn at(key: &Option<String>) -> String {
     key.as_deref().map(|k| format!("{k}: ")).unwrap_or_default()
 }
 
+/// Text from the input as a message may show it: control characters and
+/// those that reorder text escaped (`\n`, `\u{202e}`), at most 100
+/// characters.
+pub fn shown(text: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in text.chars().enumerate() {
+        if i == 100 {
+            out.push('…');
+            break;
+        }
+        if c.is_control()
+            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
+        {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+impl InputError {
+    /// The same error with every piece of the input's text [`shown`].
+    fn shown(&self) -> InputError {
+        let mut e = self.clone();
+        match &mut e {
+            InputError::NotJson { detail, .. } => *detail = shown(detail),
+            InputError::NonFinite { token, key, .. } => {
+                *token = shown(token);
+                *key = key.as_deref().map(shown);
+            }
+            InputError::NumberOutOfRange { key, .. } => *key = key.as_deref().map(shown),
+            InputError::WrongType { path, .. }
+            | InputError::Negative { path, .. }
+            | InputError::TooLarge { path, .. }
+            | InputError::Implausible { path, .. }
+            | InputError::UnknownKey { path }
+            | InputError::Text { path, .. } => *path = shown(path),
+            InputError::NegativeCount { path, detail } | InputError::Shape { path, detail } => {
+                *path = shown(path);
+                *detail = shown(detail);
+            }
+            InputError::Schema { found } => *found = shown(found),
+            InputError::NotUtf8 { .. }
+            | InputError::Empty
+            | InputError::NotAnObject { .. }
+            | InputError::EmptyObject
+            | InputError::NoMeasurements
+            | InputError::MissingSchema => {}
+        }
+        e
+    }
+}
+
 impl fmt::Display for InputError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         const EXPECTED: &str = "expected a storage-score report or a measurements object";
-        match self {
+        // Paths and details can carry the input's own text (a key, an
+        // enum word): shown escaped, so that the message stays one line.
+        match &self.shown() {
             InputError::NotUtf8 { offset } => write!(
                 f,
                 "not UTF-8 text (the byte at offset {offset} is not): {EXPECTED}; send the file as storage-score wrote it"

@@ -218,3 +218,21 @@ fn valid_full_report() {
     assert_eq!(v.claimed.as_deref(), Some("A2 Class 10 V30 U3"));
     assert_eq!(v.measured.as_deref(), Some("A1 Class 10 V10 U1"));
 }
+
+#[test]
+fn the_input_s_own_text_never_breaks_the_line() {
+    // Keys and enum words carry whatever the input holds.
+    for text in [
+        "{\"seq_read_4k_qd\\nX\": 1}",
+        "{\"measurements\": {\"a\\u202eb\": 1}}",
+        "{\"measurements\": {}, \"device\": {\"kind\": \"s\\nd\"}}",
+        "{\"measurements\": {}, \"details\": {\"k\\r\\n\": 5}}",
+        "{\"measurements\": {}, \"device\": {\"kind\": \"sd\", \"sd\": {\"registers\": {\"c\\nid\": \"\\u0007\"}}}}",
+    ] {
+        let e = err(text);
+        let msg = e.to_string();
+        assert!(!msg.contains('\n') && !msg.contains('\r') && !msg.contains('\u{202e}'), "{text}: {msg:?}");
+    }
+    let long = format!("{{\"{}\": 1}}", "k".repeat(500));
+    assert!(err(&long).to_string().len() < 400);
+}
