@@ -230,6 +230,13 @@ fn labels_name_a_card_once_two_submitters_agree(backend: Backend) {
     assert!(row["name"].as_str().unwrap().eq_ignore_ascii_case("Kingston Canvas Go! Plus 64GB"), "{row}");
     assert_eq!(rows(&server, "q=canvas%20go").len(), 1);
     assert_eq!(rows(&server, "q=CANVAS").len(), 1);
+    // The same card on another board: its new row carries the card's name too.
+    let mut pi5 = pi4_ddr50(1.1);
+    pi5["system"]["board"] = json!("Raspberry Pi 5 Model B Rev 1.0");
+    assert_eq!(post(&server, 34, &pi5).status, 201);
+    let both = rows(&server, "q=canvas");
+    assert_eq!(both.len(), 2, "{both:?}");
+    assert!(both.iter().all(|r| r["name"] == row["name"] && r["card"]["class_label"] == row["card"]["class_label"]));
     // A label no CID-shaped rule would take, and one too long: 422.
     let reply = post(&server, 32, &labelled("Kingst\u{43e}n Canvas", 1.0));
     assert_eq!(reply.status, 422);

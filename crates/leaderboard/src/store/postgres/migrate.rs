@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use tokio_postgres::Client;
 use tokio_postgres::types::ToSql;
 
-use super::write::{GroupIdentity, Prepared, insert_params, recompute};
+use super::write::{GroupIdentity, Prepared, insert_params, recompute, update_card_display};
 use crate::store::migrate::{LEGACY_COLUMNS, LegacyRow, SALT_KEY, VERSION_KEY, announce, new_salt, upgrade};
 use crate::store::{Status, StoreResult, note_json, sql};
 
@@ -111,7 +111,7 @@ async fn from_v1(tx: &tokio_postgres::Transaction<'_>) -> StoreResult<usize> {
             let (id, moderation) = (legacy.id, legacy.moderation.clone());
             let (new, status) = upgrade(legacy);
             let mut params = insert_params(&new);
-            params.pop(); // the card key to lock, which only a live insert takes
+            params.pop(); // the group key to lock, which only a live insert takes
             params[1] = Box::new(status.as_str().to_owned());
             params[3] = Box::new(moderation.map(|m| {
                 let note = serde_json::from_str(&m).ok();
@@ -142,10 +142,15 @@ async fn from_v1(tx: &tokio_postgres::Transaction<'_>) -> StoreResult<usize> {
     tx.batch_execute(sql::INDEXES_AND_AGGREGATES).await?;
     // Every public result's sample, row and card.
     let p = Prepared::new(tx.client()).await?;
+    let mut cards = BTreeMap::new();
     for (group, (submitters, identity)) in touched {
         let submitters: Vec<String> = submitters.into_iter().collect();
-        let (card, card_key) = (identity.card.clone(), identity.card_key.clone());
-        recompute(tx, &p, &group, &card_key, &card, &submitters, Some(identity)).await?;
+        cards.insert(identity.card_key.clone(), identity.card.clone());
+        let card = identity.card.clone();
+        recompute(tx, &p, &group, &card, &submitters, Some(identity)).await?;
+    }
+    for (card_key, card) in cards {
+        update_card_display(tx, &p, &card_key, &card).await?;
     }
     Ok(count)
 }

@@ -3,10 +3,10 @@
 //! Every write is one transaction on a pooled connection, committed before
 //! the answer. Several server replicas may share the database: idempotency
 //! is the unique `idem_key` (`INSERT … ON CONFLICT DO NOTHING` waits for a
-//! concurrent insert of the same key and then sees it), and a card's
-//! samples and rows are recomputed under a transaction-scoped advisory lock
-//! on the card ([`write`]). On open, the schema is made or upgraded
-//! ([`migrate`]), one replica at a time.
+//! concurrent insert of the same key and then sees it), a row's samples are
+//! recomputed under a transaction-scoped advisory lock on the row, and a
+//! card's display under one on the card ([`write`]). On open, the schema is
+//! made or upgraded ([`migrate`]), one replica at a time.
 
 mod migrate;
 mod rows;
@@ -20,7 +20,9 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls, Row as PgRow, Statement};
 
 use self::rows::{all, entry_from_row, group_from_row, result_from_row};
-use self::write::{GroupIdentity, Prepared, insert_params, recompute, standing};
+use self::write::{GroupIdentity, Prepared, insert_params, recompute, refresh_card, standing};
+use crate::card::Card;
+
 use super::{
     CARD_POINTS, CardData, CardPoint, Deleted, FilterChoices, LeaderboardQuery, MIN_RANKED_SUBMITTERS, Moderation,
     NewResult, Page, Receipt, Status, Storage, StoreError, StoreResult, StoredResult, Submitted, note_json, reasons_of,
@@ -172,17 +174,18 @@ enum Change {
     SetStatus(Status, Option<String>),
 }
 
-/// Applies `change` under the card's lock and recomputes what it moves:
+/// Applies `change` under the group's lock and recomputes what it moves:
 /// every submitter of the group who sent the same content (the first copy
-/// counts), the group's row and the card's display.
+/// counts) and the group's row. Returns the card, whose display the caller
+/// refreshes once this is committed.
 async fn apply(
     tx: &tokio_postgres::Transaction<'_>,
     p: &Prepared,
     id: i64,
     found: &Found,
     change: Change,
-) -> StoreResult<()> {
-    tx.query_one(&p.lock_card, &[&found.card_key]).await?;
+) -> StoreResult<Card> {
+    tx.query_one(&p.lock_group, &[&found.group]).await?;
     let card = result_from_row(&tx.query_one(&p.get_result, &[&id]).await?)?.card;
     let mut submitters: Vec<String> = tx
         .query(&p.submitters_of_content, &[&found.group, &found.content_hash])
@@ -197,8 +200,16 @@ async fn apply(
         Change::Delete => tx.execute(&p.delete_result, &[&id]).await?,
         Change::SetStatus(status, note) => tx.execute(&p.set_status, &[&status.as_str(), &note, &id]).await?,
     };
-    recompute(tx, p, &found.group, &found.card_key, &card, &submitters, None).await?;
-    Ok(())
+    recompute(tx, p, &found.group, &card, &submitters, None).await?;
+    Ok(card)
+}
+
+/// [`refresh_card`] after a committed change; a failure leaves the card's
+/// display as it was until the next write, and says so.
+async fn refresh(conn: &mut Conn, card_key: &str, card: &Card) {
+    if let Err(e) = refresh_card(&mut conn.client, &conn.prepared, card_key, card).await {
+        eprintln!("cannot refresh the display of card {card_key}: {e}; the next result of it will");
+    }
 }
 
 impl Storage for PgStore {
@@ -248,7 +259,6 @@ impl Storage for PgStore {
                 &tx,
                 p,
                 &new.group_key,
-                &new.card_key,
                 &new.card,
                 std::slice::from_ref(&new.submitter),
                 Some(GroupIdentity::of_new(&new)),
@@ -259,6 +269,9 @@ impl Storage for PgStore {
             }
         }
         tx.commit().await?;
+        if status == Status::Public {
+            refresh(conn, &new.card_key, &new.card).await;
+        }
         Ok(Submitted::Created(receipt))
     }
 
@@ -281,8 +294,9 @@ impl Storage for PgStore {
         if !crate::auth::same_secret(&found.delete_hash, &delete_hash) {
             return Ok(Deleted::WrongToken);
         }
-        apply(&tx, p, id, &found, Change::Delete).await?;
+        let card = apply(&tx, p, id, &found, Change::Delete).await?;
         tx.commit().await?;
+        refresh(conn, &found.card_key, &card).await;
         Ok(Deleted::Deleted)
     }
 
@@ -294,8 +308,9 @@ impl Storage for PgStore {
         let Some(found) = find(&tx, p, id).await? else { return Ok(None) };
         let note = note_json(action.note().as_ref());
         let (status, reasons) = reasons_of(&found.auto, note.as_deref());
-        apply(&tx, p, id, &found, Change::SetStatus(status, note)).await?;
+        let card = apply(&tx, p, id, &found, Change::SetStatus(status, note)).await?;
         tx.commit().await?;
+        refresh(conn, &found.card_key, &card).await;
         Ok(Some(Receipt { id, status, reasons, score: found.score, formula: found.formula, standing: None }))
     }
 

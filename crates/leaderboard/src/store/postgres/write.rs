@@ -1,11 +1,19 @@
 //! PostgreSQL writes: one transaction each, on a pooled connection, with
 //! statements prepared once per connection ([`Prepared`]).
 //!
-//! Every change to a card's results takes a transaction-scoped advisory
-//! lock on the card before it recomputes anything, so the last writer to a
-//! card always sees every committed result of it, whichever replica it
-//! runs on. The insert takes it in its `RETURNING` (one round trip less);
-//! the statements after it see everything committed before the lock.
+//! Every change to a leaderboard row's results takes a transaction-scoped
+//! advisory lock on the row (its group) before it recomputes the samples
+//! and the row, so the last writer to a row always sees every committed
+//! result of it, whichever replica it runs on. The insert takes it in its
+//! `RETURNING` (one round trip less); the statements after it see
+//! everything committed before the lock.
+//!
+//! The card's display (majority class, agreed label), shared by all its
+//! rows, is refreshed after that commit, in a short transaction of its own
+//! under a lock on the card ([`refresh_card`]): so the rows of a popular
+//! card are written in parallel, not one card-wide commit at a time. The
+//! display is derived data: that transaction does not wait for its WAL
+//! flush, and the next write to the card recomputes it anyway.
 
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, GenericClient, Statement};
@@ -29,6 +37,7 @@ pub(super) struct Prepared {
     pub set_card_display: Statement,
     pub find_for_change: Statement,
     pub submitters_of_content: Statement,
+    pub lock_group: Statement,
     pub lock_card: Statement,
     pub set_status: Statement,
     pub delete_result: Statement,
@@ -57,7 +66,8 @@ impl Prepared {
             set_card_display: client.prepare(sql::SET_CARD_DISPLAY).await?,
             find_for_change: client.prepare(&find_for_change).await?,
             submitters_of_content: client.prepare(sql::SUBMITTERS_OF_CONTENT).await?,
-            lock_card: client.prepare("SELECT 1 FROM pg_advisory_xact_lock(hashtext($1))").await?,
+            lock_group: client.prepare("SELECT 1 FROM pg_advisory_xact_lock(hashtext($1))").await?,
+            lock_card: client.prepare("SELECT 1 FROM pg_advisory_xact_lock(hashtext('card:' || $1))").await?,
             set_status: client.prepare(sql::SET_STATUS).await?,
             delete_result: client.prepare(sql::DELETE_RESULT).await?,
             get_result: client.prepare(&sql::get_result()).await?,
@@ -66,7 +76,7 @@ impl Prepared {
     }
 }
 
-/// The parameters of [`sql::insert_result`], then the card key to lock.
+/// The parameters of [`sql::insert_result`], then the group key to lock.
 pub(super) fn insert_params(new: &NewResult) -> Vec<Box<dyn ToSql + Sync + Send>> {
     let card = &new.card;
     vec![
@@ -108,7 +118,7 @@ pub(super) fn insert_params(new: &NewResult) -> Vec<Box<dyn ToSql + Sync + Send>
         Box::new(new.measured.clone()),
         Box::new(new.report_json.clone()),
         Box::new(new.verdict_json.clone()),
-        Box::new(new.card_key.clone()),
+        Box::new(new.group_key.clone()),
     ]
 }
 
@@ -138,16 +148,16 @@ impl GroupIdentity {
     }
 }
 
-/// Recomputes the samples of `submitters` in `group`, the group's row and
-/// its card's display, under the card's lock (taken by the caller).
-/// `identity` is the group's when the caller knows it (a new result of
-/// it); otherwise its newest public result is read. Returns the group's
+/// Recomputes the samples of `submitters` in `group` and the group's row,
+/// under the group's lock (taken by the caller). `identity` is the group's
+/// when the caller knows it (a new result of it); otherwise its newest
+/// public result is read. A new row starts with the card's CID name; its
+/// display is the card's once [`refresh_card`] has run. Returns the group's
 /// submitter samples (for a standing).
 pub(super) async fn recompute(
     tx: &impl GenericClient,
     p: &Prepared,
     group: &str,
-    card_key: &str,
     card: &Card,
     submitters: &[String],
     identity: Option<GroupIdentity>,
@@ -182,89 +192,100 @@ pub(super) async fn recompute(
             }
         }
     }
-    let card_entries = all(&tx.query(&p.card_submitters, &[&card_key]).await?, entry_from_row)?;
-    let group_entries: Vec<SubmitterEntry> = card_entries.iter().filter(|e| e.group_key == group).cloned().collect();
-    let display = aggregate::card_display(card, &card_entries);
-    let current = match aggregate::group_stats(&group_entries) {
+    let entries = all(&tx.query(&p.group_submitters, &[&group]).await?, entry_from_row)?;
+    let Some(stats) = aggregate::group_stats(&entries) else {
+        tx.execute(&p.delete_group, &[&group]).await?;
+        return Ok(entries);
+    };
+    let identity = match identity {
+        Some(identity) => identity,
         None => {
-            tx.execute(&p.delete_group, &[&group]).await?;
-            None
-        }
-        Some(stats) => {
-            let identity = match identity {
-                Some(identity) => identity,
-                None => {
-                    let sample = result_from_row(&tx.query_one(&p.group_sample, &[&group]).await?)?;
-                    GroupIdentity {
-                        card: sample.card.clone(),
-                        card_key: sample.card_key.clone(),
-                        board_key: sample.board_key.clone(),
-                        family: sample.family.clone(),
-                        family_key: sample.family_key.clone(),
-                        bus: sample.bus.clone(),
-                        formula: sample.formula.clone(),
-                    }
-                }
-            };
-            let c = &identity.card;
-            let row = tx
-                .query_one(
-                    &p.upsert_group,
-                    &[
-                        &group,
-                        &identity.card_key,
-                        &c.kind,
-                        &c.manufacturer_id.map(i64::from),
-                        &c.manufacturer,
-                        &c.oem_id,
-                        &c.product_name,
-                        &c.product_revision,
-                        &c.capacity_bytes.and_then(|v| i64::try_from(v).ok()),
-                        &display.class_label,
-                        &display.name,
-                        &display.label,
-                        &display.search,
-                        &stats.board,
-                        &identity.board_key,
-                        &identity.family,
-                        &identity.family_key,
-                        &identity.bus,
-                        &identity.formula,
-                        &stats.samples,
-                        &stats.submitters,
-                        &stats.median,
-                        &stats.p10,
-                        &stats.p90,
-                        &stats.figures.seq_read_mib_s,
-                        &stats.figures.seq_write_mb_s,
-                        &stats.figures.rand_read_4k_qd64_iops,
-                        &stats.figures.rand_write_4k_qd64_iops,
-                        &stats.latest,
-                    ],
-                )
-                .await?;
-            Some((
-                row.try_get::<_, Option<String>>(0)?,
-                row.try_get::<_, String>(1)?,
-                row.try_get::<_, Option<String>>(2)?,
-                row.try_get::<_, String>(3)?,
-            ))
+            let sample = result_from_row(&tx.query_one(&p.group_sample, &[&group]).await?)?;
+            GroupIdentity {
+                card: sample.card.clone(),
+                card_key: sample.card_key.clone(),
+                board_key: sample.board_key.clone(),
+                family: sample.family.clone(),
+                family_key: sample.family_key.clone(),
+                bus: sample.bus.clone(),
+                formula: sample.formula.clone(),
+            }
         }
     };
-    // Every row of the card shows the same; a card of one row that did not
-    // move needs no update.
-    let unchanged = current.as_ref().is_some_and(|(class, name, label, search)| {
-        *class == display.class_label && *name == display.name && *label == display.label && *search == display.search
-    });
-    let other_rows = card_entries.iter().any(|e| e.group_key != group);
-    if !card_entries.is_empty() && (other_rows || !unchanged) {
-        tx.execute(
-            &p.set_card_display,
-            &[&display.class_label, &display.name, &display.label, &display.search, &card_key],
-        )
-        .await?;
+    let c = &identity.card;
+    tx.execute(
+        &p.upsert_group,
+        &[
+            &group,
+            &identity.card_key,
+            &c.kind,
+            &c.manufacturer_id.map(i64::from),
+            &c.manufacturer,
+            &c.oem_id,
+            &c.product_name,
+            &c.product_revision,
+            &c.capacity_bytes.and_then(|v| i64::try_from(v).ok()),
+            &card.class_label,
+            &card.display_name(),
+            &None::<String>,
+            &card.search_text(),
+            &stats.board,
+            &identity.board_key,
+            &identity.family,
+            &identity.family_key,
+            &identity.bus,
+            &identity.formula,
+            &stats.samples,
+            &stats.submitters,
+            &stats.median,
+            &stats.p10,
+            &stats.p90,
+            &stats.figures.seq_read_mib_s,
+            &stats.figures.seq_write_mb_s,
+            &stats.figures.rand_read_4k_qd64_iops,
+            &stats.figures.rand_write_4k_qd64_iops,
+            &stats.latest,
+        ],
+    )
+    .await?;
+    Ok(entries)
+}
+
+/// Sets the display (majority class, agreed label, name, search text) of
+/// every row of a card from the samples of all its rows.
+pub(super) async fn update_card_display(
+    tx: &impl GenericClient,
+    p: &Prepared,
+    card_key: &str,
+    card: &Card,
+) -> StoreResult<()> {
+    let entries = all(&tx.query(&p.card_submitters, &[&card_key]).await?, entry_from_row)?;
+    if entries.is_empty() {
+        return Ok(());
     }
-    Ok(group_entries)
+    let display = aggregate::card_display(card, &entries);
+    tx.execute(&p.set_card_display, &[&display.class_label, &display.name, &display.label, &display.search, &card_key])
+        .await?;
+    Ok(())
+}
+
+/// [`update_card_display`] after a change is committed: its own short
+/// transaction under the card's lock, so that concurrent refreshes of one
+/// card run one after the other and the last sees every committed row.
+pub(super) async fn refresh_card(
+    client: &mut tokio_postgres::Client,
+    p: &Prepared,
+    card_key: &str,
+    card: &Card,
+) -> StoreResult<()> {
+    let tx = client.transaction().await?;
+    // Derived data: a crash before it reaches the disk loses nothing the
+    // next write to the card does not recompute.
+    tx.batch_execute("SET LOCAL synchronous_commit = off").await?;
+    tx.query_one(&p.lock_card, &[&card_key]).await?;
+    update_card_display(&tx, p, card_key, card).await?;
+    tx.commit().await?;
+    Ok(())
 }
 
 /// The standing of `score` given its group's samples.
