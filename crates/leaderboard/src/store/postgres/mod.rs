@@ -81,6 +81,12 @@ async fn connect_client(url: &str) -> StoreResult<Client> {
 
 async fn connect(url: &str) -> StoreResult<Conn> {
     let client = connect_client(url).await?;
+    // The statements are prepared once per connection, but planned at each
+    // use: a generic plan made while the tables were small (a new
+    // leaderboard) would keep scanning them whole as they grow. Planning a
+    // few small queries costs far less. (PostgreSQL 12 and later; older
+    // servers plan as they always did.)
+    let _ = client.batch_execute("SET plan_cache_mode = force_custom_plan").await;
     let prepared = Prepared::new(&client).await?;
     Ok(Conn { client, prepared, statements: HashMap::new() })
 }
