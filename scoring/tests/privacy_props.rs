@@ -46,6 +46,12 @@ fn enum_words() -> Vec<String> {
         words.push(w.to_owned());
     }
     words.extend(storage_scoring::schema::MEASUREMENT_KEYS.iter().map(|k| (*k).to_owned()));
+    // doctor's sections: health sources and statuses, advice codes, throttle flags.
+    for w in ["nvme-smart-log", "ata-smart", "ata-smart-sat", "emmc-life-time", "sd-cmd56", "ok", "warn", "failing"] {
+        words.push(w.to_owned());
+    }
+    words.extend(storage_scoring::health::AdviceCode::ALL.iter().map(|c| c.as_str().to_owned()));
+    words.extend(storage_scoring::health::ThrottleFlag::ALL.iter().map(|f| f.as_str().to_owned()));
     words
 }
 
@@ -78,6 +84,11 @@ fn report_of(kind: DeviceKind, profile: &str, word: &str) -> Report {
     report.details = [("rand_read_4k_qd64_iops".to_owned(), detail)].into_iter().collect();
     report.skipped = vec![Skipped { key: "seq_read_mib_s".into(), reason: format!("{word} said no") }];
     report.notes = vec![format!("run as {word}")];
+    report.health = Some(
+        serde_json::from_value(serde_json::json!({"source": "nvme-smart-log", "status": "warn",
+            "notes": [format!("read by {word}")]}))
+        .expect("a health section"),
+    );
     report
 }
 
@@ -134,6 +145,9 @@ proptest! {
         if let Some(usb) = &device.usb {
             prop_assert_eq!(usb.driver.as_deref(), Some("usb-storage"));
         }
+        let health = serde_json::to_value(sent.health.as_ref().unwrap()).unwrap();
+        prop_assert_eq!(&health["source"], "nvme-smart-log");
+        prop_assert_eq!(&health["status"], "warn");
         // The names are gone from every free-text field (words of two
         // characters or fewer, and defaults such as `root`, are kept).
         let free_text = [
@@ -142,6 +156,7 @@ proptest! {
             sent.skipped[0].reason.clone(),
             sent.notes[0].clone(),
             sent.target.as_ref().unwrap().input.clone(),
+            sent.health.as_ref().unwrap().notes[0].clone(),
         ];
         if word.chars().count() > 2 {
             for text in &free_text {

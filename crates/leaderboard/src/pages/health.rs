@@ -73,11 +73,13 @@ pub fn section(report: &Report) -> String {
     if let Some(eol) = h.pre_eol {
         rows.push(("Pre-EOL", eol.as_str().to_owned()));
     }
-    let status_class = match h.status {
-        Some(HealthStatus::Failing | HealthStatus::Warn) => " class=\"flag\"",
-        _ => "",
+    // One class attribute (a second is ignored), no inline style (the
+    // Content-Security-Policy allows only the stylesheet).
+    let classes = match h.status {
+        Some(HealthStatus::Failing | HealthStatus::Warn) => "facts flag",
+        _ => "facts",
     };
-    let _ = write!(out, "<table id=\"health\" class=\"facts\" style=\"width:auto\"{status_class}>");
+    let _ = write!(out, "<table id=\"health\" class=\"{classes}\">");
     for (label, value) in rows {
         let _ = write!(out, "<tr><th>{label}</th><td>{}</td></tr>", esc(&value));
     }
