@@ -274,7 +274,15 @@ impl Drop for Cdp {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.profile);
+        // The browser's helper processes outlive it for a moment and may
+        // still write into the profile: try again until it stays gone.
+        for _ in 0..20 {
+            let _ = std::fs::remove_dir_all(&self.profile);
+            std::thread::sleep(Duration::from_millis(100));
+            if !self.profile.exists() {
+                break;
+            }
+        }
     }
 }
 
