@@ -529,7 +529,7 @@ fn idle_sockets_cannot_starve_the_server() {
 
 /// Lifts this process's soft open-file limit to `wanted` (the hard limit
 /// permitting), for tests that hold many sockets.
-fn raise_file_limit(wanted: u64) {
+fn raise_file_limit(wanted: libc::rlim_t) {
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: get/setrlimit on a local struct.
     unsafe {
