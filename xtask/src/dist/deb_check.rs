@@ -197,9 +197,13 @@ echo "offers: ${COMPREPLY[*]}""#;
         offers.split_whitespace().any(|w| w == "--json"),
         out.replace('\n', "; "),
     ));
-    for path in
-        ["/usr/share/zsh/vendor-completions/_storage-score", "/usr/share/fish/vendor_completions.d/storage-score.fish"]
-    {
+    for path in [
+        "/usr/share/zsh/vendor-completions/_storage-score",
+        "/usr/share/fish/vendor_completions.d/storage-score.fish",
+        // The user docs beside the README, whose links point into docs/.
+        "/usr/share/doc/storage-score/docs/cli.md",
+        "/usr/share/doc/storage-score/docs/safety.md",
+    ] {
         checks.push(Check::new(format!("{path} installed"), Path::new(path).is_file(), ""));
     }
     Ok(())

@@ -99,7 +99,7 @@ fn append_top_page_sections(page: &Path) -> Result<()> {
     roff.control("SH", ["SEE ALSO"]);
     roff.text([
         bold("storage-score-run"),
-        roman("(1) and the page of each subcommand; README.md and docs/ in the source."),
+        roman("(1) and the page of each subcommand; /usr/share/doc/storage-score/README.md and docs/ (the user docs: commands, report, score, safety)."),
     ]);
     let mut file =
         fs::OpenOptions::new().append(true).open(page).with_context(|| format!("cannot open {}", page.display()))?;
