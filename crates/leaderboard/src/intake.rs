@@ -159,6 +159,15 @@ fn assess(mut report: Report, mut reasons: Vec<String>) -> Result<Accepted, ApiE
             report.profile.as_deref().unwrap_or("")
         ));
     }
+    if report.thermal.as_ref().and_then(|t| t.throttled_during) == Some(true) {
+        // An under-voltage or thermal throttle halves figures: they describe
+        // the machine's power supply or cooling, and would pull a card's
+        // median down for every owner of the card.
+        reasons.push(
+            "throttled: the machine was throttled (under-voltage or heat) while figures were measured; they describe its power supply or cooling, not the card"
+                .to_owned(),
+        );
+    }
     reasons.extend(ceilings::flags(report.device.as_ref(), &bus, &board, &measurements));
     if !card.is_named() {
         reasons.push(
@@ -342,7 +351,8 @@ mod tests {
 
     /// `health`, `advice` and `thermal` are stored as sent (after the
     /// privacy filter), and the server's verdict leaves figures measured
-    /// while throttled unjudged, as the client's does.
+    /// while throttled unjudged, as the client's does; such a result is
+    /// flagged, so it stays out of its card's row.
     #[test]
     fn health_advice_and_thermal_are_stored_and_judged() {
         let mut r = report();
@@ -361,6 +371,10 @@ mod tests {
         let verdict = &accepted.verdict;
         let seq = verdict.checks.iter().filter(|c| c.key == "seq_write_mb_s").collect::<Vec<_>>();
         assert!(!seq.is_empty() && seq.iter().all(|c| c.pass.is_none()), "{seq:?}");
+        assert!(accepted.reasons.iter().any(|r| r.starts_with("throttled: ")), "{:?}", accepted.reasons);
+        let mut calm = r.clone();
+        calm["thermal"]["throttled_during"] = serde_json::json!(false);
+        assert!(!submit(&calm).unwrap().reasons.iter().any(|r| r.starts_with("throttled")));
     }
 
     #[test]
