@@ -5,6 +5,7 @@
 //! This crate depends on neither `storage-identify` nor `storage-bench`, so
 //! the leaderboard server and any other consumer of reports can use it alone.
 
+pub mod compare;
 pub mod health;
 pub mod input;
 pub mod manufacturers;
@@ -12,4 +13,5 @@ pub mod privacy;
 pub mod profile;
 pub mod schema;
 pub mod score;
+pub mod stats;
 pub mod verdict;

@@ -59,6 +59,10 @@ pub struct Report {
     /// Tests that did not run, each with the reason.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<Skipped>,
+    /// Every sample of each figure when the test set ran more than once
+    /// (`run --repeat N`); the figure in `measurements` is their median.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub samples: BTreeMap<String, Samples>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub score: Option<Score>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -633,9 +637,56 @@ impl Measurements {
     }
 }
 
+/// The values one figure took over repeated runs of the test set, in run
+/// order, with their median (the scored figure), min and max.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Samples {
+    #[serde(serialize_with = "ser_numbers")]
+    pub values: Vec<f64>,
+    #[serde(serialize_with = "ser_required")]
+    pub median: f64,
+    #[serde(serialize_with = "ser_required")]
+    pub min: f64,
+    #[serde(serialize_with = "ser_required")]
+    pub max: f64,
+}
+
+impl Samples {
+    /// The samples `values`, or `None` when there are none (or one is not a
+    /// finite number). An even count's median is the mean of the middle two.
+    pub fn of(values: Vec<f64>) -> Option<Samples> {
+        if values.is_empty() || values.iter().any(|v| !v.is_finite()) {
+            return None;
+        }
+        let mut sorted = values.clone();
+        sorted.sort_by(f64::total_cmp);
+        let n = sorted.len();
+        let median = if n % 2 == 1 { sorted[n / 2] } else { (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 };
+        Some(Samples { median, min: sorted[0], max: sorted[n - 1], values })
+    }
+}
+
+fn ser_numbers<S: serde::Serializer>(values: &[f64], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeSeq;
+    let mut seq = s.serialize_seq(Some(values.len()))?;
+    for v in values {
+        seq.serialize_element(&Number(*v))?;
+    }
+    seq.end()
+}
+
+/// A figure written as [`ser_number`] writes it.
+struct Number(f64);
+
+impl Serialize for Number {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        ser_number(&Some(self.0), s)
+    }
+}
+
 /// Writes whole numbers as JSON integers (`3000`, not `3000.0`), as the
 /// reference tools print IOPS and KiB/s.
-fn ser_number<S: serde::Serializer>(value: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn ser_number<S: serde::Serializer>(value: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
     match value {
         Some(v) if v.fract() == 0.0 && v.abs() < 9.0e15 => s.serialize_i64(*v as i64),
         Some(v) => s.serialize_f64(*v),

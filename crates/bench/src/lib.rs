@@ -26,4 +26,4 @@ pub mod suite;
 
 pub use engine::EngineChoice;
 pub use suite::dd::like_dd;
-pub use suite::{Observer, Outcome, Plan, Profile, RunError, Silent, WriteTarget, run};
+pub use suite::{Observer, Outcome, Plan, Profile, RunError, Silent, WriteTarget, run, run_repeated};

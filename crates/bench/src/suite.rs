@@ -25,9 +25,11 @@ mod figure;
 mod fio;
 mod hdparm;
 mod iozone;
+mod repeat;
 
 pub(crate) use figure::{Eta, Window, detail, judge, round_to};
 pub use figure::{MIN_WINDOW, SLOW_TEST, fio_iops, iozone_kib_s};
+pub use repeat::run_repeated;
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -35,7 +37,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use storage_scoring::schema::{MEASUREMENT_KEYS, Measurements, Skipped, TestDetail};
+use storage_scoring::schema::{MEASUREMENT_KEYS, Measurements, Samples, Skipped, TestDetail};
 
 use crate::devstat::DevStat;
 use crate::engine::{EngineChoice, EngineError};
@@ -201,6 +203,8 @@ pub struct Outcome {
     pub details: BTreeMap<String, TestDetail>,
     pub skipped: Vec<Skipped>,
     pub notes: Vec<String>,
+    /// Every run's figure, when the test set ran more than once.
+    pub samples: BTreeMap<String, Samples>,
 }
 
 impl Outcome {

@@ -41,6 +41,13 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// Score a saved report, or a bare measurements object ("-" reads stdin).
     Score(ScoreArgs),
+    /// Set reports side by side: each figure, its ratio to the first
+    /// report's, and whether the difference is beyond the noise.
+    ///
+    /// With samples on both sides (`run --repeat N`) a difference is "real"
+    /// when the 95% interval of the ratio excludes 1, and "noise" when it
+    /// holds 1; with one run on a side, differences under 10% "cannot tell".
+    Compare(CompareArgs),
     /// Is this card as big as it says? Finds fake capacity; exit 4 when it is fake.
     VerifyCapacity(VerifyCapacityArgs),
     /// Send a saved report to a leaderboard: shows what will be sent and asks first.
@@ -100,6 +107,11 @@ pub struct RunArgs {
     /// running then is cut short and marked partial, the rest are not run.
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_time: Option<u64>,
+    /// Run the test set N times: each figure is then the median of its N
+    /// samples, and the report keeps every sample, so `compare` can tell a
+    /// real difference from noise.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=100))]
+    pub repeat: u16,
 }
 
 #[derive(Debug, Args)]
@@ -126,6 +138,21 @@ pub struct DoctorArgs {
 pub struct ScoreArgs {
     /// A report or measurements JSON file; "-" for stdin.
     pub file: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Saved reports (`run --output FILE`), or leaderboard results saved as
+    /// JSON; the first is the one the others are compared with.
+    #[arg(value_name = "REPORT")]
+    pub reports: Vec<String>,
+    /// A result on a leaderboard, by its address (URL/results/ID); it comes
+    /// after the REPORT files. May be given more than once.
+    #[arg(long, value_name = "URL")]
+    pub from: Vec<String>,
+    /// Print the comparisons as one JSON document on stdout.
     #[arg(long)]
     pub json: bool,
 }

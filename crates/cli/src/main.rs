@@ -3,6 +3,8 @@
 //! one line and picks the documented exit code (docs/cli.md#exit-codes).
 
 mod capacity_cmd;
+mod compare_cmd;
+mod compare_render;
 mod doctor_cmd;
 mod doctor_render;
 mod failure;
@@ -22,7 +24,7 @@ use storage_identify::Roots;
 pub use failure::Failure;
 use storage_score::args::{Cli, Command};
 pub(crate) use storage_score::args::{
-    DoctorArgs, EngineArg, IdentifyArgs, ProfileArg, RunArgs, ScoreArgs, SubmitArgs, VerifyCapacityArgs,
+    CompareArgs, DoctorArgs, EngineArg, IdentifyArgs, ProfileArg, RunArgs, ScoreArgs, SubmitArgs, VerifyCapacityArgs,
 };
 
 fn main() {
@@ -42,6 +44,7 @@ fn main() {
         Some(Command::Identify(args)) => run::identify(&args, &roots),
         Some(Command::Doctor(args)) => doctor_cmd::doctor(&args, &roots),
         Some(Command::Score(args)) => score_cmd::score(&args),
+        Some(Command::Compare(args)) => compare_cmd::compare(&args),
         Some(Command::VerifyCapacity(args)) => capacity_cmd::verify_capacity(&args, &roots),
         Some(Command::Submit(args)) => upload::submit_command(&args),
         Some(Command::Profile(args)) => profile_cmd::profile(&args, &roots),

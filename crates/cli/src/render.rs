@@ -294,6 +294,7 @@ pub fn report(report: &Report) -> String {
         t.add_row(cells);
     }
     let _ = writeln!(out, "{t}");
+    out.push_str(&spread(report));
     for (key, detail) in &report.details {
         for note in &detail.notes {
             let _ = writeln!(out, "{key}: {note}");
@@ -307,6 +308,26 @@ pub fn report(report: &Report) -> String {
     }
     if let Some(score) = &report.score {
         out.push_str(&score_lines(score, report.verdict.as_ref()));
+    }
+    out
+}
+
+/// With `--repeat`, each figure's samples: how many, and their range.
+fn spread(report: &Report) -> String {
+    let mut out = String::new();
+    for key in MEASUREMENT_KEYS {
+        let Some(s) = report.samples.get(key) else { continue };
+        let (unit, _) = reference(key);
+        let values: Vec<String> = s.values.iter().map(|v| v.to_string()).collect();
+        let _ = writeln!(
+            out,
+            "{key}: median {} of {} runs, {} to {} {unit} ({})",
+            s.median,
+            s.values.len(),
+            s.min,
+            s.max,
+            values.join(", ")
+        );
     }
     out
 }

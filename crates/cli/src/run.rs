@@ -62,7 +62,7 @@ pub fn run(args: &RunArgs, roots: &Roots) -> Result<(), Failure> {
     let show_progress = !args.json && std::io::stderr().is_terminal();
     let bars = Bars::new(show_progress);
     let session = watch::Session::start(&resolved, device.as_ref(), roots);
-    let (outcome, error) = storage_bench::run(&plan, &session.observer(&bars));
+    let (outcome, error) = storage_bench::run_repeated(&plan, usize::from(args.repeat), &session.observer(&bars));
     bars.finish();
 
     let mut report = Report::new(VERSION);
@@ -76,6 +76,7 @@ pub fn run(args: &RunArgs, roots: &Roots) -> Result<(), Failure> {
     report.measurements = Some(outcome.measurements);
     report.details = outcome.details;
     report.skipped = outcome.skipped;
+    report.samples = outcome.samples;
     report.notes = outcome.notes;
     if let Some(e) = &error {
         report.notes.push(format!("the run stopped early: {e}"));

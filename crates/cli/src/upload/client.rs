@@ -6,7 +6,7 @@ use std::io::Read;
 use std::time::{Duration, SystemTime};
 
 use reqwest::blocking::{Client as Http, RequestBuilder, Response};
-use reqwest::header::{CONTENT_TYPE, LOCATION, RETRY_AFTER};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, LOCATION, RETRY_AFTER};
 use serde_json::Value;
 
 use super::retry::{Policy, StatusClass, classify, parse_retry_after};
@@ -131,6 +131,18 @@ impl Client {
             200..=299 | 404 => Ok(answer.status),
             _ => Err(refusal(&answer)),
         }
+    }
+
+    /// GETs the JSON document at `url` (a leaderboard's result, for
+    /// `compare`), with the same retries as a submission.
+    pub fn fetch(&self, url: &str, notify: &mut dyn FnMut(&str)) -> Result<Value, SendError> {
+        let answer = self.with_retries(|| self.http.get(url).header(ACCEPT, "application/json"), notify)?;
+        if classify(answer.status) != StatusClass::Success {
+            return Err(refusal(&answer));
+        }
+        serde_json::from_slice(&answer.body).map_err(|_| SendError::Garbage {
+            what: format!("{}, with a body that is not JSON: {}", status_text(answer.status), preview(&answer.body)),
+        })
     }
 
     fn with_retries(

@@ -422,6 +422,31 @@ fn later_flags(upload: &Upload) -> String {
     flags
 }
 
+/// GETs the leaderboard document at `url` (a result, for `compare --from`),
+/// retried as uploads are; the error is one line naming the address.
+pub fn fetch(url: &str, timeout: Duration) -> Result<serde_json::Value, Failure> {
+    let client = Client::new(timeout, Policy::default()).map_err(Failure::Run)?;
+    let mut notify = |line: &str| eprintln!("storage-score: {url}: {line}");
+    client.fetch(url, &mut notify).map_err(|e| {
+        Failure::Run(match e {
+            SendError::Unreachable { attempts, last } => {
+                format!("cannot fetch {url}: no answer after {attempts} attempts (the last: {last}); check the address and try again")
+            }
+            SendError::Busy { wait } => {
+                format!("cannot fetch {url}: the leaderboard is busy and asks to wait {} s; try again later", wait.as_secs())
+            }
+            SendError::Refused { status, message } => {
+                format!("cannot fetch {url}: the leaderboard answered {status} ({message}); check the result's address")
+            }
+            SendError::Garbage { what } => {
+                format!("cannot fetch {url}: it did not answer as a leaderboard does ({what}); check the address")
+            }
+        })
+    })
+}
+
+pub use client::one_line;
+
 /// The one-line failure for an upload that did not happen, with the way to
 /// send later (`flags` from [`later_flags`]) where waiting can help.
 fn not_sent(e: SendError, report: &Path, base: &str, flags: &str) -> Failure {

@@ -1,0 +1,206 @@
+//! `compare`'s table: who is who, then one block per report against the
+//! first, each line a figure with both values, the ratio, the 95% interval
+//! and the verdict. Every line fits in 80 columns, whatever the reports say
+//! (long names are shortened in the middle).
+
+use std::fmt::Write;
+
+use storage_scoring::compare::{Difference, Figure};
+use storage_scoring::schema::Report;
+
+use crate::compare_cmd::{Comparison, Input};
+use crate::upload::one_line;
+
+/// The width every line keeps within.
+pub const WIDTH: usize = 80;
+
+/// The whole output.
+pub fn render(inputs: &[Input], comparisons: &[Comparison]) -> String {
+    let mut out = String::new();
+    for (i, input) in inputs.iter().enumerate() {
+        let _ = writeln!(out, "{}", fit(&format!("{}  {}", letter(i), one_line(&input.name, 200))));
+        let _ = writeln!(out, "{}", fit(&format!("   {}", describe(input))));
+    }
+    let mut single = false;
+    for (i, comparison) in comparisons.iter().enumerate() {
+        let (a, b) = (letter(0), letter(i + 1));
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "{:<21} {:>10} {:>10} {:>6}  {:<11}  {}",
+            format!("{b} against {a}"),
+            a,
+            b,
+            format!("{b}/{a}"),
+            "95% interval",
+            "difference"
+        );
+        for figure in &comparison.figures {
+            single |= figure.difference != Difference::Noise && figure.ci95.is_none();
+            let _ = writeln!(out, "{}", line(figure));
+        }
+        if let Some(line) = score_line(&inputs[0].report, &inputs[i + 1].report) {
+            let _ = writeln!(out, "{line}");
+        }
+        for note in &comparison.notes {
+            out.push_str(&wrap(&format!("note: {note}")));
+        }
+    }
+    let _ = writeln!(out);
+    out.push_str(&wrap(
+        "real: the 95% interval of the ratio excludes 1; noise: it holds 1. Each side needs two runs or more (run --repeat N); see docs/compare.md.",
+    ));
+    if single {
+        out.push_str(&wrap(
+            "cannot tell: one run on a side, and the figures under 10% apart; run both with --repeat 5 to tell.",
+        ));
+    }
+    out
+}
+
+/// One figure's line.
+fn line(f: &Figure) -> String {
+    let (label, unit) = label(&f.key);
+    let value = |v: Option<f64>| v.map_or_else(|| "—".to_owned(), |v| v.to_string());
+    let ratio = f.ratio.map_or_else(|| "—".to_owned(), |r| format!("{r:.3}"));
+    let interval = f.ci95.map_or_else(|| "—".to_owned(), |[lo, hi]| format!("{lo:.3}–{hi:.3}"));
+    let verdict = match (f.difference, f.ci95) {
+        (Difference::Real, None) => "real, ≥ 10%",
+        (Difference::Real, Some(_)) => "real",
+        (Difference::Noise, _) => "noise",
+        (Difference::CannotTell, _) => "cannot tell",
+    };
+    format!("{label:<15} {unit:<5} {:>10} {:>10} {ratio:>6}  {interval:<11}  {verdict}", value(f.base), value(f.other))
+}
+
+/// The PiBenchmarks score of each, and their ratio (no interval: the score
+/// is computed from the medians, not sampled).
+fn score_line(a: &Report, b: &Report) -> Option<String> {
+    let score = |r: &Report| {
+        let m = r.measurements?;
+        storage_scoring::score::pibenchmarks(&m, true).pibenchmarks
+    };
+    let (sa, sb) = (score(a)?, score(b)?);
+    let ratio = if sa > 0 { format!("{:.3}", sb as f64 / sa as f64) } else { "—".to_owned() };
+    Some(format!("{:<21} {sa:>10} {sb:>10} {ratio:>6}", "PiBenchmarks score"))
+}
+
+/// A short name and the unit of each figure (all of them 4 KiB transfers
+/// but the first three).
+fn label(key: &str) -> (&'static str, &'static str) {
+    match key {
+        "seq_read_mib_s" => ("seq read", "MiB/s"),
+        "cached_read_mib_s" => ("cached read", "MiB/s"),
+        "seq_write_mb_s" => ("seq write", "MB/s"),
+        "rand_write_4k_qd64_iops" => ("rand write QD64", "IOPS"),
+        "rand_read_4k_qd64_iops" => ("rand read QD64", "IOPS"),
+        "seq_write_4k_qd1_kib_s" => ("seq write QD1", "KiB/s"),
+        "seq_read_4k_qd1_kib_s" => ("seq read QD1", "KiB/s"),
+        "rand_read_4k_qd1_kib_s" => ("rand read QD1", "KiB/s"),
+        "rand_write_4k_qd1_kib_s" => ("rand write QD1", "KiB/s"),
+        _ => ("?", ""),
+    }
+}
+
+/// A, B, … Z, then AA, AB, …
+fn letter(i: usize) -> String {
+    if i < 26 { char::from(b'A' + i as u8).to_string() } else { format!("{}{}", letter(i / 26 - 1), letter(i % 26)) }
+}
+
+/// What a reader needs to know which run a report is: the device, the
+/// machine, the profile, how many runs, and when a leaderboard stored it.
+fn describe(input: &Input) -> String {
+    let r = &input.report;
+    let mut parts = Vec::new();
+    if let Some(d) = &r.device {
+        let name: Vec<&str> =
+            [Some(d.kind.as_str()), d.vendor.as_deref(), d.model.as_deref()].into_iter().flatten().collect();
+        parts.push(one_line(&name.join(" "), 40));
+    }
+    if let Some(board) = r.system.as_ref().and_then(|s| s.board.as_deref()) {
+        parts.push(one_line(board, 40));
+    }
+    parts.push(one_line(r.profile.as_deref().unwrap_or("compat"), 20));
+    let runs = r.samples.values().map(|s| s.values.len()).max().unwrap_or(1);
+    parts.push(if runs == 1 { "1 run".to_owned() } else { format!("{runs} runs") });
+    if let Some(at) = &input.stored_at {
+        parts.push(format!("stored {at}"));
+    }
+    parts.join(", ")
+}
+
+/// `text` cut to [`WIDTH`] characters, its middle replaced by "…".
+fn fit(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= WIDTH {
+        return text.to_owned();
+    }
+    let keep = WIDTH - 1;
+    let head: String = chars[..keep / 2].iter().collect();
+    let tail: String = chars[chars.len() - (keep - keep / 2)..].iter().collect();
+    format!("{head}…{tail}")
+}
+
+/// `text` broken into lines of at most [`WIDTH`] characters at spaces.
+fn wrap(text: &str) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > WIDTH {
+            let _ = writeln!(out, "{line}");
+            line = "  ".to_owned();
+        }
+        if !line.trim().is_empty() {
+            line.push(' ');
+        }
+        line.push_str(&fit(word));
+    }
+    if !line.trim().is_empty() {
+        let _ = writeln!(out, "{line}");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use storage_scoring::schema::{Measurements, Samples};
+
+    fn input(name: &str, write: &[f64], iops: f64) -> Input {
+        let mut report = Report::new("0.1.0");
+        let mut m = Measurements::default();
+        let samples = Samples::of(write.to_vec()).expect("samples");
+        m.set("seq_write_mb_s", samples.median);
+        m.set("rand_read_4k_qd64_iops", iops);
+        report.measurements = Some(m);
+        if write.len() > 1 {
+            report.samples.insert("seq_write_mb_s".into(), samples);
+        }
+        Input { name: name.to_owned(), report, stored_at: None }
+    }
+
+    #[test]
+    fn every_line_fits_in_80_columns() {
+        let long = format!("/media/pi/{}/card-after-a-year-of-use.json", "very-long-directory-name/".repeat(6));
+        let inputs = vec![
+            input("a.json", &[20.0, 20.1, 19.9, 20.0, 20.2], 123_456_789.0),
+            input(&long, &[21.0, 21.1, 20.9, 21.0, 21.2], 2000.0),
+            input("c.json", &[25.0], 2000.0),
+        ];
+        let text = render(&inputs, &crate::compare_cmd::comparisons(&inputs));
+        for line in text.lines() {
+            assert!(line.chars().count() <= WIDTH, "{} columns: {line}", line.chars().count());
+        }
+        assert!(text.contains("…"), "the long name is shortened:\n{text}");
+        let write = text.lines().find(|l| l.starts_with("seq write ") && l.contains("21")).expect("a write line");
+        assert!(write.contains("1.050") && write.trim_end().ends_with("real"), "{write}");
+        let single = text.lines().find(|l| l.starts_with("seq write ") && l.contains("25")).expect("C's write line");
+        assert!(single.trim_end().ends_with("real, ≥ 10%") && single.contains("—"), "{single}");
+        assert!(text.contains("cannot tell") || text.contains("run both with --repeat"), "{text}");
+    }
+
+    #[test]
+    fn letters_go_on_past_z() {
+        assert_eq!((letter(0), letter(25), letter(26), letter(27)), ("A".into(), "Z".into(), "AA".into(), "AB".into()));
+    }
+}
