@@ -143,7 +143,7 @@ pub fn figure(key: &str, base: &Side, other: &Side) -> Figure {
 /// both have two or more positive samples.
 pub fn ratio_interval(key: &str, a: &[f64], b: &[f64]) -> Option<(f64, f64)> {
     let group = |values: &[f64]| -> Option<Group> {
-        if values.iter().any(|v| !(*v > 0.0)) {
+        if values.iter().any(|v| v.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater)) {
             return None;
         }
         let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();

@@ -736,6 +736,11 @@ pub struct TestDetail {
     /// when it ended), as FIEMAP and fstat show it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_state: Option<FileState>,
+    /// CPU seconds (user + system) the I/O engine's own threads used over
+    /// the timed window: what the benchmark itself cost, so that a figure
+    /// limited by the machine rather than the device shows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_s: Option<f64>,
 }
 
 /// A block device's I/O counters (`/sys/dev/block/MAJ:MIN/stat`) before and

@@ -80,7 +80,7 @@ const MANY: f64 = 1e7;
 /// The `p` quantile of Student's t distribution with `df` degrees of
 /// freedom, for 0.5 ≤ p < 1 and df > 0 (bisection to full precision).
 pub fn t_quantile(p: f64, df: f64) -> Option<f64> {
-    if !(0.5..1.0).contains(&p) || !(df > 0.0 && df.is_finite()) {
+    if !((0.5..1.0).contains(&p) && df > 0.0 && df.is_finite()) {
         return None;
     }
     let (mut lo, mut hi) = (0.0f64, 1.0f64);

@@ -19,9 +19,9 @@
 //! 3. **Engine efficiency** ([`efficiency`]). An unthrottled loop device over
 //!    `/dev/shm`, ext4 on it: `rand_read_4k_qd64_iops` with `--engine
 //!    io_uring` against fio's io_uring engine on an equal 80 MiB file, three
-//!    runs each, alternating; medians of IOPS and of CPU time per I/O (user +
-//!    system time of the whole process from `getrusage`, so ours includes
-//!    laying out its file). `--rounds N` changes the number of runs.
+//!    runs each, alternating; medians of IOPS and of CPU time per I/O, job
+//!    only (fio's job thread, our engine's threads over the timed window) and
+//!    whole process. `--rounds N` changes the number of runs.
 //! 4. **Fake capacity** ([`capacity`]). `verify-capacity` beside f3probe
 //!    on fake cards (`tests/support/fake_flash.py` behind loop): verdict,
 //!    usable size, time, bytes written and whether the data survived, in a
@@ -34,7 +34,7 @@
 //! 6. Writes everything to `target/bench/latest.json` and ends with
 //!    `bench: N within 0.97-1.03, M outside` (and the profile's count in its
 //!    own band). `--only agreement|efficiency|capacity|profile` runs one step
-//!    (and writes only its part); agreement and efficiency run together.
+//!    (and writes only its part).
 //!
 //! Needs root; without it the task prints why and exits 0 ("skipped"). Every
 //! loop device, mount and throttle rule it makes is undone on every exit path
@@ -178,14 +178,16 @@ fn run(options: &Options) -> Result<Summary> {
 
     let mut ratios = Vec::new();
     let mut json = serde_json::json!({"band": [BAND.0, BAND.1]});
-    if options.wants("agreement") || options.wants("efficiency") {
-        // The two steps report together; --only runs both of them.
+    if options.wants("agreement") {
         let agreement = agreement::run(&binary)?;
         print!("{}", report::agreement_table(&agreement));
+        json["agreement"] = report::agreement_json(&agreement);
+        ratios.extend(report::banded_ratios(&agreement));
+    }
+    if options.wants("efficiency") {
         let efficiency = efficiency::run(&binary, options.rounds)?;
         print!("{}", report::efficiency_table(&efficiency));
-        json = report::to_json(&agreement, &efficiency);
-        ratios.extend(report::banded_ratios(&agreement, &efficiency));
+        json["engine_efficiency"] = report::efficiency_json(&efficiency);
     }
     if options.wants("capacity") {
         run_capacity(&binary, &paths)?;

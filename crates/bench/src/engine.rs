@@ -182,6 +182,10 @@ pub struct Completed {
     pub fell_back: bool,
     /// The deadline stopped it before every offset was issued.
     pub partial: bool,
+    /// CPU time (user + system) the engine's own threads used from the
+    /// start of the clock to their last completion, as fio counts a job's
+    /// (`getrusage(RUSAGE_THREAD)` around the job, lib/getrusage.c).
+    pub cpu: Duration,
 }
 
 /// Called now and then with the number of I/Os completed so far: every few
@@ -230,6 +234,7 @@ fn uring_refused(e: &io::Error) -> bool {
 /// Runs `work` one I/O at a time on the calling thread.
 pub fn run_sync(work: &Workload<'_>, progress: Progress<'_>) -> Result<Completed, EngineError> {
     let mut buf = buffer_for(work, 1);
+    let cpu_at_start = thread_cpu();
     let start = Instant::now();
     let mut recorder = Recorder::new(start).traced(work.trace);
     let mut partial = false;
@@ -253,8 +258,9 @@ pub fn run_sync(work: &Workload<'_>, progress: Progress<'_>) -> Result<Completed
         }
     }
     let elapsed = recorder.last_completion().map_or(Duration::ZERO, |t| t - start);
+    let cpu = thread_cpu().saturating_sub(cpu_at_start);
     report(progress, recorder.ios)?;
-    Ok(Completed { recorder, elapsed, engine: "sync", engine_detail: None, fell_back: false, partial })
+    Ok(Completed { recorder, elapsed, engine: "sync", engine_detail: None, fell_back: false, partial, cpu })
 }
 
 fn buffer_for(work: &Workload<'_>, slots: usize) -> AlignedBuf {
@@ -409,18 +415,45 @@ fn share(offsets: &[u64], job: usize, jobs: usize) -> &[u64] {
 struct Part {
     recorder: Recorder,
     partial: bool,
+    /// The CPU time its thread used while timed.
+    cpu: Duration,
+}
+
+/// The parts of a run merged.
+struct Merged {
+    recorder: Recorder,
+    elapsed: Duration,
+    partial: bool,
+    cpu: Duration,
 }
 
 /// Merges the parts of a run that started at `start`.
-fn merge(start: Instant, parts: Vec<Part>) -> (Recorder, Duration, bool) {
+fn merge(start: Instant, parts: Vec<Part>) -> Merged {
     let mut recorder = Recorder::new(start);
-    let mut partial = false;
+    let (mut partial, mut cpu) = (false, Duration::ZERO);
     for part in &parts {
         recorder.merge(&part.recorder);
         partial |= part.partial;
+        cpu += part.cpu;
     }
     let elapsed = recorder.last_completion().map_or(Duration::ZERO, |t| t.saturating_duration_since(start));
-    (recorder, elapsed, partial)
+    Merged { recorder, elapsed, partial, cpu }
+}
+
+/// The user + system CPU time the calling thread has used so far (zero if
+/// the kernel will not say).
+pub(crate) fn thread_cpu() -> Duration {
+    // SAFETY: an all-zero rusage is a valid value of the plain C struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes one rusage into `usage`, which outlives the call.
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) } != 0 {
+        return Duration::ZERO;
+    }
+    let time = |t: libc::timeval| {
+        Duration::from_secs(u64::try_from(t.tv_sec).unwrap_or(0))
+            + Duration::from_micros(u64::try_from(t.tv_usec).unwrap_or(0))
+    };
+    time(usage.ru_utime) + time(usage.ru_stime)
 }
 
 #[cfg(test)]

@@ -22,6 +22,8 @@ pub struct Recorder {
     trace: Option<Vec<Traced>>,
     pub ios: u64,
     pub bytes: u64,
+    /// The interval of the last completion time recorded.
+    slot_of: Option<(Instant, usize)>,
 }
 
 /// One I/O of a traced run.
@@ -38,7 +40,16 @@ impl Recorder {
         // which matters with one recorder per worker thread (64 at QD64).
         let histogram = Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
             .unwrap_or_else(|_| unreachable!("the bounds above are valid"));
-        Recorder { histogram, start, interval_bytes: Vec::new(), last: None, trace: None, ios: 0, bytes: 0 }
+        Recorder {
+            histogram,
+            start,
+            interval_bytes: Vec::new(),
+            last: None,
+            trace: None,
+            ios: 0,
+            bytes: 0,
+            slot_of: None,
+        }
     }
 
     /// Also keeps every I/O (16 bytes each) when `on`.
@@ -56,7 +67,16 @@ impl Recorder {
         self.ios += 1;
         self.bytes += bytes;
         self.last = self.last.max(Some(now));
-        let slot = (now.saturating_duration_since(self.start).as_nanos() / INTERVAL.as_nanos()) as usize;
+        // The io_uring engine reads the clock once per batch of completions:
+        // the batch shares its interval, found once.
+        let slot = match self.slot_of {
+            Some((at, slot)) if at == now => slot,
+            _ => {
+                let slot = (now.saturating_duration_since(self.start).as_nanos() / INTERVAL.as_nanos()) as usize;
+                self.slot_of = Some((now, slot));
+                slot
+            }
+        };
         if slot >= self.interval_bytes.len() {
             // Bounded by the test's length: one slot per half second.
             self.interval_bytes.resize(slot + 1, 0);

@@ -27,13 +27,12 @@ pub fn render(inputs: &[Input], comparisons: &[Comparison]) -> String {
         let _ = writeln!(out);
         let _ = writeln!(
             out,
-            "{:<21} {:>10} {:>10} {:>6}  {:<11}  {}",
+            "{:<21} {:>10} {:>10} {:>6}  {:<11}  difference",
             format!("{b} against {a}"),
             a,
             b,
             format!("{b}/{a}"),
             "95% interval",
-            "difference"
         );
         for figure in &comparison.figures {
             single |= figure.difference != Difference::Noise && figure.ci95.is_none();

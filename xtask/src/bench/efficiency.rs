@@ -9,10 +9,14 @@
 //! alternating; the medians are compared. The runs are short (20 480 reads,
 //! well under a second on RAM), so single runs scatter widely.
 //!
-//! CPU time is user + system time of the whole process tree from
-//! `getrusage(RUSAGE_CHILDREN)`, so ours includes laying out its file
-//! (80 O_DIRECT 1 MiB writes) and both include process start-up. fio's own
-//! job-only figure (`usr_cpu` + `sys_cpu` × job runtime) is kept beside it.
+//! CPU time is counted twice. **Job only**, the figure the engine is judged
+//! by: fio's `usr_cpu` + `sys_cpu` × its job runtime (the job thread's
+//! `getrusage(RUSAGE_THREAD)` from the start of its I/O to its end,
+//! backend.c and stat.c), and ours the same way, the engine threads'
+//! `RUSAGE_THREAD` over the timed window (the report's `details.KEY.cpu_s`).
+//! **Whole process**: user + system time of the process tree from
+//! `getrusage(RUSAGE_CHILDREN)`, so ours includes identification and laying
+//! out its file (80 O_DIRECT 1 MiB writes) and both include start-up.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -34,7 +38,8 @@ pub struct Sample {
     pub ios: u64,
     pub cpu: Duration,
     pub wall: Duration,
-    /// fio only: CPU time its job thread reported for the job itself.
+    /// CPU time of the job itself: fio's job thread, or our engine's threads
+    /// over the timed window.
     pub job_cpu: Option<Duration>,
 }
 
@@ -44,7 +49,7 @@ impl Sample {
         self.cpu.as_secs_f64() * 1e6 / self.ios as f64
     }
 
-    /// fio's job-only CPU microseconds per I/O.
+    /// Job-only CPU microseconds per I/O.
     pub fn job_cpu_us_per_io(&self) -> Option<f64> {
         self.job_cpu.map(|cpu| cpu.as_secs_f64() * 1e6 / self.ios as f64)
     }
@@ -140,7 +145,8 @@ fn ours_run(binary: &Path, device: &Loop) -> Result<(Sample, String)> {
     let ran = sys::run(binary, &["run", "--json", "--only", KEY, "--engine", "io_uring", device.dev_str()])?;
     let report = parse::report(&ran.stdout)?;
     let figure = parse::ours(&report, KEY, &ran.stdout)?;
-    let sample = Sample { iops: figure.value, ios: figure.ios, cpu: ran.cpu, wall: ran.wall, job_cpu: None };
+    let job_cpu = figure.cpu_s.and_then(|s| Duration::try_from_secs_f64(s).ok());
+    let sample = Sample { iops: figure.value, ios: figure.ios, cpu: ran.cpu, wall: ran.wall, job_cpu };
     Ok((sample, figure.engine))
 }
 

@@ -156,6 +156,8 @@ pub struct Figure {
     pub ios: u64,
     /// `details.<key>.engine`.
     pub engine: String,
+    /// `details.<key>.cpu_s`: the engine threads' CPU over the timed window.
+    pub cpu_s: Option<f64>,
 }
 
 /// `measurements.<key>` and its details from a storage-score JSON report.
@@ -170,7 +172,8 @@ pub fn ours(report: &Value, key: &str, raw: &str) -> Result<Figure> {
     let ios =
         detail.get("ios").and_then(Value::as_u64).ok_or_else(|| anyhow!("details.{key}.ios is missing:\n{raw}"))?;
     let engine = detail.get("engine").and_then(Value::as_str).unwrap_or("?").to_owned();
-    Ok(Figure { value, ios, engine })
+    let cpu_s = detail.get("cpu_s").and_then(Value::as_f64);
+    Ok(Figure { value, ios, engine, cpu_s })
 }
 
 /// storage-score's JSON report from its stdout.
@@ -244,7 +247,7 @@ mod tests {
         let raw = r#"{"measurements":{"seq_read_mib_s":50.5},"details":{"seq_read_mib_s":{"engine":"sync","ios":76}}}"#;
         let report = report(raw).unwrap();
         let fig = ours(&report, "seq_read_mib_s", raw).unwrap();
-        assert_eq!(fig, Figure { value: 50.5, ios: 76, engine: "sync".into() });
+        assert_eq!(fig, Figure { value: 50.5, ios: 76, engine: "sync".into(), cpu_s: None });
         assert!(ours(&report, "cached_read_mib_s", raw).is_err());
     }
 }

@@ -56,14 +56,14 @@ pub(super) fn run(
     if let Some(e) = failure.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner()) {
         return Err(e);
     }
-    let (recorder, elapsed, partial) = merge(start, parts);
+    let super::Merged { recorder, elapsed, partial, cpu } = merge(start, parts);
     report(progress, recorder.ios)?;
     let fell_back = why.is_some();
     let detail = match why {
         Some(why) => format!("{threads} threads of pread/pwrite: {why}"),
         None => format!("{threads} threads of pread/pwrite"),
     };
-    Ok(Completed { recorder, elapsed, engine: "threads", engine_detail: Some(detail), fell_back, partial })
+    Ok(Completed { recorder, elapsed, engine: "threads", engine_detail: Some(detail), fell_back, partial, cpu })
 }
 
 /// What the workers of one run share: atomics, and a slot for the first error.
@@ -96,6 +96,7 @@ fn worker(
     let mut buf = if work.write { work.data.buffer(work.block_size, n) } else { AlignedBuf::zeroed(work.block_size) };
     let stamped = work.write && matches!(work.data, super::Data::Random(_));
     let start = gate.wait();
+    let cpu_at_start = super::thread_cpu();
     let mut recorder = Recorder::new(start).traced(work.trace);
     let mut partial = false;
     let mut last_report = start;
@@ -140,5 +141,5 @@ fn worker(
     if let Err(panic) = body {
         shared.fail(EngineError::Panicked(panic_message(&*panic)));
     }
-    Part { recorder, partial }
+    Part { recorder, partial, cpu: super::thread_cpu().saturating_sub(cpu_at_start) }
 }

@@ -10,6 +10,14 @@
 //! - `READV`/`WRITEV` (5.1) when the kernel has no plain `READ`.
 //!
 //! The report says which ran ([`Completed::engine_detail`]).
+//!
+//! What a request costs here, beyond the kernel's own work: the file is
+//! registered with the ring (no descriptor lookup per request), the clock
+//! is read once per submission and once per batch of completions (the
+//! requests of one `io_uring_enter` share their issue time, which is when
+//! the kernel saw them), and one `io_uring_enter` both submits and waits,
+//! reaping every completion that is ready. `cargo xtask bench`'s efficiency
+//! step compares the CPU time per request with fio's.
 
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -91,10 +99,11 @@ pub(super) fn run(work: &Workload<'_>, shape: Shape, progress: Progress<'_>) -> 
         return Err(e);
     }
     let Some((mode, start)) = first else { return Err(EngineError::Panicked("no io_uring job ran".to_owned())) };
-    let (recorder, elapsed, partial) = merge(start, parts);
+    let super::Merged { recorder, elapsed, partial, cpu } = merge(start, parts);
     report(progress, recorder.ios)?;
     let fell_back = !matches!(mode, Mode::Fixed);
-    Ok(Completed { recorder, elapsed, engine: "io_uring", engine_detail: Some(mode.describe()), fell_back, partial })
+    let engine_detail = Some(mode.describe());
+    Ok(Completed { recorder, elapsed, engine: "io_uring", engine_detail, fell_back, partial, cpu })
 }
 
 /// Can this kernel take plain `READ`/`WRITE`? Also the first test of
@@ -120,7 +129,7 @@ fn run_job(
     progress: Progress<'_>,
 ) -> Result<(Part, Mode, Instant), EngineError> {
     let entries = u32::try_from(depth.next_power_of_two()).unwrap_or(4096);
-    let ring = IoUring::new(entries);
+    let ring = new_ring(entries);
     let mut buf = buffer_for(work, depth);
     // Every job reaches the gate, even one whose ring failed, or the others
     // would wait for it for ever.
@@ -141,11 +150,22 @@ fn run_job(
         Err(e) if plain_ok => Mode::Plain(memlock_hint(&e)),
         Err(e) => Mode::Vectored(memlock_hint(&e)),
     };
+    // A registered file spares the kernel looking the descriptor up and
+    // taking a reference to it for every request; without it (a kernel or
+    // limit that refuses), the plain descriptor does the same job.
+    let raw = work.fd.as_raw_fd();
+    let file = if ring.submitter().register_files(&[raw]).is_ok() {
+        Target::Fixed(types::Fixed(0))
+    } else {
+        Target::Fd(types::Fd(raw))
+    };
     let start = gate.wait();
+    let cpu_at_start = super::thread_cpu();
     let mut job = Job::new(work, depth, start);
-    let outcome = job.drive(ring, &mut buf, offsets, &mode, counter, halt, progress);
+    let outcome = job.drive(ring, &mut buf, offsets, &mode, file, counter, halt, progress);
+    let cpu = super::thread_cpu().saturating_sub(cpu_at_start);
     match outcome {
-        Ok(()) => Ok((Part { recorder: job.recorder, partial: job.partial }, mode, start)),
+        Ok(()) => Ok((Part { recorder: job.recorder, partial: job.partial, cpu }, mode, start)),
         Err(Leak(e)) => {
             // Requests may still be in flight: leak the buffer rather than
             // let the kernel write into freed memory.
@@ -153,6 +173,33 @@ fn run_job(
             Err(e)
         }
     }
+}
+
+/// A ring whose completions do not interrupt this thread: with
+/// `COOP_TASKRUN` (Linux 5.19) the kernel leaves a finished request's
+/// completion work for the thread's next system call, which is the wait
+/// for completions anyway, rather than forcing it off whatever it is doing.
+/// Older kernels refuse the flag, and get a plain ring.
+fn new_ring(entries: u32) -> std::io::Result<IoUring> {
+    IoUring::builder().setup_coop_taskrun().build(entries).or_else(|_| IoUring::new(entries))
+}
+
+/// The file requests go to: registered with the ring, or a plain descriptor.
+#[derive(Debug, Clone, Copy)]
+enum Target {
+    Fixed(types::Fixed),
+    Fd(types::Fd),
+}
+
+/// Builds an opcode for either kind of [`Target`] (the crate takes both
+/// through a trait it does not export, so this picks the arm).
+macro_rules! on_target {
+    ($target:expr, |$f:ident| $build:expr) => {
+        match $target {
+            Target::Fixed($f) => $build,
+            Target::Fd($f) => $build,
+        }
+    };
 }
 
 /// An error after which in-flight requests may still touch the buffer.
@@ -163,6 +210,9 @@ struct Job<'w, 'a> {
     bs: usize,
     /// Per slot: the request in it and when it was first issued.
     slots: Vec<Option<(Pending, Instant)>>,
+    /// Slots filled since the last submission, whose issue time is that
+    /// submission's.
+    fresh: Vec<usize>,
     iovecs: Vec<libc::iovec>,
     free: Vec<usize>,
     resubmit: Vec<usize>,
@@ -179,6 +229,7 @@ impl<'w, 'a> Job<'w, 'a> {
             work,
             bs: work.block_size,
             slots: vec![None; depth],
+            fresh: Vec::with_capacity(depth),
             iovecs: vec![libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; depth],
             free: (0..depth).rev().collect(),
             resubmit: Vec::new(),
@@ -197,11 +248,11 @@ impl<'w, 'a> Job<'w, 'a> {
         buf: &mut crate::buffer::AlignedBuf,
         offsets: &[u64],
         mode: &Mode,
+        fd: Target,
         counter: &IoCounter,
         halt: &AtomicBool,
         progress: Progress<'_>,
     ) -> Result<(), Leak> {
-        let fd = types::Fd(self.work.fd.as_raw_fd());
         let op = self.work.op();
         let stamped = self.work.write && matches!(self.work.data, super::Data::Random(_));
         let mut next = 0usize;
@@ -243,12 +294,24 @@ impl<'w, 'a> Job<'w, 'a> {
                     self.free.push(slot);
                     break;
                 }
-                self.slots[slot] = Some((Pending::new(offset, self.bs), Instant::now()));
+                // Stamped with its submission's time below.
+                self.slots[slot] = Some((Pending::new(offset, self.bs), self.last_report));
+                self.fresh.push(slot);
                 next += 1;
                 self.in_flight += 1;
             }
             if self.in_flight == 0 {
                 break;
+            }
+            // One clock read stamps every request of this submission: they
+            // reach the kernel together, in the call below.
+            if !self.fresh.is_empty() {
+                let issued = Instant::now();
+                for slot in self.fresh.drain(..) {
+                    if let Some((_, at)) = &mut self.slots[slot] {
+                        *at = issued;
+                    }
+                }
             }
             match ring.submit_and_wait(1) {
                 Ok(_) => {}
@@ -309,7 +372,7 @@ impl<'w, 'a> Job<'w, 'a> {
     #[allow(clippy::too_many_arguments)]
     fn entry(
         &mut self,
-        fd: types::Fd,
+        fd: Target,
         buf: &mut crate::buffer::AlignedBuf,
         mode: &Mode,
         slot: usize,
@@ -321,17 +384,17 @@ impl<'w, 'a> Job<'w, 'a> {
         let len32 = len as u32;
         let write = self.work.write;
         let entry = match mode {
-            Mode::Fixed if write => opcode::WriteFixed::new(fd, ptr, len32, 0).offset(at).build(),
-            Mode::Fixed => opcode::ReadFixed::new(fd, ptr, len32, 0).offset(at).build(),
-            Mode::Plain(_) if write => opcode::Write::new(fd, ptr, len32).offset(at).build(),
-            Mode::Plain(_) => opcode::Read::new(fd, ptr, len32).offset(at).build(),
+            Mode::Fixed if write => on_target!(fd, |f| opcode::WriteFixed::new(f, ptr, len32, 0).offset(at).build()),
+            Mode::Fixed => on_target!(fd, |f| opcode::ReadFixed::new(f, ptr, len32, 0).offset(at).build()),
+            Mode::Plain(_) if write => on_target!(fd, |f| opcode::Write::new(f, ptr, len32).offset(at).build()),
+            Mode::Plain(_) => on_target!(fd, |f| opcode::Read::new(f, ptr, len32).offset(at).build()),
             Mode::Vectored(_) => {
                 self.iovecs[slot] = libc::iovec { iov_base: ptr.cast(), iov_len: len };
                 let iov = &self.iovecs[slot] as *const libc::iovec;
                 if write {
-                    opcode::Writev::new(fd, iov, 1).offset(at).build()
+                    on_target!(fd, |f| opcode::Writev::new(f, iov, 1).offset(at).build())
                 } else {
-                    opcode::Readv::new(fd, iov, 1).offset(at).build()
+                    on_target!(fd, |f| opcode::Readv::new(f, iov, 1).offset(at).build())
                 }
             }
         };

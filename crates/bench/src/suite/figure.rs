@@ -58,6 +58,7 @@ pub(crate) fn detail(done: &Completed, elapsed: Duration) -> TestDetail {
         interval_ms: INTERVAL.as_millis() as u64,
         partial: done.partial,
         notes,
+        cpu_s: Some(round_to(done.cpu.as_secs_f64(), 4)),
         ..TestDetail::default()
     }
 }

@@ -88,6 +88,7 @@ fn timed_reads(
     offset: impl Fn(u64) -> u64,
 ) -> Result<(f64, TestDetail), EngineError> {
     let mut buf = AlignedBuf::zeroed(CHUNK);
+    let cpu_at_start = crate::engine::thread_cpu();
     let start = Instant::now();
     let mut recorder = Recorder::new(start);
     let mut reads = 0u64;
@@ -109,7 +110,8 @@ fn timed_reads(
         }
     };
     let mib_s = round_to(recorder.bytes as f64 / MIB as f64 / elapsed.as_secs_f64(), 2);
-    let done = Completed { recorder, elapsed, engine: "sync", engine_detail: None, fell_back: false, partial };
+    let cpu = crate::engine::thread_cpu().saturating_sub(cpu_at_start);
+    let done = Completed { recorder, elapsed, engine: "sync", engine_detail: None, fell_back: false, partial, cpu };
     Ok((mib_s, detail(&done, elapsed)))
 }
 
