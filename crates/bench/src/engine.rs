@@ -26,7 +26,7 @@ mod uring;
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Barrier, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -59,12 +59,55 @@ pub struct Workload<'a> {
     pub deadline: Option<Instant>,
     /// Keep every I/O's completion time and latency ([`Recorder::trace`]).
     pub trace: bool,
+    /// No new I/O is issued once this says so (the progress callback sets
+    /// it when the figure has settled); the result is whole, not partial.
+    pub enough: Option<&'a Enough>,
+    /// I/Os that complete this soon after the start are done but not
+    /// counted (fio's `ramp_time`): the clock starts after it.
+    pub ramp: Duration,
+}
+
+/// When a workload has done enough: a time after which no new I/O is
+/// issued. The first completion after that time ends the run, as in a
+/// time-based fio job or hdparm's timed loop, so a device that completes
+/// requests in bursts (a rate limiter) is not caught in the middle of one.
+#[derive(Debug, Default)]
+pub struct Enough {
+    set: AtomicBool,
+    at: OnceLock<Instant>,
+}
+
+impl Enough {
+    /// No new I/O from `at` on (the first call wins).
+    pub fn after(&self, at: Instant) {
+        let _ = self.at.set(at);
+        self.set.store(true, Ordering::Release);
+    }
+
+    fn reached(&self) -> bool {
+        self.at().is_some_and(|at| Instant::now() >= at)
+    }
+
+    /// The time set by [`Enough::after`], once it is.
+    pub fn at(&self) -> Option<Instant> {
+        if self.set.load(Ordering::Acquire) { self.at.get().copied() } else { None }
+    }
 }
 
 impl<'a> Workload<'a> {
     /// A workload with no deadline.
     pub fn new(fd: BorrowedFd<'a>, offsets: &'a [u64], block_size: usize, write: bool, data: Data) -> Self {
-        Workload { fd, offsets, block_size, write, data, deadline: None, trace: false }
+        Workload {
+            fd,
+            offsets,
+            block_size,
+            write,
+            data,
+            deadline: None,
+            trace: false,
+            enough: None,
+            ramp: Duration::ZERO,
+        }
     }
 
     fn op(&self) -> &'static str {
@@ -73,6 +116,23 @@ impl<'a> Workload<'a> {
 
     fn past_deadline(&self) -> bool {
         self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+
+    fn has_enough(&self) -> bool {
+        self.enough.is_some_and(Enough::reached)
+    }
+
+    /// A recorder for one of this workload's jobs or workers, counting
+    /// from `start`: windowed when the workload may be told it has enough.
+    fn recorder(&self, start: Instant) -> Recorder {
+        Recorder::new(start).traced(self.trace).windowed(self.enough.is_some())
+    }
+
+    /// Tells `recorder` when its window closes, once that is known.
+    fn close_window(&self, recorder: &mut Recorder) {
+        if let Some(at) = self.enough.and_then(Enough::at) {
+            recorder.close_from(at);
+        }
     }
 }
 
@@ -193,8 +253,9 @@ pub struct Completed {
 /// that a slow device is noticed (and its ETA told) early.
 pub type Progress<'a> = &'a (dyn Fn(u64) + Sync);
 
-/// The longest wait between two progress reports while I/Os complete.
-pub const REPORT_EVERY: Duration = Duration::from_millis(200);
+/// The longest wait between two progress reports while I/Os complete
+/// (short enough for the quick profile to watch a figure settle).
+pub const REPORT_EVERY: Duration = Duration::from_millis(50);
 
 /// Runs `work` with `shape.jobs` jobs of `shape.depth` requests in flight each.
 pub fn run_queued(
@@ -235,12 +296,17 @@ fn uring_refused(e: &io::Error) -> bool {
 pub fn run_sync(work: &Workload<'_>, progress: Progress<'_>) -> Result<Completed, EngineError> {
     let mut buf = buffer_for(work, 1);
     let cpu_at_start = thread_cpu();
-    let start = Instant::now();
-    let mut recorder = Recorder::new(start).traced(work.trace);
+    let began = Instant::now();
+    let start = began + work.ramp;
+    let mut recorder = work.recorder(start);
     let mut partial = false;
-    let mut last_report = start;
+    let mut last_report = began;
+    let mut completed = 0u64;
     for (i, &offset) in work.offsets.iter().enumerate() {
         check_interrupt()?;
+        if work.has_enough() {
+            break;
+        }
         if work.past_deadline() {
             partial = true;
             break;
@@ -251,15 +317,18 @@ pub fn run_sync(work: &Workload<'_>, progress: Progress<'_>) -> Result<Completed
         let issued = Instant::now();
         transfer(work.fd.as_raw_fd(), &mut buf, work.block_size, offset, work.write)?;
         let done = Instant::now();
+        work.close_window(&mut recorder);
         recorder.record(done, done - issued, work.block_size as u64);
+        completed = i as u64 + 1;
         if i % 64 == 63 || done - last_report >= REPORT_EVERY {
             last_report = done;
-            report(progress, i as u64 + 1)?;
+            report(progress, completed)?;
         }
     }
-    let elapsed = recorder.last_completion().map_or(Duration::ZERO, |t| t - start);
+    let elapsed = recorder.elapsed();
     let cpu = thread_cpu().saturating_sub(cpu_at_start);
-    report(progress, recorder.ios)?;
+    // Every I/O done, the ramp's included, as the reports above counted.
+    report(progress, completed)?;
     Ok(Completed { recorder, elapsed, engine: "sync", engine_detail: None, fell_back: false, partial, cpu })
 }
 
@@ -436,7 +505,7 @@ fn merge(start: Instant, parts: Vec<Part>) -> Merged {
         partial |= part.partial;
         cpu += part.cpu;
     }
-    let elapsed = recorder.last_completion().map_or(Duration::ZERO, |t| t.saturating_duration_since(start));
+    let elapsed = recorder.elapsed();
     Merged { recorder, elapsed, partial, cpu }
 }
 
@@ -648,6 +717,60 @@ mod tests {
             assert!(done.partial, "{}", done.engine);
             assert!(done.recorder.ios < 256, "{}: {} I/Os", done.engine, done.recorder.ios);
         }
+    }
+
+    #[test]
+    fn enough_stops_issuing_and_the_result_is_whole() {
+        // The progress callback says "enough" after 256 I/Os: every engine
+        // stops issuing soon after, and the figure is not partial.
+        let f = file_with(256 * 4096);
+        let offs: Vec<u64> = (0..64 * 256).map(|i| (i % 256) * 4096).collect();
+        for engine in [None, Some(EngineChoice::Threads), Some(EngineChoice::IoUring)] {
+            let enough = Enough::default();
+            let mut work = Workload::new(f.as_fd(), &offs, 4096, false, Data::Zeros);
+            work.enough = Some(&enough);
+            let say_enough = |done: u64| {
+                if done >= 256 {
+                    enough.after(Instant::now());
+                }
+            };
+            let done = match engine {
+                None => run_sync(&work, &say_enough),
+                Some(choice) => run_queued(&work, Shape::depth(8), choice, &say_enough),
+            }
+            .expect("run");
+            assert!(!done.partial, "{}", done.engine);
+            assert!(
+                done.recorder.ios >= 256 && done.recorder.ios < 2048,
+                "{}: {} I/Os",
+                done.engine,
+                done.recorder.ios
+            );
+        }
+    }
+
+    #[test]
+    fn a_ramp_is_done_but_not_counted() {
+        // Every I/O completes inside an hour's ramp: all are done, none is
+        // counted, in every engine.
+        let f = file_with(64 * 4096);
+        let offs = offsets(64);
+        let mut work = Workload::new(f.as_fd(), &offs, 4096, false, Data::Zeros);
+        work.ramp = Duration::from_secs(3600);
+        let done = std::sync::atomic::AtomicUsize::new(0);
+        let progress = |n: u64| {
+            done.fetch_max(n as usize, Ordering::Relaxed);
+        };
+        for result in [
+            run_sync(&work, &progress),
+            run_queued(&work, Shape::depth(8), EngineChoice::Threads, &progress),
+            run_queued(&work, Shape::depth(8), EngineChoice::IoUring, &progress),
+        ] {
+            let result = result.expect("run");
+            assert_eq!((result.recorder.ios, result.elapsed), (0, Duration::ZERO), "{}", result.engine);
+            assert!(!result.partial, "{}", result.engine);
+        }
+        assert_eq!(done.load(Ordering::Relaxed), 64, "every I/O was done");
     }
 
     #[test]

@@ -2,6 +2,16 @@
 //! completed per fixed interval for throughput-over-time plots. A traced
 //! recorder also keeps each I/O's completion time and latency, for studies
 //! that plot single I/Os (the `profile` command's speed curves and scatter).
+//!
+//! A recorder counts from its start. A *windowed* one (the quick profile's
+//! steady windows) counts from its first completion after the start to the
+//! first completion at or after the time it is told to close, that first
+//! one included and the last one not, and its window lasts between those
+//! two completions. Measuring between two events of the same kind is what
+//! a reciprocal frequency counter does: for a device that completes
+//! requests in bursts (a rate limiter's time slices, a queue of 64 draining
+//! at once) a window cut at two arbitrary times would gain or lose a
+//! burst, one cut at two burst starts holds whole ones.
 
 use std::time::{Duration, Instant};
 
@@ -24,6 +34,16 @@ pub struct Recorder {
     pub bytes: u64,
     /// The interval of the last completion time recorded.
     slot_of: Option<(Instant, usize)>,
+    /// For a windowed recorder: its first counted completion, the time it
+    /// closes from, and the completion that closed it.
+    window: Option<Window>,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Window {
+    first: Option<Instant>,
+    close_from: Option<Instant>,
+    closed: Option<Instant>,
 }
 
 /// One I/O of a traced run.
@@ -49,7 +69,35 @@ impl Recorder {
             ios: 0,
             bytes: 0,
             slot_of: None,
+            window: None,
         }
+    }
+
+    /// Counts between completions, as the module says, when `on`.
+    pub fn windowed(mut self, on: bool) -> Self {
+        self.window = on.then(Window::default);
+        self
+    }
+
+    /// A windowed recorder closes with its first completion at or after
+    /// `at` (the first call wins); others ignore this.
+    pub fn close_from(&mut self, at: Instant) {
+        if let Some(w) = &mut self.window {
+            w.close_from.get_or_insert(at);
+        }
+    }
+
+    /// How long the counted I/Os took: from the start to the last
+    /// completion, or for a windowed recorder, between the completions that
+    /// opened and closed its window (the last counted one, if none closed it).
+    pub fn elapsed(&self) -> Duration {
+        let end = match self.window {
+            Some(Window { first: Some(first), closed, .. }) => {
+                return closed.or(self.last).map_or(Duration::ZERO, |end| end.saturating_duration_since(first));
+            }
+            _ => self.last,
+        };
+        end.map_or(Duration::ZERO, |end| end.saturating_duration_since(self.start))
     }
 
     /// Also keeps every I/O (16 bytes each) when `on`.
@@ -60,8 +108,22 @@ impl Recorder {
         self
     }
 
-    /// Records one completed I/O of `bytes` that took `latency`, finishing at `now`.
+    /// Records one completed I/O of `bytes` that took `latency`, finishing
+    /// at `now`; one that finished before the recorder's start (in a ramp)
+    /// is not counted.
     pub fn record(&mut self, now: Instant, latency: Duration, bytes: u64) {
+        if now < self.start {
+            return;
+        }
+        if let Some(w) = &mut self.window {
+            if w.close_from.is_some_and(|at| now >= at) {
+                w.closed.get_or_insert(now);
+            }
+            if w.closed.is_some_and(|closed| now >= closed) {
+                return;
+            }
+            w.first.get_or_insert(now);
+        }
         let nanos = u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX).max(1);
         self.histogram.saturating_record(nanos);
         self.ios += 1;
@@ -87,8 +149,19 @@ impl Recorder {
         }
     }
 
-    /// Merges another recorder's figures (from a worker thread) into this one.
+    /// Merges another recorder's figures (from a worker thread) into this
+    /// one. Windows merge to the earliest opening and the earliest close.
     pub fn merge(&mut self, other: &Recorder) {
+        if let Some(theirs) = other.window {
+            let mine = self.window.get_or_insert_with(Window::default);
+            let earliest = |a: Option<Instant>, b: Option<Instant>| match (a, b) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            mine.first = earliest(mine.first, theirs.first);
+            mine.closed = earliest(mine.closed, theirs.closed);
+            mine.close_from = earliest(mine.close_from, theirs.close_from);
+        }
         let _ = self.histogram.add(&other.histogram);
         self.ios += other.ios;
         self.bytes += other.bytes;
@@ -171,6 +244,32 @@ mod tests {
         // that 1 ms, not over a whole 500 ms.
         assert!((iv[2] - 4096.0 / 0.001 / 1_048_576.0).abs() < 0.1, "{iv:?}");
         assert!(r.trace().is_empty(), "not traced");
+    }
+
+    #[test]
+    fn a_window_counts_from_one_burst_start_to_the_next() {
+        // 80 I/Os at the start of every 100 ms, 1 ms apart (a throttle of
+        // 800 IOPS), a 250 ms ramp, closed from 1.03 s: the window holds
+        // the bursts of 0.3 s to 1.0 s and lasts from 0.3 s to 1.1 s.
+        let start = Instant::now();
+        let mut r = Recorder::new(start + Duration::from_millis(250)).windowed(true);
+        for slice in 0..15u64 {
+            if slice == 11 {
+                r.close_from(start + Duration::from_millis(1030));
+            }
+            for i in 0..80 {
+                let at = start + Duration::from_millis(slice * 100) + Duration::from_micros(i * 100);
+                r.record(at, Duration::from_micros(50), 4096);
+            }
+        }
+        assert_eq!(r.ios, 8 * 80);
+        assert_eq!(r.elapsed(), Duration::from_millis(800));
+        // The rate: exactly the throttle's, where 0.25 to 1.03 s cut at
+        // arbitrary times would say 640 / 0.78 = 820.
+        assert_eq!(r.ios as f64 / r.elapsed().as_secs_f64(), 800.0);
+        // Not windowed: from the start to the last completion, all counted.
+        let plain = Recorder::new(start);
+        assert_eq!(plain.elapsed(), Duration::ZERO);
     }
 
     #[test]

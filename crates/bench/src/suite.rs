@@ -26,8 +26,9 @@ mod fio;
 mod hdparm;
 mod iozone;
 mod repeat;
+pub mod steady;
 
-pub(crate) use figure::{Eta, Window, detail, judge, round_to};
+pub(crate) use figure::{Eta, Watched, Window, cycled, detail, judge, round_to, unsettled};
 pub use figure::{MIN_WINDOW, SLOW_TEST, fio_iops, iozone_kib_s};
 pub use repeat::run_repeated;
 
@@ -42,6 +43,7 @@ use storage_scoring::schema::{MEASUREMENT_KEYS, Measurements, Samples, Skipped, 
 use crate::devstat::DevStat;
 use crate::engine::{EngineChoice, EngineError};
 use crate::scratch::{self, ScratchError};
+use steady::Steady;
 
 const KIB: u64 = 1024;
 const MIB: u64 = 1024 * KIB;
@@ -58,7 +60,8 @@ pub enum Profile {
     /// The reference tools' own sizes: comparable with PiBenchmarks.
     #[default]
     Compat,
-    /// Shortened tests for a fast look; the score is not comparable.
+    /// Windows that end when their figure settles ([`steady`]), for a fast
+    /// look; the score is not comparable.
     Quick,
 }
 
@@ -80,21 +83,25 @@ impl Profile {
                 flush_pause: Duration::from_secs(1),
                 dd_bytes: 130 * KIB * 4096,
                 test_file_bytes: 80 * MIB,
+                laid_out_bytes: 80 * MIB,
+                steady: None,
             },
             Profile::Quick => Sizes {
-                seq_read_time: Duration::from_secs(1),
-                cached_read_time: Duration::from_millis(500),
+                seq_read_time: QUICK_WINDOW.min,
+                cached_read_time: QUICK_WINDOW.min,
                 settle: Duration::from_millis(300),
                 flush_pause: Duration::from_millis(100),
                 dd_bytes: 64 * MIB,
-                test_file_bytes: 16 * MIB,
+                test_file_bytes: 64 * MIB,
+                laid_out_bytes: 8 * MIB,
+                steady: Some(QUICK_WINDOW),
             },
         }
     }
 }
 
 /// Test lengths, sizes and pauses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Sizes {
     pub seq_read_time: Duration,
     pub cached_read_time: Duration,
@@ -103,9 +110,30 @@ pub struct Sizes {
     pub settle: Duration,
     /// hdparm's pause after flushing the device's buffers (`sleep(1)`).
     pub flush_pause: Duration,
+    /// dd's file: its figure exists only once the file is written and
+    /// flushed, so this one stays a byte count in every profile.
     pub dd_bytes: u64,
+    /// The random-write file (allocated) and iozone's file (as large as the
+    /// write pass makes it, up to this).
     pub test_file_bytes: u64,
+    /// The random-read file, laid out before it is read; with a steady
+    /// window the reads go round it as often as the window needs, as fio's
+    /// `time_based` jobs do.
+    pub laid_out_bytes: u64,
+    /// Windows that close when their figure settles; `None`: the reference
+    /// tools' sizes.
+    pub steady: Option<Steady>,
 }
+
+/// The quick profile's windows: after a quarter second not counted, 1 to
+/// 3 s each, closed once the figure has stayed within ±2% over the last
+/// third of its window.
+pub const QUICK_WINDOW: Steady = Steady {
+    ramp: Duration::from_millis(250),
+    min: Duration::from_secs(1),
+    max: Duration::from_secs(3),
+    tolerance: 0.02,
+};
 
 /// Where the write tests write.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -287,7 +315,7 @@ pub fn run(plan: &Plan, observer: &dyn Observer) -> (Outcome, Option<RunError>) 
         runner
             .out
             .notes
-            .push("quick profile: shortened tests, so the score is not comparable with PiBenchmarks".to_owned());
+            .push("quick profile: each test ran until its figure settled (within ±2% over the last third of a 1 to 3 s window) rather than for the reference tools' sizes, so the score is not comparable with PiBenchmarks".to_owned());
     }
     let error = runner.run_all().err();
     let Runner { mut out, stopped, .. } = runner;

@@ -15,7 +15,6 @@ use super::{
     merge, next_serial, panic_message, report, share, stamp, transfer,
 };
 use crate::buffer::AlignedBuf;
-use crate::recorder::Recorder;
 
 /// Runs `work` on `shape.jobs × shape.depth` threads. `why` says why this
 /// engine runs instead of io_uring, when it is a fallback.
@@ -41,7 +40,7 @@ pub(super) fn run(
                 scope.spawn(move || worker(work, offsets, n as u64, gate, shared, progress))
             })
             .collect();
-        let start = gate.wait();
+        let start = gate.wait() + work.ramp;
         let results: Vec<Result<Part, String>> =
             workers.into_iter().map(|w| w.join().map_err(|panic| panic_message(&*panic))).collect();
         (start, results)
@@ -57,7 +56,8 @@ pub(super) fn run(
         return Err(e);
     }
     let super::Merged { recorder, elapsed, partial, cpu } = merge(start, parts);
-    report(progress, recorder.ios)?;
+    // Every I/O done, the ramp's included, as the workers' reports counted.
+    report(progress, done.load(Ordering::Relaxed) as u64)?;
     let fell_back = why.is_some();
     let detail = match why {
         Some(why) => format!("{threads} threads of pread/pwrite: {why}"),
@@ -95,9 +95,9 @@ fn worker(
 ) -> Part {
     let mut buf = if work.write { work.data.buffer(work.block_size, n) } else { AlignedBuf::zeroed(work.block_size) };
     let stamped = work.write && matches!(work.data, super::Data::Random(_));
-    let start = gate.wait();
+    let start = gate.wait() + work.ramp;
     let cpu_at_start = super::thread_cpu();
-    let mut recorder = Recorder::new(start).traced(work.trace);
+    let mut recorder = work.recorder(start);
     let mut partial = false;
     let mut last_report = start;
     let fd = work.fd.as_raw_fd();
@@ -105,7 +105,7 @@ fn worker(
     // the others and surface as an error: catch it here and say so.
     let body = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         loop {
-            if shared.stop.load(Ordering::Relaxed) {
+            if shared.stop.load(Ordering::Relaxed) || work.has_enough() {
                 break;
             }
             if work.past_deadline() {
@@ -127,6 +127,7 @@ fn worker(
                 break;
             }
             let now = std::time::Instant::now();
+            work.close_window(&mut recorder);
             recorder.record(now, now - issued, work.block_size as u64);
             let finished = shared.done.fetch_add(1, Ordering::Relaxed) as u64 + 1;
             if finished % 256 == 0 || now - last_report >= REPORT_EVERY {

@@ -100,7 +100,8 @@ pub(super) fn run(work: &Workload<'_>, shape: Shape, progress: Progress<'_>) -> 
     }
     let Some((mode, start)) = first else { return Err(EngineError::Panicked("no io_uring job ran".to_owned())) };
     let super::Merged { recorder, elapsed, partial, cpu } = merge(start, parts);
-    report(progress, recorder.ios)?;
+    // Every I/O done, the ramp's included, as the jobs' reports counted.
+    report(progress, counter.load(Ordering::Relaxed) as u64)?;
     let fell_back = !matches!(mode, Mode::Fixed);
     let engine_detail = Some(mode.describe());
     Ok(Completed { recorder, elapsed, engine: "io_uring", engine_detail, fell_back, partial, cpu })
@@ -159,7 +160,7 @@ fn run_job(
     } else {
         Target::Fd(types::Fd(raw))
     };
-    let start = gate.wait();
+    let start = gate.wait() + work.ramp;
     let cpu_at_start = super::thread_cpu();
     let mut job = Job::new(work, depth, start);
     let outcome = job.drive(ring, &mut buf, offsets, &mode, file, counter, halt, progress);
@@ -234,7 +235,7 @@ impl<'w, 'a> Job<'w, 'a> {
             free: (0..depth).rev().collect(),
             resubmit: Vec::new(),
             in_flight: 0,
-            recorder: Recorder::new(start).traced(work.trace),
+            recorder: work.recorder(start),
             failure: None,
             partial: false,
             last_report: start,
@@ -278,6 +279,9 @@ impl<'w, 'a> Job<'w, 'a> {
                 }
             }
             while !halted && next < offsets.len() {
+                if self.work.has_enough() {
+                    break;
+                }
                 if self.work.past_deadline() {
                     self.partial = true;
                     break;
@@ -323,6 +327,7 @@ impl<'w, 'a> Job<'w, 'a> {
                 }
             }
             let now = Instant::now();
+            self.work.close_window(&mut self.recorder);
             let mut completed = 0u64;
             for cqe in ring.completion() {
                 let slot = cqe.user_data() as usize;
@@ -351,7 +356,7 @@ impl<'w, 'a> Job<'w, 'a> {
                 }
             }
         }
-        if next < offsets.len() && self.failure.is_none() && !halt.load(Ordering::Relaxed) {
+        if next < offsets.len() && self.failure.is_none() && !halt.load(Ordering::Relaxed) && !self.work.has_enough() {
             self.partial = true;
         }
         drop(ring);

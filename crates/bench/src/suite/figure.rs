@@ -3,14 +3,16 @@
 //! rounding of its reference tool, and what a reader must be told: a window
 //! too short to trust, a test cut short, a test so slow the card may be dying.
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use storage_scoring::schema::TestDetail;
 
 use super::Observer;
+use super::steady::{Steady, Watch};
 use crate::devstat::{self, DevStat, Direction, Snapshot};
-use crate::engine::Completed;
+use crate::engine::{Completed, Enough, REPORT_EVERY};
 use crate::recorder::INTERVAL;
 
 /// A timed window shorter than this gives a low-confidence figure: timer
@@ -85,6 +87,88 @@ impl<'s> Window<'s> {
         }
         detail.device_io = Some(io);
     }
+}
+
+/// A quick window watched as it runs: the engine's progress reports feed
+/// the [`Watch`], which sets `enough` (the workload's stop) once the figure
+/// has settled or the window is as long as it may be.
+pub(crate) struct Watched {
+    watch: Mutex<Watch>,
+    start: Instant,
+    pub enough: Enough,
+}
+
+impl Watched {
+    /// Starts watching now; `None` when the profile has no steady windows.
+    pub fn start(rule: Option<Steady>) -> Option<Self> {
+        rule.map(|rule| Watched {
+            watch: Mutex::new(Watch::new(rule)),
+            start: Instant::now(),
+            enough: Enough::default(),
+        })
+    }
+
+    /// `done` I/Os (or bytes) are complete.
+    pub fn progress(&self, done: u64) {
+        let close = self.watch.lock().map(|mut w| w.observe(self.start.elapsed(), done as f64)).unwrap_or(true);
+        if close {
+            // The window ends at a time, a reporting interval ahead, not at
+            // this I/O: see [`Enough`].
+            self.enough.after(Instant::now() + REPORT_EVERY);
+        }
+    }
+
+    /// The ramp the engine leaves out of the figure.
+    pub fn ramp(&self) -> Duration {
+        self.watch.lock().map(|w| w.rule().ramp).unwrap_or_default()
+    }
+
+    /// Tells the reader of `detail` when the figure had not settled.
+    pub fn judge(&self, detail: &mut TestDetail) {
+        if let Ok(watch) = self.watch.lock() {
+            if !watch.settled() {
+                unsettled(detail, &watch);
+            }
+        }
+    }
+}
+
+/// Marks `detail` approximate: its window closed before the figure settled.
+pub(crate) fn unsettled(detail: &mut TestDetail, watch: &Watch) {
+    let rule = watch.rule();
+    detail.low_confidence = true;
+    detail.notes.push(match watch.spread() {
+        Some(spread) => format!(
+            "the figure had not settled when its window closed after {:.1} s: the rate over the window's last third was {:.1}% from the whole window's (the quick profile waits for {:.0}%), so treat it as approximate",
+            detail.seconds,
+            spread * 100.0,
+            rule.tolerance * 100.0
+        ),
+        None => format!(
+            "the window closed after {:.2} s, too soon to see whether the figure had settled (the quick profile waits at least {} s), so treat it as approximate",
+            detail.seconds,
+            rule.min.as_secs_f64()
+        ),
+    });
+}
+
+/// The most offsets a steady window's list holds (8 MiB of them): more
+/// than any device completes in a quick window but the fastest NVMe, whose
+/// figure has long settled by then.
+const MAX_CYCLED: usize = 1 << 20;
+
+/// `offsets` once, or, for a steady window, over and over (up to
+/// [`MAX_CYCLED`]) so that the window, not the file, decides when to stop.
+pub(crate) fn cycled(offsets: Vec<u64>, steady: bool) -> Vec<u64> {
+    if !steady || offsets.is_empty() {
+        return offsets;
+    }
+    let rounds = (MAX_CYCLED / offsets.len()).max(1);
+    let mut all = Vec::with_capacity(rounds * offsets.len());
+    for _ in 0..rounds {
+        all.extend_from_slice(&offsets);
+    }
+    all
 }
 
 /// Says once, in one line, that a test will take very long at the rate

@@ -23,7 +23,7 @@ use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 
-use super::{Ctx, Eta, Measured, Window, detail, fio_iops};
+use super::{Ctx, Eta, Measured, Watched, Window, cycled, detail, fio_iops};
 use crate::devstat::{DevStat, Direction};
 use crate::engine::{self, Data, EngineError, Shape, Workload};
 use crate::{filestate, scratch};
@@ -49,8 +49,11 @@ pub(super) fn run(
     base: u64,
     stat: Option<&DevStat>,
 ) -> Result<Measured, EngineError> {
-    let bytes = ctx.sizes.test_file_bytes;
     let write = key == "rand_write_4k_qd64_iops";
+    // The write job's file is only allocated, so a large one costs nothing;
+    // the read job's is written out first, so a quick run keeps it small
+    // and goes round it.
+    let bytes = if write { ctx.sizes.test_file_bytes } else { ctx.sizes.laid_out_bytes };
     let raw = base > 0;
     if write {
         if !raw {
@@ -60,20 +63,29 @@ pub(super) fn run(
         lay_out(file, base, bytes, ctx)?;
     }
     scratch::set_direct(file, true).map_err(|source| EngineError::Call { op: "fcntl(O_DIRECT)", source })?;
-    let offsets = shuffled(base, bytes);
+    let offsets = cycled(shuffled(base, bytes), ctx.sizes.steady.is_some());
     ctx.observer.started(key, offsets.len() as u64);
     let mut work = Workload::new(file.as_fd(), &offsets, BLOCK, write, Data::Random(0x5eed_0002));
     work.deadline = ctx.deadline;
     let eta = Eta::new(key, ctx.observer, offsets.len() as u64, "I/Os");
     let mut state = if raw { None } else { filestate::observe(file, true) };
     let window = Window::open(stat);
+    let watched = Watched::start(ctx.sizes.steady);
+    work.enough = watched.as_ref().map(|w| &w.enough);
+    work.ramp = watched.as_ref().map_or(std::time::Duration::ZERO, Watched::ramp);
     // fio: IOPS = I/Os / runtime; no fsync (end_fsync=0).
     let done = engine::run_queued(&work, Shape::depth(QUEUE_DEPTH), ctx.plan.engine, &|n| {
         ctx.observer.progress(n);
-        eta.update(n);
+        match &watched {
+            Some(watched) => watched.progress(n),
+            None => eta.update(n),
+        }
     })?;
     let mut detail = detail(&done, done.elapsed);
     window.close(&mut detail, if write { Direction::Write } else { Direction::Read });
+    if let Some(watched) = &watched {
+        watched.judge(&mut detail);
+    }
     filestate::finish(&mut state, file);
     detail.file_state = state;
     Ok(Measured { value: fio_iops(done.recorder.ios, done.elapsed), detail })

@@ -22,10 +22,11 @@ use std::time::{Duration, Instant};
 
 use storage_scoring::schema::TestDetail;
 
-use super::{Ctx, Measured, Window, detail, round_to, sync};
+use super::steady::Watch;
+use super::{Ctx, Measured, Window, detail, round_to, sync, unsettled};
 use crate::buffer::AlignedBuf;
 use crate::devstat::{DevStat, Direction};
-use crate::engine::{self, Completed, Data, EngineError, Workload};
+use crate::engine::{self, Completed, Data, EngineError, REPORT_EVERY, Workload};
 use crate::recorder::Recorder;
 
 const MIB: u64 = 1 << 20;
@@ -79,7 +80,8 @@ pub(super) fn device(ctx: &Ctx<'_>, file: &File, size: u64, stat: Option<&DevSta
 }
 
 /// Reads 2 MiB at `offset(i)` for the i-th read, until `min_time` has
-/// passed or `max_reads` reads are done. MiB/s with two decimals.
+/// passed (or, in a profile with steady windows, until the figure has
+/// settled) or `max_reads` reads are done. MiB/s with two decimals.
 fn timed_reads(
     ctx: &Ctx<'_>,
     file: &File,
@@ -90,18 +92,34 @@ fn timed_reads(
     let mut buf = AlignedBuf::zeroed(CHUNK);
     let cpu_at_start = crate::engine::thread_cpu();
     let start = Instant::now();
-    let mut recorder = Recorder::new(start);
+    let mut watch = ctx.sizes.steady.map(Watch::new);
+    // With steady windows, the ramp's reads are done but not counted.
+    let counted = start + watch.as_ref().map_or(Duration::ZERO, |w| w.rule().ramp);
+    let mut recorder = Recorder::new(counted).windowed(watch.is_some());
     let mut reads = 0u64;
     let mut partial = false;
+    // Once settled, the window ends at a time a reporting interval ahead,
+    // as the engine's windows do (`engine::Enough`).
+    let mut end: Option<Instant> = None;
     let elapsed = loop {
         let issued = Instant::now();
         read_at(file, &mut buf, offset(reads))?;
         let now = Instant::now();
         recorder.record(now, now - issued, CHUNK as u64);
         reads += 1;
-        let elapsed = now - start;
-        ctx.observer.progress(elapsed.as_millis() as u64);
-        if elapsed >= min_time || reads >= max_reads {
+        let elapsed = if watch.is_some() { recorder.elapsed() } else { now - start };
+        ctx.observer.progress((now - start).as_millis() as u64);
+        let enough = match &mut watch {
+            Some(watch) => {
+                if end.is_none() && watch.observe(now - start, recorder.bytes as f64) {
+                    end = Some(now + REPORT_EVERY);
+                    recorder.close_from(now + REPORT_EVERY);
+                }
+                end.is_some_and(|end| now >= end)
+            }
+            None => elapsed >= min_time,
+        };
+        if enough || reads >= max_reads {
             break elapsed;
         }
         if ctx.deadline.is_some_and(|d| now >= d) {
@@ -112,7 +130,11 @@ fn timed_reads(
     let mib_s = round_to(recorder.bytes as f64 / MIB as f64 / elapsed.as_secs_f64(), 2);
     let cpu = crate::engine::thread_cpu().saturating_sub(cpu_at_start);
     let done = Completed { recorder, elapsed, engine: "sync", engine_detail: None, fell_back: false, partial, cpu };
-    Ok((mib_s, detail(&done, elapsed)))
+    let mut detail = detail(&done, elapsed);
+    if let Some(watch) = watch.filter(|w| !w.settled() && !partial && reads < max_reads) {
+        unsettled(&mut detail, &watch);
+    }
+    Ok((mib_s, detail))
 }
 
 fn read_at(file: &File, buf: &mut AlignedBuf, offset: u64) -> Result<(), EngineError> {

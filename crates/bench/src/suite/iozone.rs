@@ -22,7 +22,7 @@ use std::fs::File;
 use std::os::fd::AsFd;
 
 use super::fio::shuffled;
-use super::{Eta, Measured, Runner, Window, detail, iozone_kib_s};
+use super::{Eta, Measured, Runner, Watched, Window, cycled, detail, iozone_kib_s};
 use crate::devstat::{DevStat, Direction};
 use crate::engine::{self, Data, EngineError, Workload};
 use crate::{filestate, scratch};
@@ -35,6 +35,9 @@ struct Pass {
     write: bool,
     random: bool,
 }
+
+/// The reread pass's place in [`PASSES`].
+const REREAD: usize = 3;
 
 const PASSES: [Pass; 6] = [
     Pass { key: Some("seq_write_4k_qd1_kib_s"), write: true, random: false },
@@ -56,16 +59,30 @@ pub(super) fn run(
     // iozone fsyncs the new, empty file before its timer starts.
     file.sync_all().map_err(|source| setup(EngineError::Call { op: "fsync", source }))?;
     scratch::set_direct(file, true).map_err(|source| setup(EngineError::Call { op: "fcntl(O_DIRECT)", source }))?;
-    let bytes = runner.sizes.test_file_bytes;
-    let sequential: Vec<u64> = (0..bytes / BLOCK).map(|b| base + b * BLOCK).collect();
-    let random = shuffled(base, bytes);
+    let steady = runner.sizes.steady.is_some();
+    // Records in the file: all of it in compat; in quick, the write pass
+    // ends when its figure settles, and the file is what it wrote.
+    let mut records = runner.sizes.test_file_bytes / BLOCK;
     let last = PASSES.iter().rposition(|p| p.key.is_some_and(|k| runner.plan.wants(k))).unwrap_or(0);
     for (i, pass) in PASSES.iter().enumerate().take(last + 1) {
         let timed = pass.key.filter(|k| runner.plan.wants(k));
         if runner.time_is_up() {
             return Ok(());
         }
-        let offsets = if pass.random { &random } else { &sequential };
+        // The reread changes nothing an O_DIRECT read meets, so the quick
+        // profile spares its time.
+        if steady && i == REREAD {
+            continue;
+        }
+        let sequential = || (0..records).map(|b| base + b * BLOCK).collect::<Vec<u64>>();
+        let offsets = match (i, pass.random) {
+            // The write pass makes the file; it cannot go round it.
+            (0, _) => sequential(),
+            (_, false) if timed.is_some() => cycled(sequential(), steady),
+            (_, false) => sequential(),
+            (_, true) => cycled(shuffled(base, records * BLOCK), steady),
+        };
+        let offsets = &offsets;
         let ctx = runner.ctx();
         let key = timed.unwrap_or("iozone (untimed pass)");
         if timed.is_some() {
@@ -77,10 +94,16 @@ pub(super) fn run(
         let eta = Eta::new(key, ctx.observer, offsets.len() as u64, "4 KiB records");
         let mut state = if raw { None } else { filestate::observe(file, i == 0) };
         let window = Window::open(stat);
+        let watched = if timed.is_some() { Watched::start(ctx.sizes.steady) } else { None };
+        work.enough = watched.as_ref().map(|w| &w.enough);
+        work.ramp = watched.as_ref().map_or(std::time::Duration::ZERO, Watched::ramp);
         let measured = engine::run_sync(&work, &|n| {
             if timed.is_some() {
                 ctx.observer.progress(n);
-                eta.update(n);
+                match &watched {
+                    Some(watched) => watched.progress(n),
+                    None => eta.update(n),
+                }
             }
         })
         .and_then(|done| {
@@ -93,10 +116,18 @@ pub(super) fn run(
             }
             let mut detail = detail(&done, elapsed);
             window.close(&mut detail, if pass.write { Direction::Write } else { Direction::Read });
+            if let Some(watched) = &watched {
+                watched.judge(&mut detail);
+            }
             filestate::finish(&mut state, file);
             detail.file_state = state;
             Ok(Measured { value: iozone_kib_s(done.recorder.bytes, elapsed), detail })
         });
+        if i == 0 {
+            if let Ok(m) = &measured {
+                records = m.detail.ios.max(1);
+            }
+        }
         match timed {
             Some(key) => runner.record(key, measured)?,
             None => {
