@@ -27,7 +27,7 @@ pub fn render(inputs: &[Input], comparisons: &[Comparison]) -> String {
         let _ = writeln!(out);
         let _ = writeln!(
             out,
-            "{:<21} {:>10} {:>10} {:>6}  {:<11}  difference",
+            "{:<21} {:>10} {:>10} {:>6}  {:<12}  difference",
             format!("{b} against {a}"),
             a,
             b,
@@ -60,7 +60,7 @@ pub fn render(inputs: &[Input], comparisons: &[Comparison]) -> String {
 /// One figure's line.
 fn line(f: &Figure) -> String {
     let (label, unit) = label(&f.key);
-    let value = |v: Option<f64>| v.map_or_else(|| "—".to_owned(), |v| v.to_string());
+    let value = |v: Option<f64>| v.map_or_else(|| "—".to_owned(), number);
     let ratio = f.ratio.map_or_else(|| "—".to_owned(), |r| format!("{r:.3}"));
     let interval = f.ci95.map_or_else(|| "—".to_owned(), |[lo, hi]| format!("{lo:.3}–{hi:.3}"));
     let verdict = match (f.difference, f.ci95) {
@@ -69,7 +69,24 @@ fn line(f: &Figure) -> String {
         (Difference::Noise, _) => "noise",
         (Difference::CannotTell, _) => "cannot tell",
     };
-    format!("{label:<15} {unit:<5} {:>10} {:>10} {ratio:>6}  {interval:<11}  {verdict}", value(f.base), value(f.other))
+    format!("{label:<15} {unit:<5} {:>10} {:>10} {ratio:>6}  {interval:<12}  {verdict}", value(f.base), value(f.other))
+}
+
+/// A figure in at most 10 characters: whole from 1000 on (IOPS and KiB/s
+/// are whole anyway), else to two decimals without trailing zeros (a median
+/// of an even count can have one more digit than its samples).
+fn number(v: f64) -> String {
+    if !v.is_finite() {
+        return "—".to_owned();
+    }
+    if v.abs() >= 1e10 {
+        return format!("{v:.3e}");
+    }
+    if v.abs() >= 1000.0 {
+        return format!("{v:.0}");
+    }
+    let text = format!("{v:.2}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
 /// The PiBenchmarks score of each, and their ratio (no interval: the score
@@ -196,6 +213,16 @@ mod tests {
         let single = text.lines().find(|l| l.starts_with("seq write ") && l.contains("25")).expect("C's write line");
         assert!(single.trim_end().ends_with("real, ≥ 10%") && single.contains("—"), "{single}");
         assert!(text.contains("cannot tell") || text.contains("run both with --repeat"), "{text}");
+    }
+
+    #[test]
+    fn numbers_fit_their_column() {
+        assert_eq!(number(741.3000000000001), "741.3");
+        assert_eq!(number(5.3549999999999995), "5.35");
+        assert_eq!(number(2005.0), "2005");
+        assert_eq!(number(20.0), "20");
+        assert_eq!(number(1.5e12), "1.500e12");
+        assert!(number(123_456_789.4).chars().count() <= 10);
     }
 
     #[test]
