@@ -114,3 +114,20 @@ fn whole_measurements_serialize_as_integers() {
     let back: Measurements = serde_json::from_str(&text).unwrap();
     assert_eq!(back, m);
 }
+
+#[test]
+fn samples_round_trip_with_whole_figures_as_integers() {
+    use storage_scoring::schema::Samples;
+    let mut report = Report::new("0.1.0");
+    let samples = Samples::of(vec![2001.0, 1998.0, 2000.0, 1999.0]).expect("samples");
+    assert_eq!((samples.median, samples.min, samples.max), (1999.5, 1998.0, 2001.0));
+    report.samples.insert("rand_read_4k_qd64_iops".into(), samples);
+    let v = serde_json::to_value(&report).unwrap();
+    assert_eq!(
+        v["samples"],
+        json!({"rand_read_4k_qd64_iops": {"values": [2001, 1998, 2000, 1999], "median": 1999.5, "min": 1998, "max": 2001}})
+    );
+    let back: Report = serde_json::from_value(v).unwrap();
+    assert_eq!(back, report);
+    assert!(Samples::of(vec![]).is_none() && Samples::of(vec![1.0, f64::NAN]).is_none());
+}

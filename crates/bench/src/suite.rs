@@ -89,11 +89,11 @@ impl Profile {
             Profile::Quick => Sizes {
                 seq_read_time: QUICK_WINDOW.min,
                 cached_read_time: QUICK_WINDOW.min,
-                settle: Duration::from_millis(300),
+                settle: Duration::from_millis(200),
                 flush_pause: Duration::from_millis(100),
-                dd_bytes: 64 * MIB,
+                dd_bytes: 40 * MIB,
                 test_file_bytes: 64 * MIB,
-                laid_out_bytes: 8 * MIB,
+                laid_out_bytes: 4 * MIB,
                 steady: Some(QUICK_WINDOW),
             },
         }
@@ -125,11 +125,11 @@ pub struct Sizes {
     pub steady: Option<Steady>,
 }
 
-/// The quick profile's windows: after a quarter second not counted, 1 to
-/// 3 s each, closed once the figure has stayed within ±2% over the last
-/// third of its window.
+/// The quick profile's windows: after 0.15 s not counted (a queue filling,
+/// a rate limiter's first allowance), 1 to 3 s each, closed once the rates
+/// over the window and over its last third agree within 2%.
 pub const QUICK_WINDOW: Steady = Steady {
-    ramp: Duration::from_millis(250),
+    ramp: Duration::from_millis(150),
     min: Duration::from_secs(1),
     max: Duration::from_secs(3),
     tolerance: 0.02,

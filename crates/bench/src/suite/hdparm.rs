@@ -111,7 +111,7 @@ fn timed_reads(
         ctx.observer.progress((now - start).as_millis() as u64);
         let enough = match &mut watch {
             Some(watch) => {
-                if end.is_none() && watch.observe(now - start, recorder.bytes as f64) {
+                if end.is_none() && watch.observe(now - start, reads as f64) {
                     end = Some(now + REPORT_EVERY);
                     recorder.close_from(now + REPORT_EVERY);
                 }

@@ -11,7 +11,8 @@
 //! As the test goes, the work done is observed against time, and two rates
 //! are fitted to it by least squares: over the whole window, and over its
 //! last third. The window may close once it is at least [`Steady::min`]
-//! long and the two agree within ±[`Steady::tolerance`]: the device is
+//! long, holds enough requests to resolve the tolerance, and the two agree
+//! within ±[`Steady::tolerance`]: the device is
 //! doing now what it did on average, and the average rests on enough
 //! requests that a third of them says the same. This is fio's steady-state
 //! test (`steadystate=iops_slope:…`: the slope of a trailing window's
@@ -38,6 +39,14 @@ pub struct Steady {
     pub tolerance: f64,
 }
 
+/// A window of N requests cannot tell its figure better than one request in
+/// N: it closes only once it holds at least `1 / tolerance` of them (50 for
+/// ±2%), which matters for large requests on a slow device (hdparm's 2 MiB
+/// reads at 25 a second).
+fn min_requests(rule: &Steady) -> f64 {
+    (1.0 / rule.tolerance).ceil()
+}
+
 /// Fewest observations in the last third to judge it by.
 const MIN_POINTS: usize = 5;
 
@@ -60,8 +69,8 @@ impl Watch {
         Watch { rule, origin: None, points: Vec::new(), closed: false }
     }
 
-    /// `done` units (bytes or I/Os) are complete `elapsed` after the test
-    /// started, ramp included. True when the window should close now.
+    /// `done` requests are complete `elapsed` after the test started, ramp
+    /// included. True when the window should close now.
     pub fn observe(&mut self, elapsed: Duration, done: f64) -> bool {
         if self.closed {
             return true;
@@ -83,8 +92,10 @@ impl Watch {
 
     /// Did the figure settle within the tolerance?
     pub fn settled(&self) -> bool {
-        let last = self.points.last().map_or(0.0, |p| p.0);
-        last >= self.rule.min.as_secs_f64() && self.spread().is_some_and(|s| s <= self.rule.tolerance)
+        let (last, done) = self.points.last().copied().unwrap_or_default();
+        last >= self.rule.min.as_secs_f64()
+            && done >= min_requests(&self.rule)
+            && self.spread().is_some_and(|s| s <= self.rule.tolerance)
     }
 
     /// How far the rate over the window's last third is from the rate over
@@ -190,6 +201,15 @@ mod tests {
         assert!(watch.settled());
         let rate = slope(&watch.points).expect("a rate");
         assert!((rate - 1000.0).abs() < 1e-6, "{rate}");
+    }
+
+    #[test]
+    fn a_window_holds_enough_requests_to_resolve_its_tolerance() {
+        // 25 large reads a second, perfectly regular: settled in rate at
+        // once, but ±2% needs 50 of them, 2 s.
+        let (t, watch) = close_time(RULE, 0.04, |t| (t * 25.0).floor());
+        assert!(watch.settled());
+        assert!((t - 2.0).abs() < 0.05, "closed at {t}");
     }
 
     #[test]
