@@ -31,9 +31,14 @@
 //!    cells and transfer-size points against fio jobs with the same offsets,
 //!    sizes, job counts and time boxes, on a throttled raw loop device;
 //!    judged in issue 11's band, ±5% ([`profile::BAND`]).
-//! 6. Writes everything to `target/bench/latest.json` and ends with
+//! 6. **Quick against compat** ([`quick`]). `run --profile quick` and the
+//!    compat run in turn, `--rounds` times each, on the calibrated slow card
+//!    (read 2000 IOPS and 50 MiB/s, write 800 IOPS and 20 MB/s): median wall
+//!    times (quick's target: 20 s) and the nine figures' ratios, judged in
+//!    ±3%, with each side's spread.
+//! 7. Writes everything to `target/bench/latest.json` and ends with
 //!    `bench: N within 0.97-1.03, M outside` (and the profile's count in its
-//!    own band). `--only agreement|efficiency|capacity|profile` runs one step
+//!    own band). `--only agreement|efficiency|capacity|profile|quick` runs one step
 //!    (and writes only its part).
 //!
 //! Needs root; without it the task prints why and exits 0 ("skipped"). Every
@@ -48,6 +53,7 @@ mod efficiency;
 mod guard;
 mod parse;
 mod profile;
+mod quick;
 mod report;
 mod sys;
 
@@ -135,7 +141,7 @@ struct Options {
 }
 
 impl Options {
-    const STEPS: [&'static str; 4] = ["agreement", "efficiency", "capacity", "profile"];
+    const STEPS: [&'static str; 5] = ["agreement", "efficiency", "capacity", "profile", "quick"];
 
     /// `[--rounds N] [--only STEP]`.
     fn parse(args: &[String]) -> std::result::Result<Options, String> {
@@ -191,6 +197,11 @@ fn run(options: &Options) -> Result<Summary> {
     }
     if options.wants("capacity") {
         run_capacity(&binary, &paths)?;
+    }
+    if options.wants("quick") {
+        let q = quick::run(&binary, options.rounds)?;
+        print!("{}", quick::table(&q));
+        json["quick"] = quick::to_json(&q);
     }
     let mut profile_counts = None;
     if options.wants("profile") {

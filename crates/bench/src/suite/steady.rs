@@ -12,9 +12,9 @@
 //! are fitted to it by least squares: over the whole window, and over its
 //! last third. The window may close once it is at least [`Steady::min`]
 //! long, holds enough requests to resolve the tolerance, and the two agree
-//! within ±[`Steady::tolerance`]: the device is
-//! doing now what it did on average, and the average rests on enough
-//! requests that a third of them says the same. This is fio's steady-state
+//! within ±[`Steady::tolerance`]: the device is doing now what it did on
+//! average, and the average rests on enough requests that a third of them
+//! says the same. This is fio's steady-state
 //! test (`steadystate=iops_slope:…`: the slope of a trailing window's
 //! samples within a bound) turned to the question a short window asks.
 //! Fitted rates see through a device that completes requests in bursts (a
