@@ -172,9 +172,11 @@ fn write_text(dir: &Path, name: &str, text: &str) -> String {
 }
 
 /// A calibrated slow card: read 2000 IOPS and 50 MiB/s, write 800 IOPS and
-/// `write_mb_s` MB/s, ext4 on it.
+/// `write_mb_s` MB/s, ext4 on it. In memory, so that the only limit is the
+/// throttle's: a backing file on a disk that other work shares would add
+/// its own noise to the writes.
 fn card(write_mb_s: u64) -> (Ext4, BlkioThrottle) {
-    let fs = Ext4::new(1024, "rw");
+    let fs = Ext4::on(LoopDev::in_memory(1024), "rw");
     let limits = Throttle {
         read_iops: Some(2000),
         read_bps: Some(50 * MIB),

@@ -3,8 +3,10 @@
 //!
 //! - **Samples on both sides** (`run --repeat N`, N ≥ 2): a 95% interval of
 //!   the ratio from Welch's interval for the difference of the mean
-//!   logarithms ([`crate::stats::welch_interval`]), so the interval is of
-//!   the ratio of geometric means and is symmetric on a log scale. Each
+//!   logarithms ([`crate::stats::welch_interval`]), in Yuen's form: from
+//!   five samples on, of 20%-trimmed means, so that one wild run does not
+//!   widen it ([`crate::stats::Group::trimmed`]). The interval is of the
+//!   ratio of (trimmed) geometric means and is symmetric on a log scale. Each
 //!   side's mean also carries two errors that its spread cannot show and
 //!   more runs do not shrink: the rounding of the printed figure (a uniform
 //!   error of up to half a unit of its last digit, variance h²/12), and
@@ -152,7 +154,7 @@ pub fn ratio_interval(key: &str, a: &[f64], b: &[f64]) -> Option<(f64, f64)> {
         // which on a log scale is (h / x)² / 12. It is the same error in
         // every run of a steady device, so it is the mean's, not a sample's.
         let h = resolution(key, typical) / typical;
-        Group::of(&logs, h * h / 12.0 + SESSION_NOISE * SESSION_NOISE)
+        Group::trimmed(&logs, h * h / 12.0 + SESSION_NOISE * SESSION_NOISE)
     };
     let (ga, gb) = (group(a)?, group(b)?);
     let (lo, hi) = welch_interval(&ga, &gb, CONFIDENCE)?;

@@ -23,6 +23,11 @@ pub fn variance(values: &[f64]) -> f64 {
     values.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / (values.len() - 1) as f64
 }
 
+/// The fraction trimmed from each end of a sample by [`Group::trimmed`]:
+/// 20%, the usual choice for Yuen's method (Wilcox, "Introduction to Robust
+/// Estimation and Hypothesis Testing", 4th ed., 2017, 4.5 and 5.3).
+pub const TRIM: f64 = 0.2;
+
 /// One group of samples, as Welch's interval needs it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Group {
@@ -45,6 +50,36 @@ impl Group {
             n: values.len(),
             known: known.max(0.0),
         })
+    }
+
+    /// The group of `values` (two or more, all finite) for Yuen's form of
+    /// Welch's interval (Yuen 1974): the mean of the values left when
+    /// [`TRIM`] of them are cut from each end, and the winsorized variance
+    /// (the cut values replaced by the nearest kept one) scaled so that
+    /// `variance / n` is the trimmed mean's squared standard error,
+    /// `(n − 1) s_w² / (h (h − 1))` with `h` values kept. With fewer than
+    /// five values nothing is cut, and this is the plain group: one wild
+    /// run among five then moves the interval little, where it would
+    /// widen Welch's plain interval by half.
+    pub fn trimmed(values: &[f64], known: f64) -> Option<Group> {
+        if values.len() < 2 || values.iter().any(|v| !v.is_finite()) {
+            return None;
+        }
+        let n = values.len();
+        let g = (TRIM * n as f64).floor() as usize;
+        if g == 0 {
+            return Group::of(values, known);
+        }
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let h = n - 2 * g;
+        let kept = &sorted[g..n - g];
+        let winsorized: Vec<f64> = sorted.iter().map(|v| v.clamp(kept[0], kept[h - 1])).collect();
+        let sw2 = variance(&winsorized);
+        // variance / n is the squared standard error; n − 1 stays the
+        // degrees of freedom's count: Yuen's are h − 1.
+        let se2 = (n - 1) as f64 * sw2 / (h * (h - 1)) as f64;
+        Some(Group { mean: mean(kept), variance: se2 * h as f64, n: h, known: known.max(0.0) })
     }
 
     /// The part of the mean's variance estimated from the samples.
@@ -266,6 +301,32 @@ mod tests {
         // zero-width one that would call any difference real.
         let same = Group::of(&[5.0, 5.0], 0.0).expect("group");
         assert_eq!(welch_interval(&same, &same, 0.95), None);
+    }
+
+    #[test]
+    fn trimmed_groups_follow_yuen() {
+        // Fewer than five values: nothing is cut.
+        assert_eq!(Group::trimmed(&[1.0, 2.0, 4.0], 0.0), Group::of(&[1.0, 2.0, 4.0], 0.0));
+        // Five values, one cut from each end: the mean of the middle three,
+        // the winsorized sample [2, 2, 3, 4, 4] (variance 1), h = 3, and a
+        // squared standard error of 4 × 1 / (3 × 2) = 2/3.
+        let g = Group::trimmed(&[100.0, 3.0, -50.0, 2.0, 4.0], 0.0).expect("group");
+        assert!(close(g.mean, 3.0, 1e-12), "{g:?}");
+        assert_eq!(g.n, 3);
+        assert!(close(g.variance / g.n as f64, 2.0 / 3.0, 1e-12), "{g:?}");
+        // One wild value among five moves the interval little; it widens
+        // the plain one several times over.
+        let calm = [20.0, 20.2, 19.9, 20.1, 20.0];
+        let wild = [20.0, 20.2, 19.9, 20.1, 17.0];
+        let other = Group::of(&[21.0, 21.2, 20.9, 21.1, 21.0], 0.0).expect("group");
+        let width = |g: &Group| {
+            let (lo, hi) = welch_interval(g, &other, 0.95).expect("interval");
+            hi - lo
+        };
+        let (t_calm, t_wild) = (Group::trimmed(&calm, 0.0).expect("g"), Group::trimmed(&wild, 0.0).expect("g"));
+        assert!(width(&t_wild) < 2.0 * width(&t_calm), "{} {}", width(&t_wild), width(&t_calm));
+        let plain = Group::of(&wild, 0.0).expect("g");
+        assert!(width(&plain) > 3.0 * width(&t_wild), "{} {}", width(&plain), width(&t_wild));
     }
 
     #[test]
