@@ -1,18 +1,18 @@
 //! Step 6: `run --profile quick` beside the compat run, on the calibrated
 //! slow card of docs/measurements.md's quick profile: a 1 GiB sparse file
-//! under `/var/tmp` behind `losetup --direct-io=on`, ext4, throttled in the
+//! in `/dev/shm` behind `losetup --direct-io=on`, ext4, throttled in the
 //! root blkio group to read 2000 IOPS and 50 MiB/s, write 800 IOPS and
-//! 20 MB/s. The two profiles run in turn, `--rounds` times each (quick,
+//! 20 MB/s. In memory, so that the throttle is its only limit: over a file
+//! on a disk that other work shares, that work's flushes stall the loop
+//! device's reads now and then, and its QD1 read figures scattered by 25%
+//! from run to run in both profiles. The two profiles run in turn, `--rounds` times each (quick,
 //! compat, quick, compat, …), so a machine that slows down mid-step slows
 //! both; the medians of each side's wall times and nine figures are
 //! compared. The quick profile should take 20 s or less, and each figure
 //! should lie within ±3% of compat's ([`BAND`]).
 //!
-//! On a machine shared with other work the QD1 read figures move most:
-//! at 2000 IOPS a QD1 reader spends most of each 100 ms throttle slice
-//! waiting, and a reader that is scheduled late loses part of a slice. Both
-//! profiles see it; the spread of each side's samples is printed so that a
-//! ratio outside the band can be told from noise.
+//! The spread of each side's samples is printed beside the medians, so that
+//! a ratio outside the band can be told from noise.
 
 use std::fmt::Write;
 use std::path::Path;
