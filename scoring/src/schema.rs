@@ -661,7 +661,10 @@ impl Samples {
         let mut sorted = values.clone();
         sorted.sort_by(f64::total_cmp);
         let n = sorted.len();
-        let median = if n % 2 == 1 { sorted[n / 2] } else { (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 };
+        // The mean of two figures has at most one decimal more than they
+        // do; rounding to six keeps 19.95 from printing as 19.950000000000003.
+        let median =
+            if n % 2 == 1 { sorted[n / 2] } else { ((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 * 1e6).round() / 1e6 };
         Some(Samples { median, min: sorted[0], max: sorted[n - 1], values })
     }
 }

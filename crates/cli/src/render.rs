@@ -369,3 +369,21 @@ pub fn score_lines(score: &Score, verdict: Option<&Verdict>) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use storage_scoring::schema::Samples;
+
+    #[test]
+    fn repeated_figures_show_their_runs() {
+        let mut report = Report::new("0.1.0");
+        let samples = Samples::of(vec![19.9, 20.0, 20.2, 19.9]).expect("samples");
+        report.samples.insert("seq_write_mb_s".into(), samples);
+        assert_eq!(
+            spread(&report),
+            "seq_write_mb_s: median 19.95 of 4 runs, 19.9 to 20.2 MB/s (19.9, 20, 20.2, 19.9)\n"
+        );
+        assert_eq!(spread(&Report::new("0.1.0")), "");
+    }
+}

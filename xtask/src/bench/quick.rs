@@ -91,9 +91,7 @@ pub fn in_band(ratio: f64) -> bool {
 
 /// Sets up the card, runs both profiles `rounds` times in turn, tears down.
 pub fn run(binary: &Path, rounds: usize) -> Result<Quick> {
-    eprintln!(
-        "bench: quick: 1 GiB loop device in /dev/shm, ext4, read 2000 IOPS / 50 MiB/s, write 800 IOPS / 20 MB/s"
-    );
+    eprintln!("bench: quick: 1 GiB loop device in /dev/shm, ext4, read 2000 IOPS / 50 MiB/s, write 800 IOPS / 20 MB/s");
     let work = WorkDir::create(Path::new("/dev/shm"), "quick")?;
     let image = work.sparse_file("disk.img", GIB)?;
     let device = Loop::attach(&image, true)?;
