@@ -82,7 +82,6 @@ impl Profile {
                 settle: Duration::from_secs(3),
                 flush_pause: Duration::from_secs(1),
                 dd_bytes: 130 * KIB * 4096,
-                dd_ramp_bytes: 0,
                 test_file_bytes: 80 * MIB,
                 laid_out_bytes: 80 * MIB,
                 steady: None,
@@ -92,8 +91,7 @@ impl Profile {
                 cached_read_time: QUICK_WINDOW.min,
                 settle: Duration::from_millis(200),
                 flush_pause: Duration::from_millis(100),
-                dd_bytes: 32 * MIB,
-                dd_ramp_bytes: 8 * MIB,
+                dd_bytes: 40 * MIB,
                 test_file_bytes: 64 * MIB,
                 laid_out_bytes: 4 * MIB,
                 steady: Some(QUICK_WINDOW),
@@ -115,9 +113,6 @@ pub struct Sizes {
     /// dd's file: its figure exists only once the file is written and
     /// flushed, so this one stays a byte count in every profile.
     pub dd_bytes: u64,
-    /// Written and flushed before dd's clock starts (the quick profile's
-    /// ramp, see `dd`); the timed bytes follow them in the same file.
-    pub dd_ramp_bytes: u64,
     /// The random-write file (allocated) and iozone's file (as large as the
     /// write pass makes it, up to this).
     pub test_file_bytes: u64,
@@ -197,7 +192,7 @@ impl Plan {
     /// Bytes of scratch space the planned write tests need at most at once.
     pub fn scratch_bytes(&self) -> u64 {
         let sizes = self.profile.sizes();
-        let dd = if self.wants("seq_write_mb_s") { sizes.dd_ramp_bytes + sizes.dd_bytes } else { 0 };
+        let dd = if self.wants("seq_write_mb_s") { sizes.dd_bytes } else { 0 };
         let file = if FILE_TESTS.iter().any(|k| self.wants(k)) { sizes.test_file_bytes } else { 0 };
         // Each file is gone (rm -f test) before the next one is made.
         dd.max(file)

@@ -1,7 +1,6 @@
 //! The dd-like write, `dd if=/dev/zero of=test bs=4k count=130k conv=fsync`
 //! on a new file: buffered 4 KiB writes of zeros, then `fsync`, all timed.
 //! MB/s (10^6 B), rounded as coreutils dd prints its rate ([`like_dd`]).
-//! In the quick profile a ramp is written and flushed first, untimed.
 //!
 //! The `fsync` runs on a helper thread while this one watches: the kernel
 //! cannot abandon writes it has started, so Ctrl-C during the fsync says
@@ -25,8 +24,7 @@ pub(super) fn run(ctx: &Ctx<'_>, file: &File, base: u64, stat: Option<&DevStat>)
     let bytes = ctx.sizes.dd_bytes;
     let count = bytes / BLOCK;
     ctx.observer.started(key, count);
-    let ramp = ramp(ctx, file, base)?;
-    let offsets: Vec<u64> = (0..count).map(|i| ramp + base + i * BLOCK).collect();
+    let offsets: Vec<u64> = (0..count).map(|i| base + i * BLOCK).collect();
     let mut work = Workload::new(file.as_fd(), &offsets, BLOCK as usize, true, Data::Zeros);
     work.deadline = ctx.deadline;
     let eta = Eta::new(key, ctx.observer, count, "4 KiB writes");
@@ -46,29 +44,6 @@ pub(super) fn run(ctx: &Ctx<'_>, file: &File, base: u64, stat: Option<&DevStat>)
     detail.file_state = state;
     detail.notes.extend(scored_as_printed(exact));
     Ok(Measured { value: mb_s, detail })
-}
-
-/// With steady windows (the quick profile), the file's first
-/// [`Sizes::dd_ramp_bytes`](super::Sizes::dd_ramp_bytes) are written and
-/// flushed before the clock starts, as the other quick tests leave their
-/// first moments out: a short dd is otherwise moved by how the device
-/// starts (a cache, a rate limiter's first allowance of a tenth of a
-/// second's bytes, which is 5% of 40 MiB at 20 MB/s) more than a 520 MiB
-/// one. Returns how far into the file the timed writes begin.
-fn ramp(ctx: &Ctx<'_>, file: &File, base: u64) -> Result<u64, EngineError> {
-    let bytes = ctx.sizes.dd_ramp_bytes;
-    if bytes == 0 {
-        return Ok(0);
-    }
-    let offsets: Vec<u64> = (0..bytes / BLOCK).map(|i| base + i * BLOCK).collect();
-    let mut work = Workload::new(file.as_fd(), &offsets, BLOCK as usize, true, Data::Zeros);
-    work.deadline = ctx.deadline;
-    let done = engine::run_sync(&work, &|_| {})?;
-    if done.partial {
-        return Err(EngineError::TimeUp("while dd's first megabytes were written"));
-    }
-    file.sync_all().map_err(|source| EngineError::Call { op: "fsync", source })?;
-    Ok(bytes)
 }
 
 /// From 1000 MB/s dd prints GB/s, and PiBenchmarks scores the number it
