@@ -427,9 +427,8 @@ fn under_sysfs_root_raw_reads_go_to_the_target_never_to_a_name_in_the_tree() {
 fn ctrl_c_during_the_dd_fsync_says_what_it_waits_for_and_exits_when_done() {
     let _lock = device_lock();
     let fs = Ext4::new(512, "rw");
-    // The quick profile's 40 MiB of buffered writes land in the page cache
-    // at once; the fsync then waits for the device to take them at 8 MB/s:
-    // about 5.2 s, so the signal at 3 s comes during it.
+    // 64 MiB of buffered writes land in the page cache at once; the fsync
+    // then waits for the device to take them at 8 MB/s: about 8.4 s.
     let _slow = BlkioThrottle::new(&fs.dev, Throttle { write_bps: Some(8 * MB), ..Throttle::default() });
     let started = Instant::now();
     let mut child = Command::new(BIN)

@@ -91,7 +91,7 @@ impl Profile {
                 cached_read_time: QUICK_WINDOW.min,
                 settle: Duration::from_millis(200),
                 flush_pause: Duration::from_millis(100),
-                dd_bytes: 40 * MIB,
+                dd_bytes: 64 * MIB,
                 test_file_bytes: 64 * MIB,
                 laid_out_bytes: 4 * MIB,
                 steady: Some(QUICK_WINDOW),
