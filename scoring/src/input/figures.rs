@@ -132,6 +132,20 @@ pub fn details(report: &Report) -> Result<(), InputError> {
             plausible(*v, MAX_MB_S, || format!("details.{key}.intervals_mib_s[{i}]"))?;
         }
     }
+    // `run --repeat`'s samples are figures too: a measurement key each, and
+    // every value one its unit allows.
+    for (key, samples) in &report.samples {
+        if !MEASUREMENT_KEYS.contains(&key.as_str()) {
+            return Err(InputError::UnknownKey { path: format!("samples.{key}") });
+        }
+        let (max, _) = unit_limit(key);
+        for (i, v) in samples.values.iter().enumerate() {
+            plausible(*v, max, || format!("samples.{key}.values[{i}]"))?;
+        }
+        for (name, v) in [("median", samples.median), ("min", samples.min), ("max", samples.max)] {
+            plausible(v, max, || format!("samples.{key}.{name}"))?;
+        }
+    }
     if let Some(capacity) = report.device.as_ref().and_then(|d| d.capacity_bytes) {
         // 10^18 B: a thousand petabytes; also keeps it inside SQL's signed 64 bits.
         if capacity > 1_000_000_000_000_000_000 {

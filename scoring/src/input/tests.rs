@@ -236,3 +236,17 @@ fn the_input_s_own_text_never_breaks_the_line() {
     let long = format!("{{\"{}\": 1}}", "k".repeat(500));
     assert!(err(&long).to_string().len() < 400);
 }
+
+#[test]
+fn samples_are_figures_too() {
+    let ok = r#"{"schema": "storage-score/1", "tool": {"name": "storage-score", "version": "0.1.0"},
+        "measurements": {"seq_write_mb_s": 20},
+        "samples": {"seq_write_mb_s": {"values": [19.9, 20, 20.1], "median": 20, "min": 19.9, "max": 20.1}}}"#;
+    assert!(parse_score_input(ok).is_ok());
+    let unknown = ok.replace("\"samples\": {\"seq_write_mb_s\"", "\"samples\": {\"seq_wrte_mb_s\"");
+    let msg = parse_score_input(&unknown).expect_err("unknown key").to_string();
+    assert!(msg.starts_with("samples.seq_wrte_mb_s: unknown measurement key"), "{msg}");
+    let huge = ok.replace("[19.9, 20, 20.1]", "[19.9, 1e300, 20.1]");
+    let msg = parse_score_input(&huge).expect_err("implausible").to_string();
+    assert!(msg.starts_with("samples.seq_write_mb_s.values[1]"), "{msg}");
+}
