@@ -11,8 +11,8 @@
 //!
 //! `unsafe` lives in [`buffer`] (aligned allocation), [`engine`] (io_uring
 //! submissions, pread/pwrite), [`scratch`] (open/fcntl/ioctl), [`filestate`]
-//! (FIEMAP), the suite's hdparm module (block-device ioctls) and
-//! [`interrupt`].
+//! (FIEMAP), the suite's hdparm module (block-device ioctls), [`interrupt`]
+//! and [`suite`] (`sync(2)`).
 
 pub mod buffer;
 pub mod devstat;
