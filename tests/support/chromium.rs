@@ -21,13 +21,26 @@ pub fn binary() -> Option<PathBuf> {
         .find(|p| p.exists())
 }
 
+/// A new, empty directory `PREFIX-PID-N` in the temp dir, for one browser's
+/// profile. `create_dir` fails on a name that exists (another call of this
+/// process, or a directory left by an earlier process with the same pid),
+/// so each call gets its own.
+fn fresh_dir(prefix: &str) -> std::io::Result<PathBuf> {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    loop {
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("{prefix}-{}-{n}", std::process::id()));
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 fn run(extra: &[String], url: &str) -> Result<String, String> {
     let browser = binary().ok_or("chromium is not installed (apt-get install chromium; cargo xtask test does it)")?;
-    let profile = std::env::temp_dir().join(format!(
-        "ss-chromium-{}-{}",
-        std::process::id(),
-        Instant::now().elapsed().as_nanos()
-    ));
+    let profile = fresh_dir("ss-chromium").map_err(|e| format!("a profile directory: {e}"))?;
     let mut child = Command::new(browser)
         .args([
             "--headless",

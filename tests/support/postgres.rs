@@ -14,6 +14,22 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// A new, empty directory `PREFIX-PID-N` in the temp dir. `create_dir`
+/// fails on a name that exists (a cluster of this process, or one left by
+/// an earlier process with the same pid), so each call gets its own.
+fn fresh_dir(prefix: &str) -> std::io::Result<PathBuf> {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    loop {
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("{prefix}-{}-{n}", std::process::id()));
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// The directory holding `initdb` and `postgres`, if PostgreSQL is installed.
 pub fn bin_dir() -> Option<PathBuf> {
     let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
@@ -72,10 +88,9 @@ impl PgCluster {
         }
         let bin = bin_dir().expect("checked");
         let ids = if is_root() { user_ids("postgres") } else { None };
-        let dir =
-            std::env::temp_dir().join(format!("ss-pg-{}-{}", std::process::id(), Instant::now().elapsed().as_nanos()));
+        let dir = fresh_dir("ss-pg")
+            .map_err(|e| format!("a cluster directory in {}: {e}", std::env::temp_dir().display()))?;
         let data = dir.join("data");
-        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         if let Some((uid, gid)) = ids {
             std::os::unix::fs::chown(&dir, Some(uid), Some(gid)).map_err(|e| format!("chown: {e}"))?;
         }
