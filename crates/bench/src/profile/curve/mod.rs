@@ -1,0 +1,306 @@
+//! What a sequential write's speed curve shows: the levels it splits into,
+//! the cache-exhaustion step (where the rate drops and stays down), the
+//! steady rate, and the slowest one-second stretch. Pure: chunks in,
+//! figures out.
+//!
+//! Flash is noisy: a garbage-collection pause or a journal commit makes one
+//! chunk slow, a write absorbed by a DRAM buffer makes one fast. Such a
+//! chunk is noise, not a level, so the levels are sought on the speeds with
+//! it quietened: a run of one or two chunks whose neighbours on both sides
+//! agree with each other, and not with it, takes their speed
+//! ([`quiet_spikes`]), and so does a run slower than both neighbours where
+//! they differ (a pause at the step); a chunk between two levels (the one
+//! the step falls in) is left as it is. Odd chunks only decide where the
+//! levels are: a level's rate is bytes over time of all its chunks, pauses
+//! included, for that is what the card delivered (and what an SD Video
+//! Speed Class counts).
+//!
+//! The levels come from binary segmentation (split where two flat levels fit
+//! the speeds best, by least squares, then split each side again) with two
+//! guards against splitting noise: a split must lower the squared error by
+//! more than a penalty that grows with the noise and the number of chunks
+//! (a BIC-like `4 σ² ln n`, σ from the median absolute difference of
+//! neighbouring raw chunks), and the *medians* of the two sides must differ
+//! by at least [`MIN_LEVEL_CHANGE`]. Least squares alone would split off a
+//! lone odd chunk (on a quiet card σ is tiny) with a few ordinary chunks
+//! around it as a "level"; their median is the ordinary rate, so the guard
+//! refuses it. A short level inside a run (a pause of three chunks or more)
+//! is sought whole when no single split passes, as two boundaries at once.
+//!
+//! The step is the first boundary after which every level stays at least
+//! [`MIN_DROP`] below the long level before it: a dip that recovers is not
+//! the cache running out. Levels are compared by their median chunk's
+//! speed, which a pause inside one does not move. Its rates are those of the *long* levels on
+//! either side ([`long_level`]), each running on across short interruptions
+//! to the levels that continue it ([`same_level`]): a transition of a few
+//! chunks between the cache and the floor (the card folding its cache, say)
+//! places the step where the drop begins, but is not the rate the card
+//! stays at.
+
+use std::ops::Range;
+
+mod levels;
+
+use levels::{boundaries, median, median_of_3, noise, quiet_spikes};
+
+/// One chunk of a sequential pass.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Chunk {
+    pub offset: u64,
+    pub bytes: u64,
+    /// How long its write took.
+    pub secs: f64,
+}
+
+impl Chunk {
+    /// MB/s (10^6 bytes per second).
+    pub fn mb_s(&self) -> f64 {
+        self.bytes as f64 / self.secs.max(1e-9) / 1e6
+    }
+}
+
+/// A run of chunks at one rate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Segment {
+    /// Chunk indices `[from, to)`.
+    pub from: usize,
+    pub to: usize,
+    /// Bytes over time across the segment's chunks.
+    pub mb_s: f64,
+    /// The median chunk's speed: the level's speed without its pauses.
+    /// Levels are compared by it, so that a pause inside one does not make
+    /// it look like another.
+    pub median_mb_s: f64,
+}
+
+/// Where the cache ran out.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Step {
+    /// Bytes written when the rate dropped: the cache's size.
+    pub at_bytes: u64,
+    pub before_mb_s: f64,
+    pub after_mb_s: f64,
+}
+
+/// Everything read off one curve.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Analysis {
+    pub segments: Vec<Segment>,
+    pub step: Option<Step>,
+    /// The rate of the last long level (see [`long_level`]): where the
+    /// pass settled, not a few chunks at its end.
+    pub steady_mb_s: Option<f64>,
+    /// The slowest stretch of whole chunks lasting at least one second.
+    pub min_1s_mb_s: Option<f64>,
+}
+
+/// Neighbouring levels closer than this share (of the faster) are one level.
+pub const MIN_LEVEL_CHANGE: f64 = 0.08;
+/// The step is a drop to at most this share below the level before it.
+pub const MIN_DROP: f64 = 0.15;
+/// At most this many levels: the seed study saw three.
+const MAX_SEGMENTS: usize = 8;
+/// The longest run of odd chunks that is noise rather than a level.
+const MAX_SPIKE: usize = 2;
+/// A level is long when it holds at least this many chunks and at least
+/// [`LONG_SHARE`] of the chunks on its side of the step.
+const MIN_LONG_CHUNKS: usize = 4;
+const LONG_SHARE: f64 = 0.125;
+/// Fewer chunks than this say nothing about levels.
+const MIN_CHUNKS: usize = 6;
+
+/// Reads the curve of `chunks`, in write order.
+pub fn analyse(chunks: &[Chunk]) -> Analysis {
+    let mut analysis = Analysis { min_1s_mb_s: slowest_window(chunks, 1.0), ..Analysis::default() };
+    if chunks.is_empty() {
+        return analysis;
+    }
+    let speeds: Vec<f64> = chunks.iter().map(Chunk::mb_s).collect();
+    let bounds = if chunks.len() < MIN_CHUNKS {
+        Vec::new()
+    } else {
+        let sigma = noise(&speeds);
+        boundaries(&median_of_3(&quiet_spikes(&speeds, sigma)), sigma)
+    };
+    let mut from = 0;
+    for &to in bounds.iter().chain(std::iter::once(&chunks.len())) {
+        let median_mb_s = median(&mut speeds[from..to].to_vec()).unwrap_or(0.0);
+        analysis.segments.push(Segment { from, to, mb_s: rate(&chunks[from..to]), median_mb_s });
+        from = to;
+    }
+    let segments = &analysis.segments;
+    let found = find_step(chunks, segments);
+    let steady = same_level(segments, 0..segments.len(), long_level(segments, Side::Before));
+    analysis.steady_mb_s = (!segments.is_empty()).then(|| rate(&chunks[steady.clone()]));
+    if let Some((step, after)) = found {
+        // When the steady level is the step's after-level, its rate is the
+        // one without the chunk that straddles the step.
+        if after.end == steady.end {
+            analysis.steady_mb_s = Some(step.after_mb_s);
+        }
+        analysis.step = Some(step);
+    }
+    analysis
+}
+
+/// Bytes over time of `chunks`.
+fn rate(chunks: &[Chunk]) -> f64 {
+    let bytes: u64 = chunks.iter().map(|c| c.bytes).sum();
+    let secs: f64 = chunks.iter().map(|c| c.secs).sum();
+    if secs > 0.0 { bytes as f64 / secs / 1e6 } else { 0.0 }
+}
+
+/// Bytes over time of chunks `range` without chunk `except` (of all of
+/// them when that would leave none).
+fn rate_without(chunks: &[Chunk], range: Range<usize>, except: Option<usize>) -> f64 {
+    match except.filter(|t| range.contains(t) && range.len() > 1) {
+        Some(t) => {
+            let kept = chunks[range.start..t].iter().chain(&chunks[t + 1..range.end]);
+            let (bytes, secs) = kept.fold((0u64, 0.0f64), |(b, s), c| (b + c.bytes, s + c.secs));
+            if secs > 0.0 { bytes as f64 / secs / 1e6 } else { 0.0 }
+        }
+        None => rate(&chunks[range]),
+    }
+}
+
+/// The first boundary after which the rate stays down, and the chunks of
+/// the level whose rate is the step's after-rate.
+fn find_step(chunks: &[Chunk], segments: &[Segment]) -> Option<(Step, Range<usize>)> {
+    for i in 1..segments.len() {
+        // The drop is measured from the long level before the boundary,
+        // not from a short one (a burst) that may sit just before it.
+        let anchor = long_level(&segments[..i], Side::Before);
+        let ceiling = segments[anchor].median_mb_s * (1.0 - MIN_DROP);
+        if segments[i..].iter().all(|s| s.median_mb_s <= ceiling) {
+            let before = same_level(segments, 0..i, anchor);
+            let after = same_level(segments, i..segments.len(), i + long_level(&segments[i..], Side::After));
+            return Some((refine(chunks, segments, i, before, after.clone()), after));
+        }
+    }
+    None
+}
+
+/// Which side of the step a run of levels lies on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Before,
+    After,
+}
+
+/// The long level nearest the step among `levels` (all on one `side`):
+/// the last long one before it, the first long one after it. A level is
+/// long with [`MIN_LONG_CHUNKS`] chunks and [`LONG_SHARE`] of its side's
+/// chunks; when none is, the longest (the earliest of equals).
+fn long_level(levels: &[Segment], side: Side) -> usize {
+    let need = long_enough(levels);
+    let is_long = |s: &Segment| s.to - s.from >= need;
+    let nearest = match side {
+        Side::Before => levels.iter().rposition(is_long),
+        Side::After => levels.iter().position(is_long),
+    };
+    nearest.unwrap_or_else(|| {
+        let longest = levels.iter().map(|s| s.to - s.from).max().unwrap_or(0);
+        levels.iter().position(|s| s.to - s.from == longest).unwrap_or(0)
+    })
+}
+
+/// The chunks a long level holds among `levels`.
+fn long_enough(levels: &[Segment]) -> usize {
+    let total: usize = levels.iter().map(|s| s.to - s.from).sum();
+    MIN_LONG_CHUNKS.max((total as f64 * LONG_SHARE).ceil() as usize)
+}
+
+/// The chunks of level `anchor` and of the levels of `within` that
+/// continue it across short interruptions (a pause of a few chunks splits
+/// one level in two), the interruptions included: outward from it, a level
+/// within [`MIN_LEVEL_CHANGE`] of its median speed joins, a short one that differs
+/// is passed over, and a long one that differs ends the search.
+fn same_level(segments: &[Segment], within: Range<usize>, anchor: usize) -> Range<usize> {
+    let need = long_enough(&segments[within.clone()]);
+    let speed = segments[anchor].median_mb_s;
+    let similar = |s: &Segment| (s.median_mb_s - speed).abs() <= MIN_LEVEL_CHANGE * s.median_mb_s.max(speed);
+    // The farthest similar level before a long one that differs.
+    let reach = |levels: &mut dyn Iterator<Item = &Segment>| {
+        levels.take_while(|s| similar(s) || s.to - s.from < need).filter(|s| similar(s)).last().copied()
+    };
+    let first = reach(&mut segments[within.start..anchor].iter().rev()).unwrap_or(segments[anchor]);
+    let last = reach(&mut segments[anchor + 1..within.end].iter()).unwrap_or(segments[anchor]);
+    first.from..last.to
+}
+
+/// The step at boundary `i` of `segments`, placed inside the chunk that
+/// straddles it, with the rates of the chunks `before` and `after` (each a
+/// long level and what continues it, see [`same_level`]). A chunk partly
+/// written at the fast rate F and partly at the slow rate S took
+/// `a/F + (c − a)/S` for `a` fast bytes of `c`, so its time gives `a`; that
+/// chunk is left out of every rate. F and S are the rates of the two levels
+/// that meet at the boundary.
+fn refine(chunks: &[Chunk], segments: &[Segment], i: usize, before: Range<usize>, after: Range<usize>) -> Step {
+    let (prev, next) = (segments[i - 1], segments[i]);
+    let k = next.from;
+    let straddles = |c: &Chunk, fast: f64, slow: f64| c.mb_s() < fast * 0.93 && c.mb_s() > slow * 1.07;
+    // The straddling chunk is the last of `prev` or the first of `next`.
+    let t = if straddles(&chunks[k - 1], prev.mb_s, next.mb_s) && k - 1 > prev.from {
+        Some(k - 1)
+    } else if straddles(&chunks[k], prev.mb_s, next.mb_s) && k + 1 < next.to {
+        Some(k)
+    } else {
+        None
+    };
+    let before_mb_s = rate_without(chunks, before, t);
+    let after_mb_s = rate_without(chunks, after, t);
+    let Some(t) = t else {
+        return Step { at_bytes: chunks[k].offset, before_mb_s, after_mb_s };
+    };
+    let f = rate_without(chunks, prev.from..prev.to, Some(t)) * 1e6;
+    let s = rate_without(chunks, next.from..next.to, Some(t)) * 1e6;
+    let c = &chunks[t];
+    let fast_bytes = ((c.secs - c.bytes as f64 / s) / (1.0 / f - 1.0 / s)).clamp(0.0, c.bytes as f64);
+    Step { at_bytes: c.offset + fast_bytes.round() as u64, before_mb_s, after_mb_s }
+}
+
+/// The slowest stretch of consecutive chunks lasting at least `window`
+/// seconds (the shortest such stretch ending at each chunk), as bytes over
+/// time. `None` when the whole pass was shorter.
+pub fn slowest_window(chunks: &[Chunk], window: f64) -> Option<f64> {
+    let mut slowest: Option<f64> = None;
+    let (mut start, mut secs, mut bytes) = (0usize, 0.0f64, 0u64);
+    for (end, c) in chunks.iter().enumerate() {
+        secs += c.secs;
+        bytes += c.bytes;
+        // Drop chunks from the front while the rest still spans the window.
+        while start < end && secs - chunks[start].secs >= window {
+            secs -= chunks[start].secs;
+            bytes -= chunks[start].bytes;
+            start += 1;
+        }
+        if secs >= window {
+            let mb_s = bytes as f64 / secs / 1e6;
+            slowest = Some(slowest.map_or(mb_s, |s: f64| s.min(mb_s)));
+        }
+    }
+    slowest
+}
+
+/// The slowest stretch of `span` bytes, starting at multiples of `span`
+/// (an SD allocation unit's size, say). `None` when no whole span was written.
+pub fn slowest_span(chunks: &[Chunk], span: u64) -> Option<f64> {
+    let span = span.max(1);
+    let mut slowest: Option<f64> = None;
+    let mut i = 0;
+    while i < chunks.len() {
+        let unit = chunks[i].offset / span;
+        let j = chunks[i..].iter().position(|c| c.offset / span != unit).map_or(chunks.len(), |p| i + p);
+        let group = &chunks[i..j];
+        let bytes: u64 = group.iter().map(|c| c.bytes).sum();
+        if bytes >= span {
+            let mb_s = rate(group);
+            slowest = Some(slowest.map_or(mb_s, |s: f64| s.min(mb_s)));
+        }
+        i = j;
+    }
+    slowest
+}
+
+#[cfg(test)]
+mod tests;

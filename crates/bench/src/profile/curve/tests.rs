@@ -1,0 +1,308 @@
+//! The curve's reading on synthetic curves: clean, noisy, with pauses,
+//! bursts and transitions next to the step and away from it.
+
+use super::*;
+
+const MIB: u64 = 1 << 20;
+
+/// Chunks of 4 MiB written at `rates` (MB/s), one rate per chunk.
+fn curve(rates: &[f64]) -> Vec<Chunk> {
+    rates
+        .iter()
+        .enumerate()
+        .map(|(i, &r)| Chunk { offset: i as u64 * 4 * MIB, bytes: 4 * MIB, secs: (4 * MIB) as f64 / (r * 1e6) })
+        .collect()
+}
+
+/// A little deterministic noise: ±`share` around `rate`.
+fn noisy(rate: f64, share: f64, i: usize) -> f64 {
+    let wobble = ((i * 7919 + 13) % 101) as f64 / 100.0 * 2.0 - 1.0;
+    rate * (1.0 + share * wobble)
+}
+
+#[test]
+fn a_clean_step_is_found_where_it_is() {
+    let rates: Vec<f64> = (0..64).map(|i| if i < 16 { 40.0 } else { 10.0 }).collect();
+    let a = analyse(&curve(&rates));
+    let step = a.step.expect("a step");
+    assert_eq!(step.at_bytes, 64 * MIB);
+    assert!((step.before_mb_s - 40.0).abs() < 1e-6 && (step.after_mb_s - 10.0).abs() < 1e-6, "{step:?}");
+    assert_eq!(a.segments.len(), 2);
+    assert!((a.steady_mb_s.expect("steady") - 10.0).abs() < 1e-6);
+}
+
+#[test]
+fn a_step_inside_a_chunk_is_placed_inside_it() {
+    // 62 MiB at 40 MB/s, then slow: chunk 15 (60-64 MiB) is half fast.
+    let mut chunks = curve(&(0..64).map(|i| if i < 16 { 40.0 } else { 10.0 }).collect::<Vec<_>>());
+    let (f, s) = (40e6, 10e6);
+    chunks[15].secs = (2 * MIB) as f64 / f + (2 * MIB) as f64 / s;
+    let a = analyse(&chunks);
+    let step = a.step.expect("a step");
+    assert!((step.at_bytes as f64 - (62 * MIB) as f64).abs() < 0.05 * MIB as f64, "{step:?}");
+    assert_eq!(a.segments.len(), 2, "the straddling chunk is no level of its own: {:?}", a.segments);
+    assert!((step.before_mb_s - 40.0).abs() < 1e-6 && (step.after_mb_s - 10.0).abs() < 1e-6, "{step:?}");
+}
+
+#[test]
+fn noise_is_not_a_step() {
+    let rates: Vec<f64> = (0..200).map(|i| noisy(25.0, 0.05, i)).collect();
+    let a = analyse(&curve(&rates));
+    assert_eq!(a.step, None, "{:?}", a.segments);
+    assert_eq!(a.segments.len(), 1);
+}
+
+#[test]
+fn a_noisy_step_is_found_within_a_chunk() {
+    let rates: Vec<f64> = (0..120).map(|i| noisy(if i < 40 { 60.0 } else { 14.0 }, 0.04, i)).collect();
+    let step = analyse(&curve(&rates)).step.expect("a step");
+    assert!((step.at_bytes as i64 - (160 * MIB) as i64).abs() <= (4 * MIB) as i64, "{step:?}");
+    assert!((step.before_mb_s / 60.0 - 1.0).abs() < 0.02 && (step.after_mb_s / 14.0 - 1.0).abs() < 0.02);
+}
+
+#[test]
+fn a_pause_that_recovers_is_not_the_step() {
+    // Fast, a garbage-collection dip, fast again, then the real drop.
+    let rates: Vec<f64> = (0..100)
+        .map(|i| {
+            if (20..24).contains(&i) {
+                5.0
+            } else if i < 60 {
+                40.0
+            } else {
+                12.0
+            }
+        })
+        .collect();
+    let step = analyse(&curve(&rates)).step.expect("a step");
+    assert_eq!(step.at_bytes, 60 * 4 * MIB);
+}
+
+#[test]
+fn three_levels_step_at_the_first_drop_and_settle_at_the_last() {
+    // As the seed study saw: the cache, a middle level, the floor.
+    let rates: Vec<f64> = (0..150)
+        .map(|i| {
+            noisy(
+                if i < 15 {
+                    40.0
+                } else if i < 60 {
+                    20.0
+                } else {
+                    10.0
+                },
+                0.02,
+                i,
+            )
+        })
+        .collect();
+    let a = analyse(&curve(&rates));
+    let step = a.step.expect("a step");
+    assert_eq!(step.at_bytes, 15 * 4 * MIB, "{:?}", a.segments);
+    assert!((step.after_mb_s / 20.0 - 1.0).abs() < 0.03, "{step:?}");
+    assert_eq!(a.segments.len(), 3, "{:?}", a.segments);
+    assert!((a.steady_mb_s.expect("steady") / 10.0 - 1.0).abs() < 0.03);
+}
+
+/// Noisy flash: ±`share` of uniform noise around each rate, from a
+/// fixed seed (a 64-bit LCG, Knuth's constants).
+fn jitter(rates: &mut [f64], share: f64, seed: u64) {
+    let mut state = seed;
+    for r in rates.iter_mut() {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let unit = (state >> 11) as f64 / (1u64 << 53) as f64;
+        *r *= 1.0 + share * (2.0 * unit - 1.0);
+    }
+}
+
+/// 40 MB/s for 256 MiB (64 chunks), then 10 MB/s for 512 MiB.
+fn tiered() -> Vec<f64> {
+    (0..192).map(|i| if i < 64 { 40.0 } else { 10.0 }).collect()
+}
+
+fn assert_near(what: &str, got: f64, truth: f64, share: f64) {
+    assert!((got / truth - 1.0).abs() <= share, "{what}: {got}, truth {truth}");
+}
+
+#[test]
+fn one_slow_chunk_before_the_step_does_not_pull_it_early() {
+    // Issue 18's curve: an ext4 journal commit at 244 MiB wrote its
+    // chunk at 22 MB/s, which made a 12 MiB level of 32 MB/s and gave
+    // "40 -> 32 MB/s" with the step 12 MiB early.
+    let mut rates = tiered();
+    jitter(&mut rates, 0.03, 1);
+    rates[61] = 22.0;
+    let a = analyse(&curve(&rates));
+    let step = a.step.unwrap_or_else(|| panic!("no step: {:?}", a.segments));
+    assert_near("cache bytes", step.at_bytes as f64, (256 * MIB) as f64, 0.02);
+    assert_near("after", step.after_mb_s, 10.0, 0.02);
+    assert_near("before", step.before_mb_s, 40.0, 0.03);
+    assert_eq!(a.segments.len(), 2, "{:?}", a.segments);
+}
+
+#[test]
+fn single_chunk_stalls_on_both_sides_are_noise() {
+    // Garbage-collection pauses: one chunk in the cache as slow as the
+    // floor, one just before the step, a two-chunk pause and a single
+    // one in the floor, and one fast chunk there (a DRAM buffer).
+    let mut rates = tiered();
+    jitter(&mut rates, 0.05, 2);
+    rates[20] = 9.0;
+    rates[62] = 10.0;
+    rates[100] = 3.0;
+    rates[140] = 4.0;
+    rates[141] = 4.0;
+    rates[170] = 40.0;
+    let chunks = curve(&rates);
+    let a = analyse(&chunks);
+    let step = a.step.unwrap_or_else(|| panic!("no step: {:?}", a.segments));
+    // The pause at chunk 62 is as slow as the floor, one chunk before it.
+    assert!(step.at_bytes.abs_diff(256 * MIB) <= 4 * MIB, "{step:?}");
+    // Each level's rate is bytes over time of its chunks, pauses included.
+    assert_near("before", step.before_mb_s, rate(&chunks[..64]), 0.01);
+    assert_near("after", step.after_mb_s, rate(&chunks[64..]), 0.01);
+    assert_near("after", step.after_mb_s, 10.0, 0.05);
+    assert_eq!(a.segments.len(), 2, "{:?}", a.segments);
+    assert_near("steady", a.steady_mb_s.expect("steady"), step.after_mb_s, 1e-9);
+}
+
+#[test]
+fn a_short_transition_places_the_step_but_is_not_the_rate_after() {
+    // 40 MB/s, three chunks at 25 (the card folding its cache), then 10.
+    let mut rates: Vec<f64> = (0..192)
+        .map(|i| match i {
+            0..64 => 40.0,
+            64..67 => 25.0,
+            _ => 10.0,
+        })
+        .collect();
+    jitter(&mut rates, 0.02, 3);
+    let a = analyse(&curve(&rates));
+    let step = a.step.unwrap_or_else(|| panic!("no step: {:?}", a.segments));
+    assert!(step.at_bytes.abs_diff(256 * MIB) <= 4 * MIB, "where the drop begins: {step:?}");
+    assert_near("after", step.after_mb_s, 10.0, 0.02);
+    assert_near("before", step.before_mb_s, 40.0, 0.02);
+    assert_near("steady", a.steady_mb_s.expect("steady"), 10.0, 0.02);
+}
+
+#[test]
+fn many_noisy_cards_with_pauses_give_the_truth() {
+    // Caches of 24 to 151 chunks, floors of a fifth to a half of the
+    // cache's rate, 6% noise; pauses (chunks at a third to a tenth of
+    // their level's rate) anywhere but next to the step or at an end:
+    // three in a row (a level of its own), two in a row, two single
+    // ones; and a burst (a chunk at twice its level's rate). The tests
+    // above put pauses next to the step.
+    let mut state = 7u64;
+    let mut next = |range: u64| {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (state >> 33) % range
+    };
+    for seed in 0..500 {
+        let cache = 24 + next(128) as usize;
+        let n = cache + 64 + next(128) as usize;
+        let fast = 20.0 + next(60) as f64;
+        let slow = fast * (0.2 + next(30) as f64 / 100.0);
+        let mut rates: Vec<f64> = (0..n).map(|i| if i < cache { fast } else { slow }).collect();
+        jitter(&mut rates, 0.06, seed);
+        // Separate events, three ordinary chunks apart at least, and
+        // four from the step and the ends.
+        let mut events: Vec<usize> = Vec::new();
+        for (k, width) in [3, 2, 1, 1, 1].into_iter().enumerate() {
+            let at = loop {
+                let at = 4 + next((n - width - 8) as u64) as usize;
+                let clear = |p: usize| p + 3 < at || at + width + 3 <= p;
+                if events.iter().all(|&p| clear(p)) && clear(cache - 1) && clear(cache) {
+                    break at;
+                }
+            };
+            events.extend(at..at + width);
+            for r in &mut rates[at..at + width] {
+                // The last one is a burst.
+                *r = if k == 4 { *r * 2.0 } else { *r / (3.0 + next(8) as f64) };
+            }
+        }
+        let chunks = curve(&rates);
+        let a = analyse(&chunks);
+        let step = a.step.unwrap_or_else(|| panic!("seed {seed}: no step; events {events:?}: {:?}", a.segments));
+        let truth = cache as u64 * 4 * MIB;
+        assert!(
+            step.at_bytes.abs_diff(truth) <= 4 * MIB,
+            "seed {seed}: step at {} MiB, truth {} MiB; events {events:?}: {:?}",
+            step.at_bytes / MIB,
+            truth / MIB,
+            a.segments
+        );
+        // Each level's rate, its pauses included.
+        let (cached, floor) = (rate(&chunks[..cache - 1]), rate(&chunks[cache + 1..]));
+        let close = |x: f64, truth: f64| (x / truth - 1.0).abs() < 0.03;
+        assert!(close(step.before_mb_s, cached), "seed {seed}: {step:?}, cache {cached}: {:?}", a.segments);
+        assert!(close(step.after_mb_s, floor), "seed {seed}: {step:?}, floor {floor}: {:?}", a.segments);
+        let steady = a.steady_mb_s.expect("steady");
+        assert!(close(steady, floor), "seed {seed}: steady {steady}, floor {floor}");
+    }
+}
+
+#[test]
+fn a_pass_of_2048_chunks_finds_its_step() {
+    // 2048 chunks, the most `profile` writes: the search for a short
+    // level inside a run is quadratic in its length.
+    let mut rates: Vec<f64> = (0..2048).map(|i| if i < 300 { 40.0 } else { 12.0 }).collect();
+    jitter(&mut rates, 0.10, 9);
+    let started = std::time::Instant::now();
+    let a = analyse(&curve(&rates));
+    eprintln!("{:?} for 2048 chunks", started.elapsed());
+    assert!(a.step.is_some_and(|s| s.at_bytes.abs_diff(1200 * MIB) <= 4 * MIB), "{:?}", a.step);
+}
+
+#[test]
+fn noisy_flash_with_stalls_and_no_drop_has_no_step() {
+    let mut rates = vec![25.0; 200];
+    jitter(&mut rates, 0.10, 4);
+    for i in (7..200).step_by(23) {
+        rates[i] /= 3.0;
+    }
+    let a = analyse(&curve(&rates));
+    assert_eq!(a.step, None, "{:?}", a.segments);
+    assert_eq!(a.segments.len(), 1, "{:?}", a.segments);
+}
+
+#[test]
+fn a_rate_that_rises_has_no_step() {
+    let rates: Vec<f64> = (0..40).map(|i| if i < 20 { 10.0 } else { 30.0 }).collect();
+    let a = analyse(&curve(&rates));
+    assert_eq!(a.step, None);
+    assert_eq!(a.segments.len(), 2);
+}
+
+#[test]
+fn few_chunks_give_one_level() {
+    let a = analyse(&curve(&[40.0, 10.0, 10.0]));
+    assert_eq!(a.segments.len(), 1);
+    assert_eq!(a.step, None);
+    assert!(analyse(&[]).steady_mb_s.is_none());
+}
+
+#[test]
+fn slowest_second_spans_whole_chunks() {
+    // 4 MiB chunks: at 40 MB/s each takes 0.105 s; at 4 MB/s 1.05 s.
+    let a = curve(&[40.0; 20]);
+    assert!((slowest_window(&a, 1.0).expect("window") - 40.0).abs() < 1e-6);
+    let mut rates = vec![40.0; 20];
+    rates[10] = 4.0;
+    let b = curve(&rates);
+    assert!((slowest_window(&b, 1.0).expect("window") - 4.0).abs() < 1e-6, "one chunk spans the second");
+    assert_eq!(slowest_window(&curve(&[40.0; 5]), 1.0), None, "shorter than a second");
+}
+
+#[test]
+fn slowest_span_groups_by_alignment() {
+    let mut rates = vec![40.0; 16];
+    rates[5] = 10.0;
+    let chunks = curve(&rates);
+    // 16 MiB spans: chunks 4..8 hold the slow one.
+    let slowest = slowest_span(&chunks, 16 * MIB).expect("span");
+    let expected = (16 * MIB) as f64 / (3.0 * (4 * MIB) as f64 / 40e6 + (4 * MIB) as f64 / 10e6) / 1e6;
+    assert!((slowest - expected).abs() < 1e-6, "{slowest} vs {expected}");
+    assert_eq!(slowest_span(&chunks[..3], 16 * MIB), None);
+}
