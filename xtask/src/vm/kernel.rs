@@ -113,8 +113,9 @@ fn kernel_package(paths: &Paths, source: &Source<'_>) -> Result<String> {
         return Err(skip(format!("apt-cache does not know {meta}; run `apt-get update` as root")));
     }
     apt_get(&["update"])?;
-    apt_cache_kernel(meta)
-        .ok_or_else(|| skip(format!("apt-cache depends {meta} names no linux-image-<version> package")))
+    apt_cache_kernel(meta).with_context(|| {
+        format!("after apt-get update, apt-cache depends {meta} names no linux-image-<version> package")
+    })
 }
 
 /// `apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/{print $2}'`.
@@ -150,7 +151,7 @@ fn cached_package(paths: &Paths) -> Option<String> {
 
 /// The package's `.deb` in the cache (`paths.kernel`), fetched with
 /// `apt-get download` if absent. A failed download (no network, no mirror)
-/// is a skip.
+/// is a failure: the run cannot test what it came to test.
 pub fn download(paths: &Paths, source: &Source<'_>, package: &str) -> Result<PathBuf> {
     if let Some(deb) = find_deb(&paths.kernel, package) {
         return Ok(deb);
@@ -167,7 +168,7 @@ pub fn download(paths: &Paths, source: &Source<'_>, package: &str) -> Result<Pat
             .args(["-q", "download", &qualified])
             .current_dir(&tmp)
             .output()
-            .map_err(|e| skip(format!("cannot run apt-get: {e}")))?,
+            .context("cannot run apt-get")?,
         Apt::Chroot(chroot) => {
             let inside = chroot.inside(&tmp).context("the kernel cache is outside the workspace")?;
             chroot.command(&format!("cd '{inside}'\napt-get -q download {qualified}"), &[]).output()?
@@ -179,11 +180,11 @@ pub fn download(paths: &Paths, source: &Source<'_>, package: &str) -> Result<Pat
             let dest = paths.kernel.join(deb.file_name().expect("a .deb has a file name"));
             fs::rename(&deb, &dest).map(|()| dest).map_err(anyhow::Error::from)
         }
-        _ => Err(skip(format!(
+        _ => Err(anyhow::anyhow!(
             "`apt-get download {package}` failed ({}): {}",
             out.status,
             apt_errors(&String::from_utf8_lossy(&out.stderr))
-        ))),
+        )),
     };
     let _ = fs::remove_dir_all(&tmp);
     result

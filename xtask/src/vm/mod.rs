@@ -16,11 +16,12 @@
 //! 6. [`checks`]: compare the report with what QEMU's emulated card holds
 //!    (hw/sd/sd.c) and with the registers the guest kernel exposed.
 //!
-//! A machine that cannot run QEMU at all (not root with tools missing, no
-//! apt, no route to the Debian mirror) gives a *skip*, not a failure: the
-//! step returns a [`Skip`] error. Anything that goes wrong once the guest is
-//! ours to run (a build failure, a guest that never prints the report, wrong
-//! JSON) is a failure.
+//! A machine that cannot have QEMU at all (tools missing, and not root or no
+//! apt to install them) gives a *skip*, not a failure: the step returns a
+//! [`Skip`] error, and its reason is listed. Everything else is a failure: a
+//! failed apt-get (no route to the Debian mirror), a kernel that cannot be
+//! downloaded, a QEMU that cannot start or boot, a build failure, a guest
+//! that never prints the report, wrong JSON.
 //!
 //! Everything the run makes stays under `target/vm/`: the cached kernel, and
 //! in `target/vm/run/` the last run's `initrd.gz`, `serial.log` and

@@ -20,8 +20,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use super::skip;
-
 /// Creates a sparse, zero-filled raw image of `bytes` bytes.
 pub fn create_sd_image(dir: &Path, bytes: u64) -> Result<PathBuf> {
     if !bytes.is_power_of_two() {
@@ -161,7 +159,8 @@ pub struct Outcome {
 
 /// Boots the guest and waits for it to power off, killing QEMU at the
 /// timeout. A QEMU that cannot start, or exits at once without booting
-/// anything, means this machine cannot run the VM: a skip.
+/// anything, is a failure: QEMU was found (or installed), so the machine was
+/// meant to run it.
 pub fn run(qemu: &Path, boot: &Boot<'_>, log_path: &Path) -> Result<Outcome> {
     let log = File::create(log_path).with_context(|| format!("cannot create {}", log_path.display()))?;
     let started = Instant::now();
@@ -171,17 +170,17 @@ pub fn run(qemu: &Path, boot: &Boot<'_>, log_path: &Path) -> Result<Outcome> {
         .stdout(log.try_clone()?)
         .stderr(log)
         .spawn()
-        .map_err(|e| skip(format!("cannot start {}: {e}", qemu.display())))?;
+        .with_context(|| format!("cannot start {}", qemu.display()))?;
     let (status, timed_out) = wait_with_timeout(&mut child, boot.timeout)?;
     let elapsed = started.elapsed();
     let raw = fs::read(log_path)?;
     let log = String::from_utf8_lossy(&raw).replace('\r', "");
     if !timed_out && !status.is_some_and(|s| s.success()) && !log.contains("Linux version") && !log.contains("===SS-") {
-        return Err(skip(format!(
+        bail!(
             "QEMU could not boot a guest ({}): {}",
             status.map_or("killed".to_owned(), |s| s.to_string()),
             super::host::last_lines(&log, 3)
-        )));
+        );
     }
     Ok(Outcome { log, log_path: log_path.to_path_buf(), timed_out, elapsed })
 }

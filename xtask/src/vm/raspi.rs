@@ -159,7 +159,7 @@ fn host_tools() -> Result<(PathBuf, PathBuf)> {
     step("installing qemu-system-arm and cpio with apt-get");
     apt_get(&["update"])?;
     apt_get(&["install", "-y", "--no-install-recommends", "qemu-system-arm", "cpio"])?;
-    find().ok_or_else(|| super::skip("apt-get installed qemu-system-arm and cpio, but they are still missing"))
+    find().context("apt-get installed qemu-system-arm and cpio, but they are still missing")
 }
 
 /// A static arm64 busybox from `busybox-static:arm64`, cached beside the kernel.
