@@ -81,55 +81,55 @@ fn probe_fake(announced: u64, real: u64, mode: &str, options: &[&str], verdict: 
 }
 
 #[test]
-#[ignore = "needs root: FUSE mount, loop device"]
+#[ignore = "needs root: loop, fuse"]
 fn a_genuine_card_is_genuine() {
     let doc = probe_fake(256 * MIB, 256 * MIB, "genuine", &[], "genuine");
     assert_eq!(doc["rounds"], 1);
 }
 
 #[test]
-#[ignore = "needs root: FUSE mount, loop device"]
+#[ignore = "needs root: loop, fuse"]
 fn wraparound() {
     let doc = probe_fake(256 * MIB, 64 * MIB, "wrap", &[], "wraparound");
     assert_eq!(doc["wraps_at_bytes"], 64 * MIB);
 }
 
 #[test]
-#[ignore = "needs root: FUSE mount, loop device"]
+#[ignore = "needs root: loop, fuse"]
 fn limbo_reading_zeros() {
     let doc = probe_fake(256 * MIB, 64 * MIB, "limbo-00", &[], "limbo");
     assert_eq!(doc["limbo_reads"], "zeros");
 }
 
 #[test]
-#[ignore = "needs root: FUSE mount, loop device"]
+#[ignore = "needs root: loop, fuse"]
 fn limbo_reading_ff() {
     let doc = probe_fake(256 * MIB, 64 * MIB, "limbo-ff", &[], "limbo");
     assert_eq!(doc["limbo_reads"], "ones");
 }
 
 #[test]
-#[ignore = "needs root: FUSE mount, loop device"]
+#[ignore = "needs root: loop, fuse"]
 fn limbo_reading_stale_data() {
     let doc = probe_fake(256 * MIB, 64 * MIB + 12 * GRANULE, "limbo-stale", &[], "limbo");
     assert_eq!(doc["limbo_reads"], "other");
 }
 
 #[test]
-#[ignore = "needs root: FUSE mount, loop device"]
+#[ignore = "needs root: loop, fuse"]
 fn chain() {
     let doc = probe_fake(256 * MIB, 48 * MIB, "chain=128M", &[], "chain");
     assert_eq!(doc["wraps_at_bytes"], 128 * MIB);
 }
 
 #[test]
-#[ignore = "needs root: FUSE mount, loop device"]
+#[ignore = "needs root: loop, fuse"]
 fn io_errors_past_an_offset() {
     probe_fake(256 * MIB, 64 * MIB, "eio", &[], "io-errors");
 }
 
 #[test]
-#[ignore = "needs root: FUSE mount, loop device"]
+#[ignore = "needs root: loop, fuse"]
 fn limbo_behind_a_masking_cache() {
     let doc = probe_fake(256 * MIB, 64 * MIB, "limbo-00", &["cache=4M"], "limbo");
     let cache = &doc["cache"];
@@ -138,7 +138,7 @@ fn limbo_behind_a_masking_cache() {
 }
 
 #[test]
-#[ignore = "needs root: FUSE mount, loop device"]
+#[ignore = "needs root: loop, fuse"]
 fn a_4_gib_card_with_1_gib_inside_is_a_1_gib_wraparound() {
     // f3probe 8.0 called this one "damaged, usable 0 B" (issue 10).
     let _lock = device_lock();
@@ -197,27 +197,27 @@ fn wait_for_pause(card: &FakeFlash, child: &mut Child) {
 }
 
 #[test]
-#[ignore = "needs root: FUSE mount, loop device"]
+#[ignore = "needs root: loop, fuse"]
 fn kill_9_mid_backup_of_the_first_probes() {
     // The first reads are the backups of round 1's probe blocks.
     kill_then_rerun("read:50");
 }
 
 #[test]
-#[ignore = "needs root: FUSE mount, loop device"]
+#[ignore = "needs root: loop, fuse"]
 fn kill_9_mid_backup_of_the_flush_after_probe_writes() {
     // ~256 probe backups, then the flush's backup in 128 KiB reads.
     kill_then_rerun("read:400");
 }
 
 #[test]
-#[ignore = "needs root: FUSE mount, loop device"]
+#[ignore = "needs root: loop, fuse"]
 fn kill_9_mid_write() {
     kill_then_rerun("write:100");
 }
 
 #[test]
-#[ignore = "needs root: FUSE mount, loop device"]
+#[ignore = "needs root: loop, fuse"]
 fn kill_9_mid_restore() {
     // Count the writes of a whole run on an identical card; the restore's
     // are the last ones.
@@ -248,7 +248,7 @@ fn refused(args: &[&str], code: i32, words: &[&str]) -> String {
 }
 
 #[test]
-#[ignore = "needs root: loop device, ext4 mount"]
+#[ignore = "needs root: loop, ext4"]
 fn a_mounted_card_is_refused_with_the_umount_command() {
     let _lock = device_lock();
     let fs = Ext4::new(64, "rw");
@@ -256,7 +256,7 @@ fn a_mounted_card_is_refused_with_the_umount_command() {
 }
 
 #[test]
-#[ignore = "needs root: loop device"]
+#[ignore = "needs root: loop"]
 fn a_partition_is_refused_with_the_whole_disk_command() {
     let _lock = device_lock();
     let dir = tempfile::Builder::new().prefix("ss-test-").tempdir_in("/var/tmp").expect("dir");
@@ -283,7 +283,7 @@ fn a_partition_is_refused_with_the_whole_disk_command() {
 }
 
 #[test]
-#[ignore = "needs root: loop device, swapon"]
+#[ignore = "needs root: loop"]
 fn a_swap_device_is_refused_with_the_swapoff_command() {
     let _lock = device_lock();
     let dev = LoopDev::new(64);
@@ -300,7 +300,7 @@ fn a_swap_device_is_refused_with_the_swapoff_command() {
 }
 
 #[test]
-#[ignore = "needs root: loop device"]
+#[ignore = "needs root: loop"]
 fn a_card_held_open_by_another_process_is_refused() {
     let _lock = device_lock();
     let dev = LoopDev::new(64);
@@ -323,7 +323,7 @@ fn a_card_held_open_by_another_process_is_refused() {
 }
 
 #[test]
-#[ignore = "needs root: reads the root disk's identity"]
+#[ignore = "needs root: loop, ext4, namespaces"]
 fn the_root_disk_is_refused_with_the_files_command() {
     let root = Command::new("findmnt").args(["-no", "SOURCE", "/"]).output().expect("findmnt");
     let source = String::from_utf8_lossy(&root.stdout).trim().to_owned();
@@ -342,7 +342,7 @@ fn the_root_disk_is_refused_with_the_files_command() {
 }
 
 #[test]
-#[ignore = "needs root: loop device"]
+#[ignore = "needs root: loop"]
 fn without_a_journal_place_it_refuses_unless_destructive() {
     let _lock = device_lock();
     let dev = LoopDev::new(64);
@@ -360,7 +360,7 @@ fn a_directory_without_files_is_bad_usage() {
 // --- a mounted card, checked in place ---
 
 #[test]
-#[ignore = "needs root: loop device, ext4 mount"]
+#[ignore = "needs root: loop, ext4"]
 fn files_on_a_genuine_card_pass_and_leave_nothing() {
     let _lock = device_lock();
     let fs = Ext4::new(128, "rw");
@@ -375,7 +375,7 @@ fn files_on_a_genuine_card_pass_and_leave_nothing() {
 }
 
 #[test]
-#[ignore = "needs root: FUSE mount, loop device, ext4 mount"]
+#[ignore = "needs root: loop, fuse, ext4"]
 fn files_on_a_fake_card_find_it() {
     let _lock = device_lock();
     // No ext4 journal: on this card it would land in the part that drops writes.
@@ -392,7 +392,7 @@ fn files_on_a_fake_card_find_it() {
 // --- from run ---
 
 #[test]
-#[ignore = "needs root: FUSE mount, loop device"]
+#[ignore = "needs root: loop, fuse"]
 fn a_read_error_in_run_names_verify_capacity() {
     let _lock = device_lock();
     let card = FakeFlash::new(256 * MIB, 64 * MIB, "eio", &[]);

@@ -48,7 +48,7 @@ fn assert_report_kept(out: &Output, key: &str) -> Value {
 }
 
 #[test]
-#[ignore = "needs root: FUSE mount, loop device"]
+#[ignore = "needs root: loop, fuse"]
 fn eio_mid_read_is_one_line_with_the_offset() {
     let _lock = device_lock();
     let disk = FaultyDisk::new(64, &["eio-after=40M"]);
@@ -61,7 +61,7 @@ fn eio_mid_read_is_one_line_with_the_offset() {
 }
 
 #[test]
-#[ignore = "needs root: FUSE mount, loop device"]
+#[ignore = "needs root: loop, fuse"]
 fn a_disk_that_lies_about_its_size_fails_the_read_test() {
     let _lock = device_lock();
     // 48 MiB of data behind a disk that claims 96 MiB, as a fake-capacity
@@ -80,7 +80,7 @@ fn a_disk_that_lies_about_its_size_fails_the_read_test() {
 }
 
 #[test]
-#[ignore = "needs root: FUSE mount, loop device, ext4 mount"]
+#[ignore = "needs root: loop, fuse, ext4"]
 fn eio_mid_write_is_one_line_and_leaves_nothing() {
     let _lock = device_lock();
     // The filesystem is made while the disk is healthy (1 GiB, so the
@@ -134,7 +134,7 @@ fn sh_ok(cmd: &str, args: &[&str]) {
 }
 
 #[test]
-#[ignore = "needs root: FUSE mount, loop device"]
+#[ignore = "needs root: loop, fuse"]
 fn sigint_during_a_stall_ends_the_run_when_the_stall_does() {
     let _lock = device_lock();
     // Reads past 8 MiB stall for 3 s each: the run is stuck in the kernel,
@@ -183,7 +183,7 @@ fn sigint_during_a_stall_ends_the_run_when_the_stall_does() {
 }
 
 #[test]
-#[ignore = "needs root: FUSE mount, loop device"]
+#[ignore = "needs root: loop, fuse"]
 fn a_spun_down_disk_does_not_put_its_spin_up_into_the_timed_read() {
     let _lock = device_lock();
     let disk = FaultyDisk::new(64, &[]);

@@ -85,7 +85,7 @@ fn unwritten_share(state: &Value) -> f64 {
 }
 
 #[test]
-#[ignore = "needs root: loop device, ext4 mount; and fio"]
+#[ignore = "needs root: loop, ext4, fio"]
 fn each_test_meets_the_file_state_storage_sh_gives_it() {
     let _lock = device_lock();
     assert!(have("fio"), "fio is missing: `cargo xtask test` installs it (apt-get install fio)");
@@ -182,7 +182,7 @@ fn each_test_meets_the_file_state_storage_sh_gives_it() {
 }
 
 #[test]
-#[ignore = "needs root: loop device"]
+#[ignore = "needs root: loop"]
 fn the_hdparm_like_read_stops_at_the_end_of_a_small_fast_device() {
     let _lock = device_lock();
     // 64 MiB in memory: read whole in far less than hdparm's 3 s.
@@ -211,7 +211,7 @@ fn the_hdparm_like_read_stops_at_the_end_of_a_small_fast_device() {
 }
 
 #[test]
-#[ignore = "needs root: loop devices, ext4 mounts"]
+#[ignore = "needs root: loop, ext4"]
 fn each_tool_starts_after_a_sync() {
     let _lock = device_lock();
     let target = Ext4::new(512, "rw");
@@ -249,7 +249,7 @@ fn each_tool_starts_after_a_sync() {
 }
 
 #[test]
-#[ignore = "needs root: loop device, ext4 mount, blkio cgroup"]
+#[ignore = "needs root: loop, ext4, throttle"]
 fn max_time_caps_a_dying_card_that_says_its_eta() {
     let _lock = device_lock();
     let fs = Ext4::new(256, "rw");
@@ -293,7 +293,7 @@ fn max_time_caps_a_dying_card_that_says_its_eta() {
 }
 
 #[test]
-#[ignore = "needs root: loop device, ext4 mount"]
+#[ignore = "needs root: loop, ext4"]
 fn a_1_tb_disk_with_5_gb_free_runs_the_dd_test() {
     let _lock = device_lock();
     // A sparse 1 TiB disk, few inodes and a small journal so mkfs is quick,
@@ -323,7 +323,7 @@ fn a_1_tb_disk_with_5_gb_free_runs_the_dd_test() {
 }
 
 #[test]
-#[ignore = "needs root: loop device, ext4 mount, setpriv and prlimit to drop privileges"]
+#[ignore = "needs root: loop, ext4"]
 fn a_refused_buffer_registration_falls_back_and_says_so() {
     let _lock = device_lock();
     let fs = Ext4::new(256, "rw");
@@ -364,7 +364,7 @@ fn a_refused_buffer_registration_falls_back_and_says_so() {
 }
 
 #[test]
-#[ignore = "needs root: loop device, user namespaces"]
+#[ignore = "needs root: loop, userns"]
 fn as_root_a_refused_raw_open_blames_a_policy_not_sudo() {
     let _lock = device_lock();
     let dev = LoopDev::new(64);
@@ -384,7 +384,7 @@ fn as_root_a_refused_raw_open_blames_a_policy_not_sudo() {
 }
 
 #[test]
-#[ignore = "needs root: loop devices, ext4 mount"]
+#[ignore = "needs root: loop, ext4"]
 fn under_sysfs_root_raw_reads_go_to_the_target_never_to_a_name_in_the_tree() {
     let _lock = device_lock();
     let fs = Ext4::new(256, "rw");
@@ -423,7 +423,7 @@ fn under_sysfs_root_raw_reads_go_to_the_target_never_to_a_name_in_the_tree() {
 }
 
 #[test]
-#[ignore = "needs root: loop device, ext4 mount, blkio cgroup"]
+#[ignore = "needs root: loop, ext4, throttle"]
 fn ctrl_c_during_the_dd_fsync_says_what_it_waits_for_and_exits_when_done() {
     let _lock = device_lock();
     let fs = Ext4::new(512, "rw");
@@ -472,7 +472,7 @@ fn ctrl_c_during_the_dd_fsync_says_what_it_waits_for_and_exits_when_done() {
 }
 
 #[test]
-#[ignore = "needs root: loop device, FUSE mount"]
+#[ignore = "needs root: loop, fuse"]
 fn bytes_that_never_reach_the_device_are_flagged_not_scored() {
     let _lock = device_lock();
     let dev = LoopDev::new(256);
@@ -502,7 +502,7 @@ fn bytes_that_never_reach_the_device_are_flagged_not_scored() {
 }
 
 #[test]
-#[ignore = "needs root: loop device, ramfs mount"]
+#[ignore = "needs root: loop"]
 fn a_filesystem_that_refuses_o_direct_says_so_and_runs_what_it_can() {
     let _lock = device_lock();
     let dev = LoopDev::new(64);
@@ -525,7 +525,7 @@ fn a_filesystem_that_refuses_o_direct_says_so_and_runs_what_it_can() {
 }
 
 #[test]
-#[ignore = "needs root: loop devices, btrfs, FUSE"]
+#[ignore = "needs root: loop, btrfs, fuse"]
 fn tmpfs_fuse_and_btrfs_each_say_what_they_cannot_measure() {
     let _lock = device_lock();
     // tmpfs: memory, no device at all.

@@ -196,7 +196,7 @@ fn an_unknown_name_under_a_sysfs_root_is_one_line_and_exit_2() {
 }
 
 #[test]
-#[ignore = "needs root: makes a loop device"]
+#[ignore = "needs root: loop"]
 fn identifies_a_loop_device_and_its_backing_file() {
     let _lock = device_lock();
     let fs = Ext4::new(64, "rw");
@@ -216,7 +216,7 @@ fn identifies_a_loop_device_and_its_backing_file() {
 }
 
 #[test]
-#[ignore = "needs root: mounts an overlay"]
+#[ignore = "needs root"]
 fn an_overlayfs_directory_identifies_what_it_can() {
     let dir = tempfile::tempdir().expect("tmp");
     for sub in ["lower", "upper", "work", "merged"] {
@@ -237,7 +237,7 @@ fn an_overlayfs_directory_identifies_what_it_can() {
 }
 
 #[test]
-#[ignore = "needs root: makes a loop device with btrfs"]
+#[ignore = "needs root: loop, btrfs"]
 fn a_btrfs_directory_resolves_through_its_mount_source() {
     let _lock = device_lock();
     // btrfs reports an anonymous st_dev (major 0): the mount source leads to the disk.

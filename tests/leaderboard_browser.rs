@@ -61,7 +61,7 @@ fn sort_link(dom: &str, key: &str) -> String {
 }
 
 #[test]
-#[ignore = "needs Chromium: cargo xtask test installs it (apt-get install chromium)"]
+#[ignore = "needs chromium"]
 fn pages_in_headless_chromium() {
     if let Some(reason) = chromium::binary().is_none().then_some("chromium is not installed") {
         panic!("{reason}");

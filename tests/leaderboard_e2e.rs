@@ -125,7 +125,7 @@ fn export_lines(server: &Leaderboard) -> Vec<Value> {
 }
 
 #[test]
-#[ignore = "needs root: loop device, ext4 mount, bind mount, blkio cgroup"]
+#[ignore = "needs root: loop, ext4, throttle"]
 fn a_real_run_reaches_the_real_leaderboard_and_back() {
     let _lock = device_lock();
     let home = tempfile::tempdir().expect("home");

@@ -36,7 +36,7 @@ fn within(measured: f64, truth: f64, share: f64) -> bool {
 }
 
 #[test]
-#[ignore = "needs root: FUSE, loop device, ext4 mount"]
+#[ignore = "needs root: loop, fuse, ext4"]
 fn a_tiered_card_shows_its_cache_size_and_both_speeds() {
     let _lock = device_lock();
     let fs = Ext4::on(FaultyDisk::new(1024, &[]), "rw");
@@ -89,7 +89,7 @@ fn a_tiered_card_shows_its_cache_size_and_both_speeds() {
 }
 
 #[test]
-#[ignore = "needs root and Chromium: loop device, ext4 mount, headless chromium"]
+#[ignore = "needs root: loop, ext4, chromium"]
 fn every_study_with_the_html_report_opened_in_chromium() {
     let _lock = device_lock();
     let fs = Ext4::new(512, "rw");
@@ -191,7 +191,7 @@ fn every_study_with_the_html_report_opened_in_chromium() {
 }
 
 #[test]
-#[ignore = "needs root: loop device, ext4 mount"]
+#[ignore = "needs root: loop, ext4"]
 fn the_raw_device_only_with_destructive_unmounted_and_past_its_first_gib() {
     let _lock = device_lock();
     // Mounted: refused, nothing written.
@@ -236,7 +236,7 @@ fn the_raw_device_only_with_destructive_unmounted_and_past_its_first_gib() {
 }
 
 #[test]
-#[ignore = "needs root: loop device, ext4 mount"]
+#[ignore = "needs root: loop, ext4"]
 fn with_no_study_named_all_three_run_sized_to_the_free_space_and_say_so() {
     let _lock = device_lock();
     let fs = Ext4::new(512, "rw");
@@ -268,7 +268,7 @@ fn with_no_study_named_all_three_run_sized_to_the_free_space_and_say_so() {
 }
 
 #[test]
-#[ignore = "needs root: loop device, ext4 mount, blkio cgroup"]
+#[ignore = "needs root: loop, ext4, throttle"]
 fn ctrl_c_stops_the_studies_and_leaves_nothing_behind() {
     let _lock = device_lock();
     let fs = Ext4::new(512, "rw");
@@ -304,7 +304,7 @@ fn ctrl_c_stops_the_studies_and_leaves_nothing_behind() {
 }
 
 #[test]
-#[ignore = "needs root: loop device, ext4 mount"]
+#[ignore = "needs root: loop, ext4"]
 fn a_size_that_does_not_fit_is_refused_before_writing() {
     let _lock = device_lock();
     let fs = Ext4::new(256, "rw");

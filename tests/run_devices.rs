@@ -29,7 +29,7 @@ fn assert_within(doc: &Value, key: &str, truth: f64, tolerance: f64) {
 }
 
 #[test]
-#[ignore = "needs root: loop device, ext4 mount, blkio cgroup"]
+#[ignore = "needs root: loop, ext4, throttle"]
 fn compat_run_matches_the_throttle_within_5_percent() {
     let _lock = device_lock();
     let fs = Ext4::new(1024, "rw");
@@ -75,7 +75,7 @@ fn compat_run_matches_the_throttle_within_5_percent() {
 }
 
 #[test]
-#[ignore = "needs root: loop device, ext4 mount, blkio cgroup"]
+#[ignore = "needs root: loop, ext4, throttle"]
 fn the_thread_fallback_measures_the_same_iops() {
     let _lock = device_lock();
     let fs = Ext4::new(256, "rw");
@@ -102,7 +102,7 @@ fn checksums(dir: &std::path::Path) -> BTreeMap<String, Vec<u8>> {
 }
 
 #[test]
-#[ignore = "needs root: loop device, ext4 mount"]
+#[ignore = "needs root: loop, ext4"]
 fn existing_files_are_never_touched_and_nothing_is_left() {
     let _lock = device_lock();
     let fs = Ext4::new(1024, "rw");
@@ -123,7 +123,7 @@ fn existing_files_are_never_touched_and_nothing_is_left() {
 }
 
 #[test]
-#[ignore = "needs root: loop device, ext4 mount"]
+#[ignore = "needs root: loop, ext4"]
 fn a_filesystem_too_small_is_refused_with_exit_3() {
     let _lock = device_lock();
     let fs = Ext4::new(96, "rw");
@@ -137,7 +137,7 @@ fn a_filesystem_too_small_is_refused_with_exit_3() {
 }
 
 #[test]
-#[ignore = "needs root: loop device, ext4 mount"]
+#[ignore = "needs root: loop, ext4"]
 fn a_read_only_mount_is_one_line_and_exit_2_but_reads_still_run() {
     let _lock = device_lock();
     let fs = Ext4::new(256, "ro");
@@ -152,7 +152,7 @@ fn a_read_only_mount_is_one_line_and_exit_2_but_reads_still_run() {
 }
 
 #[test]
-#[ignore = "needs root: loop device"]
+#[ignore = "needs root: loop"]
 fn an_unmounted_disk_runs_read_tests_and_names_what_is_missing() {
     let _lock = device_lock();
     let dev = LoopDev::new(128);
@@ -167,7 +167,7 @@ fn an_unmounted_disk_runs_read_tests_and_names_what_is_missing() {
 }
 
 #[test]
-#[ignore = "needs root: loop device, ext4 mount"]
+#[ignore = "needs root: loop, ext4"]
 fn destructive_is_refused_on_a_mounted_device_and_without_confirmation() {
     let _lock = device_lock();
     let fs = Ext4::new(128, "rw");
@@ -225,7 +225,7 @@ fn start_and_signal(fs: &Ext4, cg: &BlkioThrottle, signal: &str) -> (std::proces
 }
 
 #[test]
-#[ignore = "needs root: loop device, ext4 mount, blkio cgroup"]
+#[ignore = "needs root: loop, ext4, throttle"]
 fn sigint_and_sigterm_stop_within_a_second_and_keep_what_was_measured() {
     let _lock = device_lock();
     let fs = Ext4::new(512, "rw");
@@ -248,7 +248,7 @@ fn sigint_and_sigterm_stop_within_a_second_and_keep_what_was_measured() {
 }
 
 #[test]
-#[ignore = "needs root: loop device, ext4 mount, blkio cgroup"]
+#[ignore = "needs root: loop, ext4, throttle"]
 fn kill_9_leaves_nothing_behind() {
     let _lock = device_lock();
     let fs = Ext4::new(512, "rw");
@@ -269,7 +269,7 @@ fn kill_9_leaves_nothing_behind() {
 }
 
 #[test]
-#[ignore = "needs root: loop device, ext4 mount"]
+#[ignore = "needs root: loop, ext4, throttle"]
 fn a_full_disk_mid_run_is_one_line_and_leaves_nothing() {
     let _lock = device_lock();
     let fs = Ext4::new(1024, "rw");
@@ -300,7 +300,7 @@ fn a_full_disk_mid_run_is_one_line_and_leaves_nothing() {
 }
 
 #[test]
-#[ignore = "needs root: loop device, ext4 mount, setpriv to drop privileges"]
+#[ignore = "needs root: loop, ext4"]
 fn without_root_raw_reads_are_skipped_and_writes_still_run() {
     let _lock = device_lock();
     let fs = Ext4::new(256, "rw");

@@ -123,7 +123,7 @@ fn failing_checks(doc: &Value, mark: &str) -> Vec<(String, f64)> {
 }
 
 #[test]
-#[ignore = "needs root: loop device, ext4 mount, blkio cgroup"]
+#[ignore = "needs root: loop, ext4, throttle"]
 fn an_a1_level_card_claiming_a2_is_measured_a1() {
     let _lock = device_lock();
     let limits = Throttle {
@@ -161,7 +161,7 @@ fn an_a1_level_card_claiming_a2_is_measured_a1() {
 }
 
 #[test]
-#[ignore = "needs root: loop device, ext4 mount, blkio cgroup"]
+#[ignore = "needs root: loop, ext4, throttle"]
 fn a_card_below_a1_measures_no_a_class() {
     let _lock = device_lock();
     let limits = Throttle {

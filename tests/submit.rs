@@ -345,7 +345,7 @@ fn the_bytes_on_the_wire_carry_no_serial_name_or_private_path() {
 }
 
 #[test]
-#[ignore = "needs root: a UTS namespace gives the machine a known host name"]
+#[ignore = "needs root: namespaces"]
 fn the_host_name_stays_home_too() {
     let home = Home::noting(&format!("benchmarked on {HOSTNAME} by {USER} in /media/alice/usbstick/bench"));
     let server = FaultyLeaderboard::start(vec![Reply::created(1, "public")]);
@@ -609,7 +609,7 @@ fn owner(path: &std::path::Path) -> (u32, u32) {
 }
 
 #[test]
-#[ignore = "needs root: adds a throwaway user and runs as root for it, as sudo does"]
+#[ignore = "needs root"]
 fn under_sudo_the_salt_and_files_belong_to_the_user_who_typed_it() {
     let user = TestUser::new();
     let home = Home::new();

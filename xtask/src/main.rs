@@ -80,9 +80,11 @@ tasks:
       As root: `cargo check --workspace --all-targets` with rustc 1.85 (the
       rust-version) for armv7, in the trixie chroot.
   test
-      Every test: cargo test --workspace (device tests included where this
-      machine can make loop devices and blkio throttles, skipped otherwise),
-      then vm-identify; tidy counts as one test. Ends with
+      Every test: the doc check (tidy, one test), cargo test --workspace,
+      then the tests that need more than a build machine, each where this
+      machine has what its #[ignore] reason names (root, loop, fuse,
+      throttle, ...; docs/testing.md), then vm-identify. Lists every skipped
+      test with why, every failure, and ends with
       `xtask test: N passed, M failed, K skipped`.
   tidy
       Every relative markdown link and docs/<page>.md#<anchor> mention in the

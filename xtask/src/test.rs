@@ -1,52 +1,50 @@
 //! `cargo xtask test`: every test of the project, the README's one command.
 //!
-//! 1. Installs what the device tests need when it is missing and we are root
-//!    (a fresh machine has only Rust, gcc, python3 and qemu-utils).
-//! 2. Runs `cargo test --workspace`. Tests that need root, loop devices or
-//!    blkio throttling are `#[ignore]`d in the source; they are included
-//!    (`--include-ignored`) only where this machine can run them, and counted
-//!    as skipped where it cannot — never as passed.
-//! 3. Runs the leaderboard's tests on their own: its PostgreSQL and Chromium
-//!    tests are `#[ignore]`d and included where both are installed (as
-//!    root, xtask installs them: Debian's `postgresql` and `chromium`).
-//! 4. Runs the QEMU SD end-to-end check (`vm-identify`), which skips itself
-//!    on machines that cannot run QEMU.
-//! 5. Ends with one line: `xtask test: N passed, M failed, K skipped`.
+//! No test is counted as passed unless it ran and passed, and every test
+//! that did not run is named, with why (docs/testing.md):
+//!
+//! 0. Checks the doc links (`cargo xtask tidy`), counted as one test.
+//! 1. Probes what this machine can do for the tests libtest cannot run
+//!    everywhere ([`caps`]: root, loop devices, FUSE, block I/O throttling
+//!    by cgroup v1 or v2, …), installing the Debian packages it lacks when
+//!    it is root (a fresh machine has only Rust, gcc, python3 and
+//!    qemu-utils).
+//! 2. Runs `cargo test --workspace` (the leaderboard package on its own,
+//!    after the rest). Tests that need more than a build machine are
+//!    `#[ignore = "needs root: loop, fuse"]` in the source; the first pass
+//!    runs the others and reads each ignored test's reason, the second runs
+//!    (`--ignored`) those whose every capability is here and `--skip`s the
+//!    others, which are listed as skipped with the capability they lack. A
+//!    runnable test that the second pass did not run, an ignore reason that
+//!    names no known capability, a test binary that ended without its
+//!    summary, and a build that failed are each a failure.
+//! 3. Runs the QEMU SD end-to-end check (`vm-identify`), which skips itself
+//!    only where QEMU cannot be had at all; an exit status that disagrees
+//!    with its summary, or no summary, is a failure.
+//! 4. Ends with every skip and every failure by name, then one line:
+//!    `xtask test: N passed, M failed, K skipped`.
 
+mod caps;
+mod libtest;
+
+use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 
 use anyhow::{Context, Result, bail};
 
-/// Debian packages the device tests use, by the command each provides.
-/// fio is the reference tool that the file-state test (tests/flash.rs)
-/// runs with Storage.sh's own arguments, beside ours; the profile report test
-/// opens its HTML in headless Chromium.
-const NEEDS: [(&str, &str); 9] = [
-    ("mkfs.ext4", "e2fsprogs"),
-    ("losetup", "mount"),
-    ("fallocate", "util-linux"),
-    ("prlimit", "util-linux"),
-    ("unshare", "util-linux"),
-    ("mount", "mount"),
-    ("mkfs.btrfs", "btrfs-progs"),
-    ("fio", "fio"),
-    ("chromium", "chromium"),
-];
+use caps::{Machine, parse_reason};
+use libtest::{CargoTest, Outcome};
 
-/// Debian packages the device tests use that bring no command, by a file
-/// each installs. fusepy serves the fault tests' misbehaving disk
-/// (tests/support/faulty_fuse.py, with its libfuse2); Debian's package goes
-/// into the system python3, which the tests run as /usr/bin/python3 because
-/// a pyenv `python3` on PATH would not see it.
-const NEEDS_FILES: [(&str, &str); 1] = [("/usr/lib/python3/dist-packages/fusepy.py", "python3-fusepy")];
-
+/// What the whole run came to.
 #[derive(Debug, Default)]
-struct Tally {
+struct Report {
     passed: u64,
-    failed: u64,
-    skipped: u64,
+    /// What failed, by name (a test, a binary, a build, a check).
+    failures: Vec<String>,
+    /// What did not run, and why.
+    skips: Vec<(String, String)>,
 }
 
 pub fn main(args: &[String]) -> ExitCode {
@@ -54,145 +52,208 @@ pub fn main(args: &[String]) -> ExitCode {
         eprintln!("xtask test: unknown argument {arg}; it takes none");
         return ExitCode::from(2);
     }
-    match run() {
-        Ok(tally) => {
-            println!("xtask test: {} passed, {} failed, {} skipped", tally.passed, tally.failed, tally.skipped);
-            if tally.failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE }
-        }
-        Err(e) => {
-            eprintln!("xtask test: {e:#}");
-            println!("xtask test: 0 passed, 1 failed, 0 skipped");
-            ExitCode::FAILURE
+    let mut report = Report::default();
+    if let Err(e) = run(&mut report) {
+        report.failures.push(format!("xtask test itself: {e:#}"));
+    }
+    if !report.skips.is_empty() {
+        println!("xtask test: skipped {}:", report.skips.len());
+        for (what, why) in &report.skips {
+            println!("  SKIP {what}: {why}");
         }
     }
+    if !report.failures.is_empty() {
+        println!("xtask test: failed {}:", report.failures.len());
+        for what in &report.failures {
+            println!("  FAIL {what}");
+        }
+    }
+    println!("xtask test: {} passed, {} failed, {} skipped", report.passed, report.failures.len(), report.skips.len());
+    if report.failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
 
-fn run() -> Result<Tally> {
-    let mut tally = Tally::default();
+fn run(report: &mut Report) -> Result<()> {
     // Doc links and the project's own words (`cargo xtask tidy`): one test.
     if crate::tidy::check_repository() {
-        tally.passed += 1
+        report.passed += 1;
     } else {
-        tally.failed += 1
+        report.failures.push("cargo xtask tidy: a doc link or mention that does not resolve (above)".into());
     }
-    let devices = match device_tests_possible() {
-        Ok(()) => true,
-        Err(why) => {
-            println!("xtask test: device tests will be skipped: {why}");
-            false
-        }
-    };
-
-    let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    cargo.args([
-        "test",
-        "--workspace",
-        "--exclude",
-        LEADERBOARD,
-        "--all-targets",
-        "--no-fail-fast",
-        "--",
-        "--color",
-        "never",
-    ]);
-    if devices {
-        cargo.arg("--include-ignored");
+    let machine = Machine::probe();
+    println!("xtask test: what this machine can do for the ignored tests:");
+    for line in machine.describe() {
+        println!("  {line}");
     }
-    let failed_before = tally.failed;
-    let ok = run_counting(&mut cargo, &mut tally)?;
-    if !ok && tally.failed == failed_before {
-        // A build failure has no test lines: count it so the total is honest.
-        tally.failed += 1;
-    }
-
-    let servers = match leaderboard_tests_possible() {
-        Ok(()) => true,
-        Err(why) => {
-            println!("xtask test: the leaderboard's PostgreSQL and Chromium tests will be skipped: {why}");
-            false
-        }
-    };
-    let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    cargo.args(["test", "-p", LEADERBOARD, "--all-targets", "--no-fail-fast", "--", "--color", "never"]);
-    if servers {
-        cargo.arg("--include-ignored");
-    }
-    let failed_before = tally.failed;
-    let ok = run_counting(&mut cargo, &mut tally)?;
-    if !ok && tally.failed == failed_before {
-        tally.failed += 1;
-    }
-
-    let mut vm = Command::new(std::env::current_exe().context("xtask path")?);
-    vm.arg("vm-identify");
-    run_counting(&mut vm, &mut tally)?;
-    Ok(tally)
+    suite(report, &machine, &["--workspace", "--exclude", LEADERBOARD])?;
+    suite(report, &machine, &["-p", LEADERBOARD])?;
+    vm_identify(report)
 }
 
-/// The leaderboard server's package, tested on its own (see [`run`]).
+/// The leaderboard server's package, tested on its own after the rest.
 const LEADERBOARD: &str = "storage-score-leaderboard";
 
-/// Debian packages the leaderboard's tests use, by a file each installs:
-/// a throwaway PostgreSQL cluster (initdb, postgres, pg_dump, psql) and
-/// headless Chromium for the pages.
-const LEADERBOARD_NEEDS: [(&str, &str); 3] = [
-    ("/usr/bin/psql", "postgresql"),
-    ("/usr/bin/chromium", "chromium"),
-    ("/usr/share/postgresql-common", "postgresql"),
-];
+/// `cargo test SELECT --all-targets`, in the two passes of the module
+/// documentation, into `report`.
+fn suite(report: &mut Report, machine: &Machine, select: &[&str]) -> Result<()> {
+    let mut args = vec!["test"];
+    args.extend(select);
+    args.extend(["--all-targets", "--no-fail-fast", "--", "--color", "never"]);
+    let (first, built) = cargo_test(&args)?;
+    account(report, &first, built, &select.join(" "));
 
-/// Can this machine run the leaderboard's PostgreSQL and Chromium tests?
-/// Installs the packages when it can (as root).
-fn leaderboard_tests_possible() -> Result<(), String> {
-    let mut missing: Vec<&str> =
-        LEADERBOARD_NEEDS.iter().filter(|(file, _)| !Path::new(file).exists()).map(|(_, pkg)| *pkg).collect();
-    if !postgres_installed() {
-        missing.push("postgresql");
+    // The ignored tests: run where the machine has what they need.
+    let mut runnable: Vec<(&str, &str, &str)> = Vec::new(); // path, label, name
+    let mut not_here: BTreeSet<&str> = BTreeSet::new();
+    for binary in &first.binaries {
+        let read = binary.tests.iter().filter(|(_, o)| matches!(o, Outcome::Ignored(_))).count() as u64;
+        let ignored = binary.summary.map_or(read, |s| s.ignored);
+        if read != ignored {
+            report.failures.push(format!(
+                "{}: {ignored} ignored tests, but {read} of their lines could be read, so the rest would go uncounted",
+                binary.label
+            ));
+        }
+        for (name, outcome) in &binary.tests {
+            let Outcome::Ignored(reason) = outcome else { continue };
+            let what = format!("{}::{name}", binary.label);
+            let caps = match reason.as_deref().map(parse_reason) {
+                Some(Ok(caps)) => caps,
+                Some(Err(e)) => {
+                    report.failures.push(format!("{what}: {e}"));
+                    not_here.insert(name);
+                    continue;
+                }
+                None => {
+                    report.failures.push(format!("{what}: #[ignore] without a reason naming what it needs"));
+                    not_here.insert(name);
+                    continue;
+                }
+            };
+            match machine.lacks(&caps) {
+                Some(why) => {
+                    report.skips.push((what, why));
+                    not_here.insert(name);
+                }
+                None => runnable.push((&binary.path, &binary.label, name)),
+            }
+        }
     }
-    missing.sort_unstable();
-    missing.dedup();
-    if missing.is_empty() {
+    if runnable.is_empty() {
         return Ok(());
     }
-    if !nix_is_root() {
-        return Err(format!("{} not installed, and not root to install it", missing.join(" ")));
+    args.extend(["--ignored", "--exact"]);
+    for name in &not_here {
+        args.extend(["--skip", name]);
     }
-    install(&missing).map_err(|e| format!("cannot install {}: {e:#}", missing.join(" ")))?;
-    if postgres_installed() { Ok(()) } else { Err("PostgreSQL's initdb is still missing after the install".into()) }
-}
-
-/// Debian keeps initdb in /usr/lib/postgresql/VERSION/bin, off PATH.
-fn postgres_installed() -> bool {
-    std::fs::read_dir("/usr/lib/postgresql")
-        .map(|dirs| dirs.flatten().any(|d| d.path().join("bin/initdb").exists()))
-        .unwrap_or(false)
-}
-
-/// Can this machine run the tests that make loop devices and throttle them?
-/// Installs missing tools when it can.
-fn device_tests_possible() -> Result<(), String> {
-    if !nix_is_root() {
-        return Err("not root (run `sudo cargo xtask test`)".into());
-    }
-    if !Path::new("/dev/loop-control").exists() {
-        return Err("no /dev/loop-control: this kernel or container has no loop devices".into());
-    }
-    if !Path::new("/dev/fuse").exists() {
-        return Err("no /dev/fuse: the fault-injection tests need FUSE".into());
-    }
-    if !Path::new("/sys/fs/cgroup/blkio/blkio.throttle.read_iops_device").exists() {
-        return Err("no cgroup v1 blkio throttling at /sys/fs/cgroup/blkio".into());
-    }
-    let mut missing: Vec<&str> = NEEDS.iter().filter(|(cmd, _)| !on_path(cmd)).map(|(_, pkg)| *pkg).collect();
-    missing.extend(NEEDS_FILES.iter().filter(|(file, _)| !Path::new(file).exists()).map(|(_, pkg)| *pkg));
-    missing.sort_unstable();
-    missing.dedup();
-    if !missing.is_empty() {
-        install(&missing).map_err(|e| format!("cannot install {}: {e:#}", missing.join(" ")))?;
+    let (second, built) = cargo_test(&args)?;
+    account(report, &second, built, &format!("{} (ignored tests)", select.join(" ")));
+    // Every test that could run here did: a name another binary's skipped
+    // test shares would have been skipped too, so look for each.
+    for (path, label, name) in runnable {
+        let ran = second.binary(path).and_then(|b| b.outcome(name));
+        if !matches!(ran, Some(Outcome::Passed | Outcome::Failed)) {
+            report
+                .failures
+                .push(format!("{label}::{name}: could run here but did not (a skipped test of the same name?)"));
+        }
     }
     Ok(())
 }
 
+/// Adds one cargo test's counts to `report`: passes and failures from each
+/// binary's summary, failed tests by name, and a binary without a summary
+/// or a failed build as failures of their own.
+fn account(report: &mut Report, run: &CargoTest, built: bool, what: &str) {
+    let mut failed = 0;
+    for binary in &run.binaries {
+        let Some(summary) = binary.summary else {
+            report.failures.push(format!("{}: the test binary ended before its summary (a crash?)", binary.label));
+            failed += 1;
+            continue;
+        };
+        report.passed += summary.passed;
+        failed += summary.failed;
+        let named: Vec<&str> =
+            binary.tests.iter().filter(|(_, o)| *o == Outcome::Failed).map(|(n, _)| n.as_str()).collect();
+        for name in &named {
+            report.failures.push(format!("{}::{name}", binary.label));
+        }
+        // A failure whose line was garbled by a test's child writing to our
+        // stdout still counts.
+        for _ in named.len() as u64..summary.failed {
+            report.failures.push(format!("{}: a failed test whose name could not be read", binary.label));
+        }
+    }
+    if !built && failed == 0 {
+        report.failures.push(format!("cargo test {what}: failed without a failing test (a build error?)"));
+    }
+}
+
+/// Runs `cargo ARGS` with its stderr on its stdout (so that a binary's
+/// `Running …` line comes before its tests' lines), echoing every line.
+/// Returns what it printed and whether cargo succeeded.
+fn cargo_test(args: &[&str]) -> Result<(CargoTest, bool)> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut child = Command::new("sh")
+        .args(["-c", "exec \"$@\" 2>&1", "sh", &cargo])
+        .args(args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot start {cargo} {}", args.join(" ")))?;
+    let stdout = child.stdout.take().context("stdout")?;
+    let mut run = CargoTest::default();
+    for line in BufReader::new(stdout).lines() {
+        let line = line.context("reading cargo's output")?;
+        println!("{line}");
+        run.line(&line);
+    }
+    let ok = child.wait().context("waiting for cargo")?.success();
+    Ok((run, ok))
+}
+
+/// `cargo xtask vm-identify`, counted by its summary line and checked
+/// against its exit status.
+fn vm_identify(report: &mut Report) -> Result<()> {
+    let exe = std::env::current_exe().context("xtask path")?;
+    let mut child =
+        Command::new(exe).arg("vm-identify").stdout(Stdio::piped()).spawn().context("cannot start vm-identify")?;
+    let stdout = child.stdout.take().context("stdout")?;
+    let mut summary: Option<(u64, u64)> = None;
+    for line in BufReader::new(stdout).lines() {
+        let line = line.context("reading vm-identify's output")?;
+        println!("{line}");
+        if let Some(reason) = line.strip_prefix("vm-identify: skipped: ") {
+            report.skips.push(("vm-identify".into(), reason.to_owned()));
+        } else if let Some(counts) = line.strip_prefix("vm-identify: ") {
+            let number = |word: &str| -> Option<u64> {
+                let words: Vec<&str> = counts.split([' ', ',']).filter(|w| !w.is_empty()).collect();
+                words.windows(2).find(|w| w[1] == word).and_then(|w| w[0].parse().ok())
+            };
+            if let (Some(passed), Some(failed)) = (number("passed"), number("failed")) {
+                summary = Some((passed, failed));
+            }
+        } else if let Some(check) = line.strip_prefix("FAIL ") {
+            report.failures.push(format!("vm-identify: {check}"));
+        }
+    }
+    let status = child.wait().context("waiting for vm-identify")?;
+    match summary {
+        None => report.failures.push(format!("vm-identify ended ({status}) without its summary line")),
+        Some((passed, failed)) => {
+            report.passed += passed;
+            let named = report.failures.iter().filter(|f| f.starts_with("vm-identify: ")).count() as u64;
+            for _ in named..failed {
+                report.failures.push("vm-identify: a failed check".into());
+            }
+            if status.success() != (failed == 0) {
+                report.failures.push(format!("vm-identify exited with {status}, which its summary does not explain"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `apt-get install` of `packages` (as root).
 fn install(packages: &[&str]) -> Result<()> {
     println!("xtask test: installing {}", packages.join(" "));
     let update = Command::new("apt-get").arg("update").stdout(Stdio::null()).status().context("apt-get update")?;
@@ -216,59 +277,4 @@ fn on_path(cmd: &str) -> bool {
         .map(|paths| std::env::split_paths(&paths).any(|dir| dir.join(cmd).is_file()))
         .unwrap_or(false)
         || ["/sbin", "/usr/sbin"].iter().any(|dir| Path::new(dir).join(cmd).is_file())
-}
-
-fn nix_is_root() -> bool {
-    // The effective uid, from /proc so xtask needs no libc binding.
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(2) == Some("0")))
-        .unwrap_or(false)
-}
-
-/// Runs a command, echoing its stdout, and adds up libtest's `test result:`
-/// lines and the `N passed, M failed[, K skipped]` lines of our own tasks.
-fn run_counting(cmd: &mut Command, tally: &mut Tally) -> Result<bool> {
-    let mut child = cmd.stdout(Stdio::piped()).spawn().with_context(|| format!("cannot start {cmd:?}"))?;
-    let stdout = child.stdout.take().context("stdout")?;
-    for line in BufReader::new(stdout).lines() {
-        let line = line.context("reading output")?;
-        println!("{line}");
-        count_line(&line, tally);
-    }
-    Ok(child.wait().context("wait")?.success())
-}
-
-fn count_line(line: &str, tally: &mut Tally) {
-    let number_before = |word: &str| -> u64 {
-        let words: Vec<&str> = line.split([' ', ';', ',']).filter(|w| !w.is_empty()).collect();
-        words.windows(2).find(|w| w[1].trim_end_matches('.') == word).and_then(|w| w[0].parse().ok()).unwrap_or(0)
-    };
-    if line.starts_with("test result:") {
-        tally.passed += number_before("passed");
-        tally.failed += number_before("failed");
-        tally.skipped += number_before("ignored");
-    } else if line.starts_with("vm-identify:") && line.contains(" passed") {
-        tally.passed += number_before("passed");
-        tally.failed += number_before("failed");
-        tally.skipped += number_before("skipped");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn counts_libtest_and_task_lines() {
-        let mut t = Tally::default();
-        count_line(
-            "test result: ok. 11 passed; 0 failed; 3 ignored; 0 measured; 0 filtered out; finished in 0.18s",
-            &mut t,
-        );
-        count_line("test result: FAILED. 9 passed; 1 failed; 0 ignored; 0 measured", &mut t);
-        count_line("vm-identify: 0 passed, 0 failed, 1 skipped", &mut t);
-        count_line("vm-identify: 32 passed, 0 failed", &mut t);
-        assert_eq!((t.passed, t.failed, t.skipped), (52, 1, 4));
-    }
 }
