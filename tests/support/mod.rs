@@ -1,10 +1,11 @@
-//! Real devices for end-to-end tests: loop devices, ext4 mounts and blkio
-//! throttling cgroups, each torn down by `Drop` on every path (a failing
-//! assertion unwinds through them too).
+//! Real devices for end-to-end tests: loop devices, ext4 mounts, throttles
+//! (`throttle.rs`, cgroup v1 or v2), each torn down by `Drop` on every path
+//! (a failing assertion unwinds through them too).
 //!
-//! Tests that need these are `#[ignore]`d with the reason "needs root"; `cargo
-//! xtask test` runs them (`--include-ignored`) where the machine allows, and
-//! libtest counts them as ignored (skipped) elsewhere.
+//! Tests that need these are `#[ignore]`d with a reason that names what
+//! they need in a fixed vocabulary (`needs root: loop, fuse, throttle`;
+//! docs/testing.md); `cargo xtask test` runs each where the machine has all
+//! of it and lists it as skipped, with the capability it lacks, elsewhere.
 
 #![allow(dead_code)]
 
@@ -15,8 +16,11 @@ use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
 
 mod mounts;
+mod throttle;
 #[allow(unused_imports)] // not every test binary uses these
 pub use mounts::*;
+#[allow(unused_imports)]
+pub use throttle::*;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_storage-score");
 
@@ -201,73 +205,6 @@ impl<D> Drop for Ext4<D> {
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
         let _ = Command::new("umount").arg("-l").arg(self.dir.path()).status();
-    }
-}
-
-/// Limits for a blkio-throttled "slow card".
-#[derive(Default, Clone, Copy)]
-pub struct Throttle {
-    pub read_iops: Option<u64>,
-    pub write_iops: Option<u64>,
-    pub read_bps: Option<u64>,
-    pub write_bps: Option<u64>,
-}
-
-/// A blkio throttle on one (test-private) device: a calibrated slow card.
-///
-/// The limits go into the *root* cgroup v1 blkio group, keyed by the
-/// device's MAJ:MIN, so they bind every bio sent to it. A child group would
-/// not do: cgroup v1 charges buffered writeback to the root blkcg even when
-/// our own `fsync` starts it, so `dd conv=fsync` ran at 370 MB/s through a
-/// 40 MB/s child-group limit here, and at 39.2 MB/s with the root-group limit.
-/// The rules are reset on drop (and vanish with the loop device anyway).
-pub struct BlkioThrottle {
-    dir: PathBuf,
-    devnum: String,
-    files: Vec<&'static str>,
-}
-
-const BLKIO_ROOT: &str = "/sys/fs/cgroup/blkio";
-
-impl BlkioThrottle {
-    pub fn new(dev: &LoopDev, limits: Throttle) -> BlkioThrottle {
-        // Quiet the machine first. The dd-like test times buffered writes
-        // plus fsync; with 24 GiB of RAM the writes only fill the page cache
-        // and the device works during fsync, so a slow write phase adds to
-        // the time. Right after a build (CI compiles just before the tests)
-        // the page cache is full and every new page must be reclaimed first:
-        // that measured 35.5 MB/s through a 40 MB/s limit, against 39 MB/s on
-        // a quiet machine. Flush and drop the clean page cache beforehand.
-        sh("sync", &[]);
-        let _ = std::fs::write("/proc/sys/vm/drop_caches", "1\n");
-        let mut cg = BlkioThrottle { dir: PathBuf::from(BLKIO_ROOT), devnum: dev.devnum(), files: Vec::new() };
-        let mut set = |file: &'static str, value: Option<u64>| {
-            if let Some(v) = value {
-                std::fs::write(cg.dir.join(file), format!("{} {v}\n", cg.devnum)).expect(file);
-                cg.files.push(file);
-            }
-        };
-        set("blkio.throttle.read_iops_device", limits.read_iops);
-        set("blkio.throttle.write_iops_device", limits.write_iops);
-        set("blkio.throttle.read_bps_device", limits.read_bps);
-        set("blkio.throttle.write_bps_device", limits.write_bps);
-        cg
-    }
-
-    /// A command that runs `BIN args…` against the throttled device.
-    pub fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(BIN);
-        cmd.args(args);
-        cmd
-    }
-}
-
-impl Drop for BlkioThrottle {
-    fn drop(&mut self) {
-        for file in &self.files {
-            // Writing 0 removes the rule.
-            let _ = std::fs::write(self.dir.join(file), format!("{} 0\n", self.devnum));
-        }
     }
 }
 
