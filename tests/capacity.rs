@@ -318,27 +318,60 @@ fn a_card_held_open_by_another_process_is_refused() {
     }
     let pid = holder.id();
     let _reap = Reap(&mut holder);
-    std::thread::sleep(Duration::from_millis(300));
+    // Until bash has the device open: a link to it among its descriptors.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let holds = || {
+        std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .map(|fds| fds.flatten().any(|fd| std::fs::read_link(fd.path()).is_ok_and(|t| t == dev.node)))
+            .unwrap_or(false)
+    };
+    while !holds() {
+        assert!(Instant::now() < deadline, "the holder never opened {}", dev.path());
+        std::thread::sleep(Duration::from_millis(10));
+    }
     refused(&["verify-capacity", dev.path()], 3, &["open in another program", &format!("kill {pid}")]);
 }
 
 #[test]
 #[ignore = "needs root: loop, ext4, namespaces"]
 fn the_root_disk_is_refused_with_the_files_command() {
-    let root = Command::new("findmnt").args(["-no", "SOURCE", "/"]).output().expect("findmnt");
-    let source = String::from_utf8_lossy(&root.stdout).trim().to_owned();
-    let Some(disk) = Command::new("lsblk")
-        .args(["-no", "PKNAME", &source])
+    let _lock = device_lock();
+    // A system whose / is a loop device, whatever this machine's own / is
+    // on: ext4 on the loop device, the host's programs, libraries and
+    // kernel file systems bound into it, entered with chroot in a private
+    // mount namespace (its mounts go with it).
+    let fs = Ext4::new(64, "rw");
+    let root = fs.mount_point();
+    let bin_dir = Path::new(BIN).parent().expect("the binary's directory");
+    let mut script = String::from("set -e\n");
+    for dir in ["usr", "etc", "dev", "proc", "sys"] {
+        script.push_str(&format!("mkdir -p '{root}/{dir}' && mount --rbind '/{dir}' '{root}/{dir}'\n"));
+    }
+    for dir in ["bin", "sbin", "lib", "lib64"] {
+        let host = Path::new("/").join(dir);
+        match std::fs::read_link(&host) {
+            Ok(target) => script.push_str(&format!("ln -s '{}' '{root}/{dir}'\n", target.display())),
+            Err(_) if host.is_dir() => {
+                script.push_str(&format!("mkdir -p '{root}/{dir}' && mount --rbind '/{dir}' '{root}/{dir}'\n"))
+            }
+            Err(_) => {}
+        }
+    }
+    script.push_str(&format!(
+        "mkdir -p '{root}{bins}' && mount --bind '{bins}' '{root}{bins}'\nexec chroot '{root}' \"$@\"\n",
+        bins = bin_dir.display()
+    ));
+    let out = Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c", &script, "sh", BIN, "verify-capacity", fs.dev.path()])
+        .stdin(Stdio::null())
         .output()
-        .ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        .map(|p| if p.is_empty() { source.clone() } else { format!("/dev/{p}") })
-        .filter(|d| d.starts_with("/dev/"))
-    else {
-        eprintln!("skipped: / is not on a block device here ({source})");
-        return;
-    };
-    refused(&["verify-capacity", &disk], 3, &["running system", "verify-capacity / --files"]);
+        .expect("unshare");
+    let line = assert_one_line_error(&out, 3);
+    assert!(line.contains("running system") && line.contains("verify-capacity / --files"), "{line}");
+    assert!(out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
+    // Outside that namespace the same device is only mounted, not the system.
+    let line = assert_one_line_error(&run(&["verify-capacity", fs.dev.path()]), 3);
+    assert!(line.contains("mounted") && !line.contains("running system"), "{line}");
 }
 
 #[test]

@@ -32,6 +32,19 @@ impl LoopDev {
         let fields: Vec<u64> = stat.split_whitespace().map(|f| f.parse().expect("number")).collect();
         (fields[2], fields[6])
     }
+
+    /// Waits until the device has written `bytes` more than when this was
+    /// called (its own I/O counters: an event, not a guess at the time),
+    /// or panics after `limit` or when `child` ends first.
+    pub fn wait_for_writes(&self, bytes: u64, child: &mut std::process::Child, limit: std::time::Duration) {
+        let start = self.sectors().1;
+        let deadline = std::time::Instant::now() + limit;
+        while (self.sectors().1 - start) * 512 < bytes {
+            assert!(child.try_wait().expect("wait").is_none(), "the run ended before the device took {bytes} bytes");
+            assert!(std::time::Instant::now() < deadline, "the device took less than {bytes} bytes in {limit:?}");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
 }
 
 /// A mounted filesystem of any type on a directory of ours, unmounted on
