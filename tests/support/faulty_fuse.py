@@ -30,6 +30,12 @@ Each FAULT is ``NAME=VALUE``; sizes are bytes, or with a K, M or G suffix
                                this fault is set) go at FAST bytes per
                                second, every byte after at SLOW; FAST and
                                SLOW are plain numbers (40000000 = 40 MB/s)
+    gc-pause=BYTES:SECONDS     with slc: the write that takes the card past
+                               BYTES written (counted as slc counts them)
+                               waits SECONDS more, as a card collecting
+                               garbage (or a journal commit) makes one chunk
+                               slow; give it once per pause (gc-pause=244M:0.3
+                               gc-pause=400M:1), ``clear`` removes them
 
 Faults can also be given in the environment variable FAULTY_FUSE (separated
 by spaces or commas), and changed while the disk runs by writing them to the
@@ -85,6 +91,7 @@ class Faults:
         self.slc = None
         self.slc_written = 0
         self.slc_clock = None
+        self.gc_pauses = []
 
     def apply(self, spec):
         for item in spec.replace(",", " ").split():
@@ -103,6 +110,10 @@ class Faults:
                 self.stall_until = None
             elif name == "lie-size":
                 self.lie_size = parse_size(value)
+            elif name == "gc-pause":
+                at, _, seconds = value.partition(":")
+                self.gc_pauses.append((parse_size(at), float(seconds)))
+                self.gc_pauses.sort()
             elif name == "slc":
                 cache, fast, slow = value.split(":")
                 self.slc = (parse_size(cache), float(fast), float(slow))
@@ -235,6 +246,10 @@ class FaultyDisk(fuse.Operations):
             cost = inside / fast + (size - inside) / slow
             if f.slc_written < cache <= f.slc_written + size:
                 log("slc: cache of %d bytes full" % cache)
+            for at, seconds in f.gc_pauses:
+                if f.slc_written < at <= f.slc_written + size:
+                    cost += seconds
+                    log("gc pause of %.2f s at %d bytes written" % (seconds, at))
             f.slc_written += size
             now = time.monotonic()
             start = f.slc_clock if f.slc_clock is not None and now - f.slc_clock < self.SLACK else now
