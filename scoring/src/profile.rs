@@ -100,12 +100,13 @@ pub struct Curve {
     /// absent when it never does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_bytes: Option<u64>,
-    /// The rate before and after that step (absent with it).
+    /// The rates of the long levels before and after that step (absent
+    /// with it), not of a transition of a few chunks (docs/profile.md#the-sustained-write).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub before_mb_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_mb_s: Option<f64>,
-    /// The rate the write settled to: its last level.
+    /// The rate the write settled to: its last long level.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steady_mb_s: Option<f64>,
     /// The slowest stretch of at least one second.
