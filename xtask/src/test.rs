@@ -3,13 +3,13 @@
 //! No test is counted as passed unless it ran and passed, and every test
 //! that did not run is named, with why (docs/testing.md):
 //!
-//! 0. Checks the doc links (`cargo xtask tidy`), counted as one test.
-//! 1. Probes what this machine can do for the tests libtest cannot run
+//! 1. Checks the doc links (`cargo xtask tidy`), counted as one test.
+//! 2. Probes what this machine can do for the tests libtest cannot run
 //!    everywhere ([`caps`]: root, loop devices, FUSE, block I/O throttling
 //!    by cgroup v1 or v2, …), installing the Debian packages it lacks when
 //!    it is root (a fresh machine has only Rust, gcc, python3 and
 //!    qemu-utils).
-//! 2. Runs `cargo test --workspace` (the leaderboard package on its own,
+//! 3. Runs `cargo test --workspace` (the leaderboard package on its own,
 //!    after the rest). Tests that need more than a build machine are
 //!    `#[ignore = "needs root: loop, fuse"]` in the source; the first pass
 //!    runs the others and reads each ignored test's reason, the second runs
@@ -18,10 +18,10 @@
 //!    runnable test that the second pass did not run, an ignore reason that
 //!    names no known capability, a test binary that ended without its
 //!    summary, and a build that failed are each a failure.
-//! 3. Runs the QEMU SD end-to-end check (`vm-identify`), which skips itself
+//! 4. Runs the QEMU SD end-to-end check (`vm-identify`), which skips itself
 //!    only where QEMU cannot be had at all; an exit status that disagrees
 //!    with its summary, or no summary, is a failure.
-//! 4. Ends with every skip and every failure by name, then one line:
+//! 5. Ends with every skip and every failure by name, then one line:
 //!    `xtask test: N passed, M failed, K skipped`.
 
 mod caps;
