@@ -15,7 +15,8 @@ use super::{MAX_SEGMENTS, MAX_SPIKE, MIN_DROP, MIN_LEVEL_CHANGE};
 pub(super) fn quiet_spikes(speeds: &[f64], sigma: f64) -> Vec<f64> {
     let mut out = speeds.to_vec();
     let n = out.len();
-    let margin = |level: f64| (MIN_DROP * level).max(4.0 * sigma);
+    // `sigma` is relative (the noise of log speeds): margins scale with the level.
+    let margin = |level: f64| level * MIN_DROP.max(4.0 * sigma);
     // Single chunks first, over the whole pass, then pairs: a lone burst
     // just after the step is read as that, before the two floor chunks
     // ahead of it could be read as a pause between it and the cache.
@@ -34,7 +35,7 @@ pub(super) fn quiet_spikes(speeds: &[f64], sigma: f64) -> Vec<f64> {
             let run = &out[i..i + width];
             let level = (a + b) / 2.0;
             let low = a.min(b);
-            let agree = (a - b).abs() <= (MIN_LEVEL_CHANGE * a.max(b)).max(3.0 * sigma);
+            let agree = (a - b).abs() <= a.max(b) * MIN_LEVEL_CHANGE.max(3.0 * sigma);
             let quiet = if agree
                 && (run.iter().all(|&x| x < level - margin(level)) || run.iter().all(|&x| x > level + margin(level)))
             {
@@ -79,11 +80,22 @@ pub(super) fn median_of_3(values: &[f64]) -> Vec<f64> {
 }
 
 /// Chunk indices where a new level starts, in order.
-/// `sigma` is the chunk-to-chunk noise of the raw speeds.
-pub(super) fn boundaries(speeds: &[f64], sigma: f64) -> Vec<usize> {
+/// `speeds` are the quietened speeds the levels are sought on, `raw` the
+/// measured ones, whose noise sets the penalty.
+///
+/// The squared error is of log speeds, and the noise is measured in each
+/// run being split: a card's noise is a share of its rate (±10% at 40 MB/s
+/// is ±4 MB/s, at 10 MB/s ±1 MB/s), and a cache can be far noisier than the
+/// floor (a throttle's time slices, a controller juggling its SLC), so one
+/// figure for the whole pass would split the noisy part into pieces.
+pub(super) fn boundaries(speeds: &[f64], raw: &[f64]) -> Vec<usize> {
     let n = speeds.len();
-    let prefix = Prefix::new(speeds);
-    let penalty = 4.0 * sigma * sigma * (n as f64).ln();
+    let logs: Vec<f64> = speeds.iter().map(|s| s.max(1e-9).ln()).collect();
+    let prefix = Prefix::new(&logs);
+    let penalty = |a: usize, b: usize| {
+        let sigma = noise(&raw[a..b]);
+        4.0 * sigma * sigma * (n as f64).ln()
+    };
     // Three chunks at least, so that a side's median is one of its chunks
     // (shorter runs are noise, see `quiet_spikes`).
     let min_len = 3;
@@ -99,6 +111,7 @@ pub(super) fn boundaries(speeds: &[f64], sigma: f64) -> Vec<usize> {
             break;
         }
         let whole = prefix.sse(a, b);
+        let penalty = penalty(a, b);
         let single = best_split(&prefix, a, b, min_len).filter(|&k| {
             whole - (prefix.sse(a, k) + prefix.sse(k, b)) > penalty
                 && differ(speeds[a..k].to_vec(), speeds[k..b].to_vec())
@@ -159,15 +172,14 @@ fn best_split(prefix: &Prefix, a: usize, b: usize, min_len: usize) -> Option<usi
         .map(|(k, _)| k)
 }
 
-/// The chunk-to-chunk noise: the median absolute difference of neighbours,
-/// scaled to a standard deviation (× 1.4826 / √2), with a floor of 1% of
-/// the median speed so that a perfectly flat curve is not split on rounding.
+/// The chunk-to-chunk noise, as a share of the rate: the median absolute
+/// difference of neighbouring log speeds, scaled to a standard deviation
+/// (× 1.4826 / √2), at least 1% so that a perfectly flat curve is not split
+/// on rounding.
 pub(super) fn noise(speeds: &[f64]) -> f64 {
-    let mut diffs: Vec<f64> = speeds.windows(2).map(|w| (w[1] - w[0]).abs()).collect();
+    let mut diffs: Vec<f64> = speeds.windows(2).map(|w| (w[1].max(1e-9).ln() - w[0].max(1e-9).ln()).abs()).collect();
     let mad = median(&mut diffs).unwrap_or(0.0) * 1.4826 / std::f64::consts::SQRT_2;
-    let mut sorted = speeds.to_vec();
-    let floor = median(&mut sorted).unwrap_or(0.0) * 0.01;
-    mad.max(floor)
+    mad.max(0.01)
 }
 
 pub(super) fn median(values: &mut [f64]) -> Option<f64> {

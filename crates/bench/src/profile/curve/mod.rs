@@ -19,8 +19,10 @@
 //! the speeds best, by least squares, then split each side again) with two
 //! guards against splitting noise: a split must lower the squared error by
 //! more than a penalty that grows with the noise and the number of chunks
-//! (a BIC-like `4 σ² ln n`, σ from the median absolute difference of
-//! neighbouring raw chunks), and the *medians* of the two sides must differ
+//! (a BIC-like `4 σ² ln n`, on log speeds, for a card's noise is a share of
+//! its rate; σ from the median absolute difference of neighbouring raw
+//! chunks in the run being split, for a cache can be far noisier than the
+//! floor), and the *medians* of the two sides must differ
 //! by at least [`MIN_LEVEL_CHANGE`]. Least squares alone would split off a
 //! lone odd chunk (on a quiet card σ is tiny) with a few ordinary chunks
 //! around it as a "level"; their median is the ordinary rate, so the guard
@@ -120,7 +122,7 @@ pub fn analyse(chunks: &[Chunk]) -> Analysis {
         Vec::new()
     } else {
         let sigma = noise(&speeds);
-        boundaries(&median_of_3(&quiet_spikes(&speeds, sigma)), sigma)
+        boundaries(&median_of_3(&quiet_spikes(&speeds, sigma)), &speeds)
     };
     let mut from = 0;
     for &to in bounds.iter().chain(std::iter::once(&chunks.len())) {

@@ -256,6 +256,24 @@ fn a_pass_of_2048_chunks_finds_its_step() {
 }
 
 #[test]
+fn a_noisy_cache_over_a_quiet_floor_is_two_levels() {
+    // A throttle's slices make the cache's chunks bursty (±25% here), while
+    // the slow floor is nearly flat (±2%): one noise figure in MB/s would
+    // split the cache into pieces; a share of the rate does not.
+    let mut rates = tiered();
+    let (cache, floor) = rates.split_at_mut(64);
+    jitter(cache, 0.25, 10);
+    jitter(floor, 0.02, 11);
+    let chunks = curve(&rates);
+    let a = analyse(&chunks);
+    assert_eq!(a.segments.len(), 2, "{:?}", a.segments);
+    let step = a.step.expect("a step");
+    assert!(step.at_bytes.abs_diff(256 * MIB) <= 4 * MIB, "{step:?}");
+    assert_near("before", step.before_mb_s, rate(&chunks[..63]), 0.02);
+    assert_near("after", step.after_mb_s, 10.0, 0.02);
+}
+
+#[test]
 fn noisy_flash_with_stalls_and_no_drop_has_no_step() {
     let mut rates = vec![25.0; 200];
     jitter(&mut rates, 0.10, 4);
