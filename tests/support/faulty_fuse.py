@@ -37,6 +37,11 @@ Each FAULT is ``NAME=VALUE``; sizes are bytes, or with a K, M or G suffix
                                slow; give it once per pause (gc-pause=244M:0.3
                                gc-pause=400M:1), ``clear`` removes them
 
+With slc, every 16 MiB written is logged with the time the card finished
+it (``slc: 32 MiB written by 1234.567``, time.monotonic() seconds): the
+card's own clock, from which a test knows the rate it really delivered,
+even when a loaded machine made this server fall behind its model.
+
 Faults can also be given in the environment variable FAULTY_FUSE (separated
 by spaces or commas), and changed while the disk runs by writing them to the
 file ``ctl`` beside disk.img (``clear`` removes them all). This is how a test
@@ -250,12 +255,15 @@ class FaultyDisk(fuse.Operations):
                 if f.slc_written < at <= f.slc_written + size:
                     cost += seconds
                     log("gc pause of %.2f s at %d bytes written" % (seconds, at))
+            marks = range((f.slc_written >> 24) + 1, ((f.slc_written + size) >> 24) + 1)
             f.slc_written += size
             now = time.monotonic()
             start = f.slc_clock if f.slc_clock is not None and now - f.slc_clock < self.SLACK else now
             start = max(start, now - self.SLACK)
             f.slc_clock = start + cost
             wait = f.slc_clock - now
+            for mark in marks:
+                log("slc: %d MiB written by %.3f" % (mark * 16, f.slc_clock))
         if wait > 0:
             time.sleep(wait)
 
