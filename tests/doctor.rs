@@ -101,7 +101,7 @@ fn sectors_written(dev: &LoopDev) -> u64 {
 }
 
 #[test]
-#[ignore = "needs root: loop device, ext4 mount"]
+#[ignore = "needs root: loop, ext4"]
 fn a_loop_device_is_read_only_and_quick() {
     let _lock = device_lock();
     // An unmounted device full of a pattern: not a byte may change.
@@ -152,7 +152,7 @@ fn run_with_throttled(word: &str) -> Value {
 }
 
 #[test]
-#[ignore = "needs root: loop device, ext4 mount"]
+#[ignore = "needs root: loop, ext4"]
 fn figures_measured_under_voltage_are_noted_and_not_judged() {
     let _lock = device_lock();
     let doc = run_with_throttled("50005");
