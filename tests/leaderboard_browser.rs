@@ -175,7 +175,7 @@ fn populated() -> (Leaderboard, String, i64) {
 }
 
 #[test]
-#[ignore = "needs Chromium: cargo xtask test installs it (apt-get install chromium)"]
+#[ignore = "needs chromium"]
 fn pages_at_desktop_and_phone_widths() {
     let (server, card, result) = populated();
     let shots = screenshot_dir();

@@ -148,7 +148,7 @@ macro_rules! on_both_backends {
         mod postgresql {
             $(
                 #[test]
-                #[ignore = "needs PostgreSQL (initdb): cargo xtask test installs and runs it"]
+                #[ignore = "needs postgres"]
                 fn $name() { super::$name(super::Backend::Postgres) }
             )*
         }
