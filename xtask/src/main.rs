@@ -79,13 +79,14 @@ tasks:
   msrv
       As root: `cargo check --workspace --all-targets` with rustc 1.85 (the
       rust-version) for armv7, in the trixie chroot.
-  test
+  test [--test NAME]...
       Every test: the doc check (tidy, one test), cargo test --workspace,
       then the tests that need more than a build machine, each where this
       machine has what its #[ignore] reason names (root, loop, fuse,
-      throttle, ...; docs/testing.md), then vm-identify. Lists every skipped
-      test with why, every failure, and ends with
-      `xtask test: N passed, M failed, K skipped`.
+      throttle, ...; docs/testing.md), then vm-identify and vm-doctor. Lists
+      every skipped test with why, every failure, and ends with
+      `xtask test: N passed, M failed, K skipped`. --test runs only those
+      test targets, counted the same way (no doc check, no QEMU).
   tidy
       Every relative markdown link and docs/<page>.md#<anchor> mention in the
       tracked .md, .rs, .toml, .py, .sh and .service files resolves to a file

@@ -18,11 +18,18 @@
 //!    runnable test that the second pass did not run, an ignore reason that
 //!    names no known capability, a test binary that ended without its
 //!    summary, and a build that failed are each a failure.
-//! 4. Runs the QEMU SD end-to-end check (`vm-identify`), which skips itself
+//! 4. Runs the QEMU end-to-end checks, `vm-identify` (the SD stack) and
+//!    `vm-doctor` (the nvme and ahci drivers), each of which skips itself
 //!    only where QEMU cannot be had at all; an exit status that disagrees
-//!    with its summary, or no summary, is a failure.
+//!    with its summary, or no summary, is a failure. (`vm-raspi` is not
+//!    among them: it cross-builds the aarch64 release binary in the trixie
+//!    chroot, minutes that belong to `cargo xtask dist`'s checks.)
 //! 5. Ends with every skip and every failure by name, then one line:
 //!    `xtask test: N passed, M failed, K skipped`.
+//!
+//! `cargo xtask test --test NAME …` runs only those test targets of the
+//! workspace, in the same two passes (no doc check, no QEMU): the device
+//! tests alone, say, with the same accounting.
 
 mod caps;
 mod libtest;
@@ -31,6 +38,7 @@ use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
+use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
@@ -48,12 +56,15 @@ struct Report {
 }
 
 pub fn main(args: &[String]) -> ExitCode {
-    if let Some(arg) = args.first() {
-        eprintln!("xtask test: unknown argument {arg}; it takes none");
-        return ExitCode::from(2);
-    }
+    let only = match parse_args(args) {
+        Ok(only) => only,
+        Err(e) => {
+            eprintln!("xtask test: {e}; usage: cargo xtask test [--test NAME]...");
+            return ExitCode::from(2);
+        }
+    };
     let mut report = Report::default();
-    if let Err(e) = run(&mut report) {
+    if let Err(e) = run(&mut report, &only) {
         report.failures.push(format!("xtask test itself: {e:#}"));
     }
     if !report.skips.is_empty() {
@@ -72,32 +83,62 @@ pub fn main(args: &[String]) -> ExitCode {
     if report.failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
 
-fn run(report: &mut Report) -> Result<()> {
-    // Doc links and the project's own words (`cargo xtask tidy`): one test.
-    if crate::tidy::check_repository() {
-        report.passed += 1;
-    } else {
-        report.failures.push("cargo xtask tidy: a doc link or mention that does not resolve (above)".into());
+/// The test targets of `--test NAME …`; empty for the whole run.
+fn parse_args(args: &[String]) -> Result<Vec<String>, String> {
+    let mut only = Vec::new();
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--test" => only.push(it.next().ok_or("--test needs a test target's name")?.clone()),
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    Ok(only)
+}
+
+fn run(report: &mut Report, only: &[String]) -> Result<()> {
+    if only.is_empty() {
+        // Doc links and the project's own words (`cargo xtask tidy`): one test.
+        if crate::tidy::check_repository() {
+            report.passed += 1;
+        } else {
+            report.failures.push("cargo xtask tidy: a doc link or mention that does not resolve (above)".into());
+        }
     }
     let machine = Machine::probe();
     println!("xtask test: what this machine can do for the ignored tests:");
     for line in machine.describe() {
         println!("  {line}");
     }
-    suite(report, &machine, &["--workspace", "--exclude", LEADERBOARD])?;
-    suite(report, &machine, &["-p", LEADERBOARD])?;
-    vm_identify(report)
+    if !only.is_empty() {
+        let mut select = vec!["--workspace"];
+        for name in only {
+            select.extend(["--test", name.as_str()]);
+        }
+        return suite(report, &machine, &select);
+    }
+    suite(report, &machine, &["--workspace", "--exclude", LEADERBOARD, "--all-targets"])?;
+    suite(report, &machine, &["-p", LEADERBOARD, "--all-targets"])?;
+    for task in VM_TASKS {
+        let started = Instant::now();
+        vm_task(report, task)?;
+        eprintln!("xtask test: {task} took {:.0} s", started.elapsed().as_secs_f64());
+    }
+    Ok(())
 }
+
+/// The QEMU checks run by the whole suite, in this order.
+const VM_TASKS: [&str; 2] = ["vm-identify", "vm-doctor"];
 
 /// The leaderboard server's package, tested on its own after the rest.
 const LEADERBOARD: &str = "storage-score-leaderboard";
 
-/// `cargo test SELECT --all-targets`, in the two passes of the module
-/// documentation, into `report`.
+/// `cargo test SELECT`, in the two passes of the module documentation,
+/// into `report`.
 fn suite(report: &mut Report, machine: &Machine, select: &[&str]) -> Result<()> {
     let mut args = vec!["test"];
     args.extend(select);
-    args.extend(["--all-targets", "--no-fail-fast", "--", "--color", "never"]);
+    args.extend(["--no-fail-fast", "--", "--color", "never"]);
     let (first, built) = cargo_test(&args)?;
     account(report, &first, built, &select.join(" "));
 
@@ -211,46 +252,51 @@ fn cargo_test(args: &[&str]) -> Result<(CargoTest, bool)> {
     Ok((run, ok))
 }
 
-/// `cargo xtask vm-identify`, counted by its summary line and checked
-/// against its exit status.
-fn vm_identify(report: &mut Report) -> Result<()> {
+/// `cargo xtask TASK` (a QEMU check: `vm-identify`, `vm-doctor`), counted
+/// by its summary line (`TASK: N passed, M failed`) and checked against its
+/// exit status; `TASK: skipped: WHY` is its one skip.
+fn vm_task(report: &mut Report, task: &str) -> Result<()> {
     let exe = std::env::current_exe().context("xtask path")?;
     let mut child =
-        Command::new(exe).arg("vm-identify").stdout(Stdio::piped()).spawn().context("cannot start vm-identify")?;
+        Command::new(exe).arg(task).stdout(Stdio::piped()).spawn().with_context(|| format!("cannot start {task}"))?;
     let stdout = child.stdout.take().context("stdout")?;
+    let prefix = format!("{task}: ");
     let mut summary: Option<(u64, u64)> = None;
+    let mut named = 0;
     for line in BufReader::new(stdout).lines() {
-        let line = line.context("reading vm-identify's output")?;
+        let line = line.with_context(|| format!("reading {task}'s output"))?;
         println!("{line}");
-        if let Some(reason) = line.strip_prefix("vm-identify: skipped: ") {
-            report.skips.push(("vm-identify".into(), reason.to_owned()));
-        } else if let Some(counts) = line.strip_prefix("vm-identify: ") {
-            let number = |word: &str| -> Option<u64> {
-                let words: Vec<&str> = counts.split([' ', ',']).filter(|w| !w.is_empty()).collect();
-                words.windows(2).find(|w| w[1] == word).and_then(|w| w[0].parse().ok())
-            };
-            if let (Some(passed), Some(failed)) = (number("passed"), number("failed")) {
+        if let Some(reason) = line.strip_prefix(&prefix).and_then(|l| l.strip_prefix("skipped: ")) {
+            report.skips.push((task.to_owned(), reason.to_owned()));
+        } else if let Some(counts) = line.strip_prefix(&prefix) {
+            if let (Some(passed), Some(failed)) = (count(counts, "passed"), count(counts, "failed")) {
                 summary = Some((passed, failed));
             }
         } else if let Some(check) = line.strip_prefix("FAIL ") {
-            report.failures.push(format!("vm-identify: {check}"));
+            report.failures.push(format!("{task}: {check}"));
+            named += 1;
         }
     }
-    let status = child.wait().context("waiting for vm-identify")?;
+    let status = child.wait().with_context(|| format!("waiting for {task}"))?;
     match summary {
-        None => report.failures.push(format!("vm-identify ended ({status}) without its summary line")),
+        None => report.failures.push(format!("{task} ended ({status}) without its summary line")),
         Some((passed, failed)) => {
             report.passed += passed;
-            let named = report.failures.iter().filter(|f| f.starts_with("vm-identify: ")).count() as u64;
             for _ in named..failed {
-                report.failures.push("vm-identify: a failed check".into());
+                report.failures.push(format!("{task}: a failed check"));
             }
             if status.success() != (failed == 0) {
-                report.failures.push(format!("vm-identify exited with {status}, which its summary does not explain"));
+                report.failures.push(format!("{task} exited with {status}, which its summary does not explain"));
             }
         }
     }
     Ok(())
+}
+
+/// The number before `word` in `3 passed, 0 failed`.
+fn count(counts: &str, word: &str) -> Option<u64> {
+    let words: Vec<&str> = counts.split([' ', ',']).filter(|w| !w.is_empty()).collect();
+    words.windows(2).find(|w| w[1] == word).and_then(|w| w[0].parse().ok())
 }
 
 /// `apt-get install` of `packages` (as root).
