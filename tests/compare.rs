@@ -214,7 +214,7 @@ fn compare_json(args: &[&str]) -> Value {
 }
 
 #[test]
-#[ignore = "needs root: loop devices, ext4 mounts, blkio cgroup"]
+#[ignore = "needs root: loop, ext4, throttle"]
 fn compare_calls_a_known_5_percent_difference_real_and_nothing_else() {
     let _lock = device_lock();
     let dir = tempfile::tempdir().expect("tempdir");
