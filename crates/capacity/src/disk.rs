@@ -21,6 +21,10 @@ pub trait Disk {
     fn write_at(&mut self, offset: u64, buf: &[u8]) -> io::Result<()>;
     /// Asks the device to make what it was given durable.
     fn sync(&mut self) -> io::Result<()>;
+    /// The smallest unit it reads and writes (its logical sector).
+    fn sector(&self) -> u64 {
+        512
+    }
 }
 
 /// A whole block device, opened for direct, exclusive I/O.
@@ -28,6 +32,7 @@ pub trait Disk {
 pub struct RawDisk {
     file: File,
     size: u64,
+    sector: u64,
 }
 
 impl RawDisk {
@@ -39,8 +44,18 @@ impl RawDisk {
             OpenOptions::new().read(true).write(true).custom_flags(libc::O_DIRECT | libc::O_EXCL).open(path)?;
         // lseek(SEEK_END) on a block device gives its size in bytes.
         let size = file.seek(SeekFrom::End(0))?;
-        Ok(RawDisk { file, size })
+        let sector = logical_sector(&file).unwrap_or(512);
+        Ok(RawDisk { file, size, sector })
     }
+}
+
+/// The device's logical block size, from sysfs (no ioctl, so no `unsafe`).
+fn logical_sector(file: &File) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let rdev = file.metadata().ok()?.rdev();
+    let (major, minor) = (libc::major(rdev), libc::minor(rdev));
+    let text = std::fs::read_to_string(format!("/sys/dev/block/{major}:{minor}/queue/logical_block_size")).ok()?;
+    text.trim().parse().ok().filter(|s: &u64| s.is_power_of_two() && (512..=4096).contains(s))
 }
 
 impl Disk for RawDisk {
@@ -58,6 +73,10 @@ impl Disk for RawDisk {
 
     fn sync(&mut self) -> io::Result<()> {
         self.file.sync_all()
+    }
+
+    fn sector(&self) -> u64 {
+        self.sector
     }
 }
 

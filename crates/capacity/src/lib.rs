@@ -32,10 +32,11 @@ pub use disk::{Disk, RawDisk};
 pub use probe::{Options, ProbeError, Quiet, Watch};
 pub use verdict::{Report, Verdict};
 
-/// The default cache bound: writes between a probe block and its read-back.
-/// Fake cards' caches are a few MiB (f3 cites 4 MiB for sequential writes,
-/// libprobe.c); sixteen times that leaves a wide margin.
-pub const DEFAULT_CACHE_BOUND: u64 = 64 << 20;
+/// The default cache bound: the largest write cache the probe looks
+/// through (it measures the cache, and rewrites this much only when none is
+/// seen). Fake cards' caches are a few MiB (f3 cites 4 MiB for sequential
+/// writes, libprobe.c); 256 MiB leaves a wide margin.
+pub const DEFAULT_CACHE_BOUND: u64 = 256 << 20;
 /// `--thorough`: as large as f3probe's largest cache (MAX_CACHE_SIZE_BYTE).
 pub const THOROUGH_CACHE_BOUND: u64 = 1 << 30;
 
@@ -87,7 +88,7 @@ pub fn verify(
                     .unwrap_or(0),
             };
             let no_journal = |source| VerifyError::NoJournal { dir: dir.clone(), source };
-            journal::check_room(dir, options.cache_bound.min(disk.size() / 4)).map_err(no_journal)?;
+            journal::check_room(dir, probe::journal_room(disk.size(), &options)).map_err(no_journal)?;
             let journal = journal::Journal::create(dir, &header).map_err(no_journal)?;
             Some(journal)
         }

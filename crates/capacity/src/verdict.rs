@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
-use crate::probe::{BLOCK, Bad, Probed};
+use crate::probe::{Bad, Probed};
 use crate::stamp::Foreign;
 
 /// The kinds of answer.
@@ -17,11 +17,14 @@ use crate::stamp::Foreign;
 pub enum Verdict {
     /// Every probed address kept its own data.
     Genuine,
-    /// Addresses past the real size alias lower ones (modulo the real size).
+    /// Addresses past the real size reach lower storage (modulo the real
+    /// size, maybe at an offset).
     Wraparound,
-    /// Writes past the real size vanish; reads give a fixed byte or stale data.
+    /// Writes past the real size vanish; reads give a fixed byte, stale
+    /// data, or the last block written there.
     Limbo,
-    /// Addresses wrap at a point above the real size, with limbo between.
+    /// Writes past the real size vanish, and further up addresses reach
+    /// the real storage again.
     Chain,
     /// The device fails reads or writes past an offset.
     IoErrors,
@@ -39,6 +42,46 @@ impl Verdict {
             Verdict::Limbo => "limbo",
             Verdict::Chain => "chain",
             Verdict::IoErrors => "io-errors",
+        }
+    }
+}
+
+/// What reads past the real size give, on limbo and chain cards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LimboReads {
+    Zeros,
+    Ones,
+    /// Intact blocks of an earlier run.
+    OtherRun,
+    /// Damaged copies of what was written.
+    Damaged,
+    /// Old or random data that does not change.
+    Other,
+    /// The last block written anywhere past the real size.
+    LastWrite,
+}
+
+impl LimboReads {
+    fn of(foreign: Foreign) -> LimboReads {
+        match foreign {
+            Foreign::Zeros => LimboReads::Zeros,
+            Foreign::Ones => LimboReads::Ones,
+            Foreign::OtherRun => LimboReads::OtherRun,
+            Foreign::Damaged => LimboReads::Damaged,
+            Foreign::Other => LimboReads::Other,
+        }
+    }
+
+    /// In words, for the report.
+    pub fn describe(self) -> &'static str {
+        match self {
+            LimboReads::LastWrite => "the last block written there",
+            LimboReads::Zeros => Foreign::Zeros.describe(),
+            LimboReads::Ones => Foreign::Ones.describe(),
+            LimboReads::OtherRun => Foreign::OtherRun.describe(),
+            LimboReads::Damaged => Foreign::Damaged.describe(),
+            LimboReads::Other => Foreign::Other.describe(),
         }
     }
 }
@@ -72,13 +115,20 @@ pub struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_bad_byte: Option<u64>,
     /// The probe's resolution: the real size lies within
-    /// `[usable_bytes, first_bad_byte]`, which are at most this far apart.
+    /// `[usable_bytes, first_bad_byte]`, which are at most this far apart
+    /// (one sector when the boundary was found exactly).
     pub granule_bytes: u64,
+    /// Wraparound: the first address that reaches lower storage (the first
+    /// bad byte). Chain: how far up addresses reach the real storage again.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wraps_at_bytes: Option<u64>,
+    /// Wraparound: the address whose storage `wraps_at_bytes` reaches; 0
+    /// for a plain wrap, more for an offset wrap.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wraps_onto_bytes: Option<u64>,
     /// What reads past the real size give, for limbo and chain.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub limbo_reads: Option<Foreign>,
+    pub limbo_reads: Option<LimboReads>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache: Option<Cache>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -103,7 +153,9 @@ impl Report {
     pub fn new(device: &str, probed: &Probed, destructive: bool) -> Report {
         let verdict = classify(probed);
         let limbo_reads = match probed.bad_kind {
-            Some(Bad::Vanished(kind)) if matches!(verdict, Verdict::Limbo | Verdict::Chain) => Some(kind),
+            _ if !matches!(verdict, Verdict::Limbo | Verdict::Chain) => None,
+            Some(Bad::Vanished(kind)) => Some(LimboReads::of(kind)),
+            Some(Bad::LastWrite | Bad::Alias(_)) => Some(LimboReads::LastWrite),
             _ => None,
         };
         let cache = probed.cache.map(|c| Cache {
@@ -112,14 +164,16 @@ impl Report {
             at_most_bytes: c.at_most,
         });
         let usable = probed.usable;
+        let wraps = probed.wrap.filter(|_| matches!(verdict, Verdict::Wraparound | Verdict::Chain));
         Report {
             device: device.to_owned(),
             verdict,
             announced_bytes: probed.announced,
             usable_bytes: usable,
             first_bad_byte: probed.first_bad,
-            granule_bytes: probed.first_bad.map_or(BLOCK, |bad| bad.saturating_sub(usable).max(BLOCK)),
-            wraps_at_bytes: if matches!(verdict, Verdict::Wraparound | Verdict::Chain) { probed.wrap } else { None },
+            granule_bytes: probed.granule,
+            wraps_at_bytes: wraps.map(|w| w.at),
+            wraps_onto_bytes: wraps.and_then(|w| w.onto).filter(|_| verdict == Verdict::Wraparound),
             limbo_reads,
             cache,
             safe_partition: if verdict.is_fake() { safe_partition(device, usable) } else { None },
@@ -202,12 +256,18 @@ impl Report {
         let bad = self.first_bad_byte.map(size).unwrap_or_default();
         match self.verdict {
             Verdict::Genuine => String::new(),
-            Verdict::Wraparound => format!(
-                "from {bad} on, addresses wrap around onto the start: writing there destroys data at the beginning"
-            ),
+            Verdict::Wraparound => match self.wraps_onto_bytes {
+                Some(onto) if onto > 0 => format!(
+                    "from {bad} on, addresses wrap around onto byte {onto} ({}): writing there destroys data below",
+                    size(onto)
+                ),
+                _ => format!(
+                    "from {bad} on, addresses wrap around onto the start: writing there destroys data at the beginning"
+                ),
+            },
             Verdict::Limbo => format!(
                 "writes from {bad} on vanish; reading there gives {}",
-                self.limbo_reads.map(Foreign::describe).unwrap_or("something else")
+                self.limbo_reads.map(LimboReads::describe).unwrap_or("something else")
             ),
             Verdict::Chain => format!(
                 "writes from {bad} on vanish, and from {} on addresses wrap around onto the start",
@@ -220,17 +280,11 @@ impl Report {
 
 fn classify(probed: &Probed) -> Verdict {
     let Some(first_bad) = probed.first_bad else { return Verdict::Genuine };
-    if let Some(wrap) = probed.wrap {
-        return if first_bad >= wrap && probed.usable >= wrap.saturating_sub(BLOCK) {
-            Verdict::Wraparound
-        } else {
-            Verdict::Chain
-        };
-    }
     match probed.bad_kind {
         Some(Bad::Io(_)) => Verdict::IoErrors,
-        Some(Bad::Alias(_)) => Verdict::Wraparound,
-        Some(Bad::Vanished(_)) | None => Verdict::Limbo,
+        Some(Bad::Alias(onto)) if onto < first_bad => Verdict::Wraparound,
+        _ if probed.wrap.is_some() => Verdict::Chain,
+        _ => Verdict::Limbo,
     }
 }
 
@@ -266,16 +320,17 @@ pub fn size(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probe::CacheSeen;
+    use crate::probe::{CacheSeen, Wrap};
 
-    fn probed(first_bad: Option<u64>, usable: u64, wrap: Option<u64>, bad: Option<Bad>) -> Probed {
+    fn probed(first_bad: Option<u64>, usable: u64, wrap: Option<Wrap>, bad: Option<Bad>) -> Probed {
         Probed {
             announced: 4 << 30,
             usable,
             first_bad,
-            wrap,
             bad_kind: bad,
+            wrap,
             cache: None,
+            granule: 512,
             rounds: 2,
             bytes_written: 0,
             bytes_read: 0,
@@ -287,10 +342,16 @@ mod tests {
     #[test]
     fn kinds() {
         let g = 1 << 30;
+        let at = |at: u64, onto: Option<u64>| Some(Wrap { at, onto });
         assert_eq!(classify(&probed(None, 4 << 30, None, None)), Verdict::Genuine);
-        assert_eq!(classify(&probed(Some(g), g, Some(g), Some(Bad::Alias(0)))), Verdict::Wraparound);
-        assert_eq!(classify(&probed(Some(g / 2), g / 2, Some(g), Some(Bad::Vanished(Foreign::Zeros)))), Verdict::Chain);
+        assert_eq!(classify(&probed(Some(g), g, at(g, Some(0)), Some(Bad::Alias(0)))), Verdict::Wraparound);
+        assert_eq!(classify(&probed(Some(g), g, at(g, Some(5 << 20)), Some(Bad::Alias(5 << 20)))), Verdict::Wraparound);
+        assert_eq!(
+            classify(&probed(Some(g / 2), g / 2, at(g, None), Some(Bad::Vanished(Foreign::Zeros)))),
+            Verdict::Chain
+        );
         assert_eq!(classify(&probed(Some(g), g, None, Some(Bad::Vanished(Foreign::Ones)))), Verdict::Limbo);
+        assert_eq!(classify(&probed(Some(g), g, None, Some(Bad::LastWrite))), Verdict::Limbo);
         assert_eq!(classify(&probed(Some(g), g, None, Some(Bad::Io("read")))), Verdict::IoErrors);
     }
 
@@ -304,13 +365,16 @@ mod tests {
 
     #[test]
     fn json_has_the_contract_keys() {
-        let mut p = probed(Some(1 << 30), 1 << 30, Some(1 << 30), Some(Bad::Alias(0)));
+        let mut p = probed(Some(1 << 30), 1 << 30, Some(Wrap { at: 1 << 30, onto: Some(0) }), Some(Bad::Alias(0)));
         p.cache = Some(CacheSeen { at_least: 4 << 20, at_most: Some(6 << 20) });
         let json = serde_json::to_value(Report::new("/dev/sdb", &p, false)).expect("json");
         assert_eq!(json["verdict"], "wraparound");
         assert_eq!(json["announced_bytes"], 4u64 << 30);
         assert_eq!(json["usable_bytes"], 1u64 << 30);
         assert_eq!(json["first_bad_byte"], 1u64 << 30);
+        assert_eq!(json["wraps_at_bytes"], 1u64 << 30);
+        assert_eq!(json["wraps_onto_bytes"], 0);
+        assert_eq!(json["granule_bytes"], 512);
         assert_eq!(json["cache"]["bytes"], 5u64 << 20);
         let genuine = serde_json::to_value(Report::new("/dev/sdb", &probed(None, 4 << 30, None, None), false));
         assert!(genuine.expect("json").get("first_bad_byte").is_none());

@@ -170,7 +170,7 @@ pub struct VerifyCapacityArgs {
     /// Do not ask for confirmation before a destructive run.
     #[arg(long, requires = "destructive")]
     pub yes: bool,
-    /// Write 1 GiB instead of 64 MiB between each probe and its check, to see through larger write caches.
+    /// Look through write caches up to 1 GiB instead of 256 MiB (slower on cards that show no cache).
     #[arg(long)]
     pub thorough: bool,
     /// DEVICE is a directory on a mounted card: fill its free space with self-identifying data, read it back, free it.

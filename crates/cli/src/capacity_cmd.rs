@@ -58,7 +58,8 @@ pub fn verify_capacity(args: &VerifyCapacityArgs, roots: &Roots) -> Result<(), F
     };
     let bound =
         if args.thorough { storage_capacity::THOROUGH_CACHE_BOUND } else { storage_capacity::DEFAULT_CACHE_BOUND };
-    let report = storage_capacity::verify(&mut disk, &args.device, &safety, Options { cache_bound: bound }, &watch)
+    let options = Options { cache_bound: bound, ..Options::default() };
+    let report = storage_capacity::verify(&mut disk, &args.device, &safety, options, &watch)
         .map_err(|e| verify_failure(e, args))?;
 
     if args.json {

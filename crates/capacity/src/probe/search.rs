@@ -1,0 +1,390 @@
+//! The search for the boundary, its certificate, the islands of a chain,
+//! and the last block tested sector by sector; with the read-back every
+//! phase shares (decoy, reads, partner reads, suspects) and the flush.
+
+use super::evidence::{Bad, Hit, block_of, within};
+use super::geometry::{BLOCK, FLOOR, carve, lattice, read_points, round_size, run_len, sample, shuffle};
+use super::top::RUN_SAMPLE;
+use super::{MAX_ROUNDS, Probe, ProbeError};
+use crate::stamp::Seen;
+
+/// Island probes at most, above a limbo boundary.
+const MAX_ISLAND_PROBES: u64 = 4096;
+
+impl Probe<'_> {
+    /// Rounds of probe blocks between the highest block seen good and the
+    /// lowest seen bad, until they are one block apart.
+    pub(super) fn search(&mut self) -> Result<(), ProbeError> {
+        while self.rounds < MAX_ROUNDS {
+            let lo = block_of(self.ev.lo_end() - 1);
+            let hi = block_of(self.ev.hi());
+            if hi <= lo + BLOCK {
+                return Ok(());
+            }
+            let before = (self.ev.lo_end(), self.ev.hi());
+            let mut probes = lattice(lo, hi, round_size(self.flush));
+            if hi - BLOCK > lo && hi - BLOCK >= FLOOR && !probes.contains(&(hi - BLOCK)) {
+                probes.push(hi - BLOCK);
+            }
+            self.io.stage(&format!(
+                "round {}: {} probe blocks between byte {} and {}",
+                self.rounds + 1,
+                probes.len(),
+                lo + BLOCK,
+                hi
+            ));
+            let written = self.write_probes(&probes)?;
+            self.flush_now(self.round_flush(), &written)?;
+            self.read_phase(&written, &[])?;
+            if (self.ev.lo_end(), self.ev.hi()) == before {
+                self.notes.push(format!(
+                    "round {} learned nothing new; the boundary is known to {} bytes",
+                    self.rounds,
+                    before.1 - before.0
+                ));
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    /// What a search round rewrites before its read-back: nothing on a wrap
+    /// whose writes reach the storage at once and where nothing vanished
+    /// (every bad block is found by its alias); else the measured cache.
+    /// The certificate always flushes, so limbo missed here is found there.
+    fn round_flush(&self) -> u64 {
+        let vanished = matches!(self.ev.first_bad(), Some((_, Bad::Vanished(_) | Bad::LastWrite)));
+        if self.write_through && self.ev.any_alias() && !vanished && !self.ev.any_vanished() { 0 } else { self.flush }
+    }
+
+    /// The read-back of blocks and sectors written earlier (and flushed):
+    /// the decoy first, then each in shuffled order, then the partner at
+    /// the known shift of each that held, then the suspects in the way.
+    pub(super) fn read_phase(&mut self, blocks: &[u64], sectors: &[u64]) -> Result<(), ProbeError> {
+        self.rounds += 1;
+        if let Some(decoy) = self.decoy {
+            let _ = self.io.write_block(decoy);
+        }
+        let sector = self.io.sector;
+        let mut units: Vec<(u64, u64)> = blocks.iter().map(|&b| (b, BLOCK)).collect();
+        units.extend(sectors.iter().map(|&s| (s, sector)));
+        let mut order: Vec<u64> = (0..units.len() as u64).collect();
+        shuffle(&mut order, self.io.stamp.nonce ^ u64::from(self.rounds));
+        let mut held = Vec::new();
+        for i in order {
+            self.io.check_stop()?;
+            let (at, len) = units[i as usize];
+            let seen = if len == BLOCK { self.io.read_block(at) } else { self.io.read_sector(at, self.decoy) };
+            if seen == Ok(Seen::Own) {
+                held.push((at, len));
+            }
+            self.ev.absorb(at, len, seen, self.decoy);
+        }
+        for (at, len) in held {
+            for shift in self.ev.shifts_near(at + len - 1) {
+                self.io.check_stop()?;
+                if let Some(from) = self.io.alias_from(at, len, at.max(shift), shift) {
+                    self.ev.alias(from, shift);
+                    break;
+                }
+            }
+        }
+        self.settle_suspects()
+    }
+
+    /// A block that held while a higher address read its stamp is good only
+    /// if the two share storage; limbo that answers every read with the
+    /// last write looks the same until something else is written there.
+    fn settle_suspects(&mut self) -> Result<(), ProbeError> {
+        for _ in 0..8 {
+            let Some((start, end, readers)) = self.ev.suspect_in_the_way() else { return Ok(()) };
+            // Next to the reader, but clear of the 4 KiB it read: if it
+            // aliases the suspect, a decoy must not land on the suspect.
+            let reader = readers[0];
+            let mut decoys: Vec<u64> = [block_of(reader).saturating_sub(BLOCK), block_of(reader) + 2 * BLOCK]
+                .into_iter()
+                .filter(|&d| d >= FLOOR && d + BLOCK <= self.top && d != block_of(start))
+                .collect();
+            decoys.dedup();
+            let unreadable = self.io.backup_blocks(&decoys)?;
+            for &d in decoys.iter().filter(|d| !unreadable.contains(d)) {
+                let _ = self.io.write_block(d);
+            }
+            let seen =
+                if end - start == BLOCK { self.io.read_block(start) } else { self.io.read_sector(start, self.decoy) };
+            let last_write = matches!(seen, Ok(Seen::Alias(of)) if decoys.contains(&of));
+            if last_write {
+                self.decoy = decoys.iter().copied().find(|&d| seen == Ok(Seen::Alias(d)));
+            }
+            let good = seen == Ok(Seen::Own);
+            self.ev.settle(start, good);
+            if good && reader > start {
+                // They share storage: one more verified shift.
+                self.ev.alias(reader, reader - start);
+            }
+        }
+        Ok(())
+    }
+
+    /// The certificate of a boundary: a run across it, then reads every
+    /// half run below the run. The run's upper half is past the boundary:
+    /// where that part reaches lower storage, a read lands in its image and
+    /// gives the shift of the piece the boundary opens, which the blocks
+    /// just below must not share. A read that lands in the lower half's
+    /// image means the storage below the boundary is lower down: it was an
+    /// island of a chain, or the top of a piece with a shift not yet seen,
+    /// and the search goes on. Above a limbo boundary, probe blocks every
+    /// half boundary look for islands. Returns whether the boundary stands.
+    pub(super) fn certify(&mut self) -> Result<bool, ProbeError> {
+        let hi = self.ev.hi();
+        if !self.ev.any_good() {
+            return Ok(true);
+        }
+        let before = (self.ev.lo_end(), hi);
+        let below = block_of(self.ev.lo_end());
+        let len = run_len(below, self.opts.scan_balance, self.opts.max_run);
+        let half = (len / 2).max(BLOCK) / BLOCK * BLOCK;
+        let start = below.saturating_sub(half).max(FLOOR);
+        let end = (block_of(hi) + half).min(self.top);
+        if below <= start || end <= start {
+            return Ok(true);
+        }
+        let run = (start, end);
+        let islands = if self.ev.any_alias() { Vec::new() } else { self.island_probes(end) };
+        self.io.stage(&format!(
+            "checking byte {hi}: a {} KiB run across it, {} reads below the run{}",
+            (end - start) >> 10,
+            start / (half / 2).max(BLOCK),
+            if islands.is_empty() { String::new() } else { format!(", {} blocks above", islands.len()) }
+        ));
+        // Island probes first, then the part past the boundary, then the
+        // part below: where the others reach the storage below, the part
+        // below is written after them and keeps its stamps (and they read
+        // its stamps, which gives their shift).
+        let islands = self.write_probes(&islands)?;
+        let unreadable = self.io.backup_extents(&[run])?;
+        for &b in &unreadable {
+            self.ev.mark_bad(b, Bad::Io("read"));
+        }
+        self.io.write_extent(below, end, &unreadable)?;
+        self.io.write_extent_down(start, below, 16 * BLOCK, &unreadable)?;
+        let mut check = sample(start, below, RUN_SAMPLE);
+        check.retain(|b| !unreadable.contains(b));
+        let mut past = sample(below, end, RUN_SAMPLE);
+        past.retain(|b| !unreadable.contains(b));
+        let mut keep = check.clone();
+        keep.extend(&islands);
+        keep.extend(&past);
+        self.flush_now(self.flush, &keep)?;
+        let mut read = check.clone();
+        read.extend(&islands);
+        self.read_phase(&read, &[])?;
+        let held: Vec<u64> = check.iter().copied().filter(|&b| self.ev.bad_at(b).is_none()).collect();
+        let mut shifts = Vec::new();
+        // Past the boundary, a block whose storage is just below was
+        // written over by the part below: it names the block that did (at
+        // some sector offset when the shift is off the 4 KiB grid).
+        for &b in &past {
+            self.io.check_stop()?;
+            if let Ok(Some(hit)) = self.io.read_window(b) {
+                if hit.of < hit.at && within(hit.of, run) {
+                    shifts.push(hit.at - hit.of);
+                    self.ev.alias(hit.at, hit.at - hit.of);
+                }
+            }
+        }
+        // The rest of the part past the boundary lands below the run: reads
+        // every quarter run find any image of a quarter run or more.
+        for hit in self.scan(0, start, half / 2, run)? {
+            if within(hit.of, run) && hit.of > hit.at {
+                shifts.push(hit.of - hit.at);
+                self.ev.alias(hit.of, hit.of - hit.at);
+            } else {
+                if islands.contains(&hit.of) && hit.at < hi {
+                    // A read below the boundary landed in an island's storage.
+                    self.note_island(hit.of - hit.at);
+                }
+                self.ev.seen_elsewhere(hit.at, hit.of);
+            }
+        }
+        if std::env::var("SIM_DEBUG").is_ok() {
+            eprintln!("certify run {run:?} below {below} shifts {shifts:?}");
+        }
+        // The blocks below the boundary against the shifts just seen.
+        shifts.sort_unstable();
+        shifts.dedup();
+        for &b in &held {
+            for &shift in &shifts {
+                if let Some(from) = self.io.alias_from(b, BLOCK, b.max(shift), shift) {
+                    self.ev.alias(from, shift);
+                }
+            }
+        }
+        let hi = self.ev.hi();
+        for &b in &islands {
+            if let Some(Bad::Alias(low)) = self.ev.bad_at(b) {
+                if low < hi {
+                    self.note_island(b - low);
+                }
+            }
+        }
+        self.islands = islands
+            .into_iter()
+            .filter(|&b| b > hi && matches!(self.ev.bad_at(b), None | Some(Bad::Alias(_))))
+            .filter(|&b| !matches!(self.ev.bad_at(b), Some(Bad::Alias(low)) if low >= hi))
+            .collect();
+        Ok((self.ev.lo_end(), self.ev.hi()) == before)
+    }
+
+    fn note_island(&mut self, shift: u64) {
+        self.island_shift = Some(self.island_shift.map_or(shift, |s| s.min(shift)));
+    }
+
+    /// Probe blocks above a limbo boundary, every half boundary: an island
+    /// of a chain is a copy of the real storage, as long as it.
+    fn island_probes(&self, hi: u64) -> Vec<u64> {
+        let from = block_of(hi);
+        if from + BLOCK >= self.top {
+            return Vec::new();
+        }
+        let every = (from / 2).max((self.top - from).div_ceil(MAX_ISLAND_PROBES)).max(BLOCK).div_ceil(BLOCK) * BLOCK;
+        (1..).map(|i| from + i * every).take_while(|&p| p + BLOCK <= self.top).collect()
+    }
+
+    /// An island was seen above a limbo boundary: a run around it and reads
+    /// below the boundary find the real storage it reaches.
+    pub(super) fn island_scan(&mut self) -> Result<(), ProbeError> {
+        let Some(&island) = self.islands.first() else { return Ok(()) };
+        let hi = self.ev.hi();
+        let len = run_len(hi.max(2 * FLOOR), self.opts.scan_balance, self.opts.max_run);
+        let half = (len / 2).max(BLOCK) / BLOCK * BLOCK;
+        let start = block_of(island.saturating_sub(half)).max(block_of(hi) + BLOCK);
+        let end = (island + half).min(self.top);
+        if end <= start {
+            return Ok(());
+        }
+        self.io.stage(&format!("an island at byte {island}: where its storage is"));
+        let unreadable = self.io.backup_extents(&[(start, end)])?;
+        self.io.write_extent(start, end, &unreadable)?;
+        self.flush_now(self.flush, &[])?;
+        self.rounds += 1;
+        if let Some(decoy) = self.decoy {
+            let _ = self.io.write_block(decoy);
+        }
+        for hit in self.scan(0, hi, len / 4, (start, end))? {
+            if within(hit.of, (start, end)) && hit.of > hit.at {
+                self.note_island(hit.of - hit.at);
+                self.ev.mark_bad(hit.of, Bad::Alias(hit.at));
+            }
+        }
+        Ok(())
+    }
+
+    /// The first bad block, sector by sector, with the good block below it:
+    /// the real size need not be a multiple of 4 KiB. When the first bad
+    /// block vanished, the block above it is written last: a block that
+    /// straddles the real size and was the last write into limbo that
+    /// answers with the last write would otherwise read as its own.
+    pub(super) fn refine(&mut self) -> Result<(), ProbeError> {
+        let sector = self.io.sector;
+        let Some((first, why)) = self.ev.first_bad() else { return Ok(()) };
+        if sector >= BLOCK || first % BLOCK != 0 || first < FLOOR {
+            return Ok(());
+        }
+        let below = first - BLOCK;
+        let from = if below >= FLOOR && self.ev.lo_end() == first { below } else { first };
+        let sectors: Vec<u64> = (from..(first + BLOCK).min(self.io.size())).step_by(sector as usize).collect();
+        self.io.stage(&format!("the {} sectors from byte {from}", sectors.len()));
+        let unreadable = self.io.backup_sectors(&sectors)?;
+        let mut written = Vec::new();
+        for &s in sectors.iter().rev() {
+            if unreadable.contains(&s) {
+                continue;
+            }
+            if self.io.write_sector(s).is_ok() {
+                written.push(s);
+            }
+        }
+        let vanished = matches!(why, Bad::Vanished(_) | Bad::LastWrite);
+        let above = first + BLOCK;
+        let decoy = self.decoy.or_else(|| (vanished && above + BLOCK <= self.top).then_some(above));
+        if decoy == Some(above) && !self.io.backup_blocks(&[above])?.is_empty() {
+            return Ok(());
+        }
+        let flush = if vanished || !self.write_through { self.flush } else { 0 };
+        self.flush_now(flush, &[from, first])?;
+        self.ev.clear_bad(first);
+        self.ev.unmark_good(from, first + BLOCK);
+        for &s in &sectors {
+            if unreadable.contains(&s) {
+                self.ev.mark_bad(s, Bad::Io("read"));
+            } else if !written.contains(&s) {
+                self.ev.mark_bad(s, Bad::Io("write"));
+            }
+        }
+        let kept = std::mem::replace(&mut self.decoy, decoy);
+        self.read_phase(&[], &written)?;
+        self.decoy = kept.or(self.decoy.filter(|&d| d != above));
+        if self.ev.hi() >= first + BLOCK {
+            // No sector of it failed on its own: keep what the block showed.
+            self.ev.mark_bad(first, why);
+        }
+        Ok(())
+    }
+
+    /// Reads every `step` bytes of `[from, to)`, outside `run`, and returns
+    /// every stamp of this run found where it was not written. A read that
+    /// fails marks its block bad.
+    pub(super) fn scan(&mut self, from: u64, to: u64, step: u64, run: (u64, u64)) -> Result<Vec<Hit>, ProbeError> {
+        let mut hits = Vec::new();
+        for at in read_points(from, to, step) {
+            if within(at, run) {
+                continue;
+            }
+            self.io.check_stop()?;
+            match self.io.read_window(at) {
+                Ok(Some(hit)) => hits.push(hit),
+                Ok(None) => {}
+                Err(()) => self.ev.mark_bad(at, Bad::Io("read")),
+            }
+        }
+        Ok(hits)
+    }
+
+    /// Rewrites `bytes` of the card with their own content, from where the
+    /// last flush stopped, skipping the blocks in `keep`: no write cache of
+    /// that size still answers for what was written before. Stamps found
+    /// on the way are evidence like any other read.
+    pub(super) fn flush_now(&mut self, bytes: u64, keep: &[u64]) -> Result<(), ProbeError> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        let mut holes: Vec<u64> = keep.iter().map(|&b| block_of(b)).collect();
+        holes.sort_unstable();
+        holes.dedup();
+        let mut plan = Vec::new();
+        let mut need = bytes;
+        let mut laps = 0;
+        while need > 0 && laps < 8 {
+            if self.cursor + BLOCK > self.top {
+                self.cursor = FLOOR;
+                laps += 1;
+            }
+            let end = (self.cursor + need).min(self.top);
+            let mut holes = holes.clone();
+            holes.extend(self.io.stamped_within(self.cursor, end));
+            holes.sort_unstable();
+            holes.dedup();
+            for piece in carve(&[(self.cursor, end)], &holes) {
+                need = need.saturating_sub(piece.1 - piece.0);
+                plan.push(piece);
+            }
+            self.cursor = end;
+        }
+        let (_, hits) = self.io.rewrite(&plan)?;
+        for hit in hits {
+            self.ev.seen_elsewhere(hit.at, hit.of);
+        }
+        Ok(())
+    }
+}

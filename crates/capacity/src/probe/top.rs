@@ -1,0 +1,326 @@
+//! The first phases: the top blocks, read back at once; when they hold, the
+//! top run and the scan that finds where its storage really is; and the
+//! measurement of a write cache.
+//!
+//! The scan is what makes a wraparound of any real size visible: a run of
+//! `len` stamped bytes at the top reaches `len` contiguous bytes of the real
+//! storage (in two pieces if it straddles the wrap), so one read every
+//! `len / 2` bytes lands in it, and the stamp read there names the run
+//! block: the distance between the two is the alias's shift, to the sector.
+//! Reads that land in the images of several pieces of the card's map give
+//! several distances; the largest is the real storage itself, the others
+//! are the higher pieces, each verified by one more read.
+
+use super::evidence::{Bad, Hit, Top, block_of, by_distance, classify_top, within};
+use super::geometry::{BLOCK, FLOOR, ladder, lattice, run_len, sample, shuffle};
+use super::{CacheSeen, Probe, ProbeError};
+use crate::stamp::Seen;
+
+/// Blocks written at the top first.
+const TOP_BLOCKS: u64 = 32;
+/// Probe blocks of the first lattice over the whole card.
+const FIRST_LATTICE: u64 = 128;
+/// Blocks of a run read back to see whether it held.
+pub(super) const RUN_SAMPLE: u64 = 64;
+/// A cache measurement first looks after this much rewriting (the top
+/// blocks already told that the cache, if any, holds more than they do).
+const FIRST_AGE: u64 = 128 << 10;
+
+/// What comes after the first phases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Next {
+    Genuine,
+    Search,
+}
+
+/// What a cache measurement's marker did.
+enum Measured {
+    /// It stopped reading its own stamp: this is what it read.
+    Evicted(Result<Seen, ()>),
+    Held,
+}
+
+impl Probe<'_> {
+    pub(super) fn top_phase(&mut self) -> Result<Next, ProbeError> {
+        let n = TOP_BLOCKS.min((self.top - FLOOR) / BLOCK / 4).max(1);
+        let blocks: Vec<u64> = (0..n).map(|i| self.top - (n - i) * BLOCK).collect();
+        let sector = self.io.sector;
+        let tail: Vec<u64> =
+            if sector < BLOCK { (self.top..self.io.size()).step_by(sector as usize).collect() } else { Vec::new() };
+        self.io.stage(&format!("the top {} blocks, read back at once", blocks.len()));
+        let unreadable = self.io.backup_blocks(&blocks)?;
+        let unreadable_tail = self.io.backup_sectors(&tail)?;
+        let mut written = Vec::new();
+        let mut refused = false;
+        let units = blocks.iter().map(|&b| (b, BLOCK, unreadable.contains(&b)));
+        for (at, len, unreadable) in units.chain(tail.iter().map(|&s| (s, sector, unreadable_tail.contains(&s)))) {
+            let done = if unreadable {
+                Err(Bad::Io("read"))
+            } else if len == BLOCK {
+                self.io.write_block(at).map_err(|_| Bad::Io("write"))
+            } else {
+                self.io.write_sector(at).map_err(|_| Bad::Io("write"))
+            };
+            match done {
+                Ok(()) => written.push((at, len)),
+                Err(why) => {
+                    self.ev.mark_bad(at, why);
+                    refused = true;
+                }
+            }
+        }
+        let mut order: Vec<u64> = (0..written.len() as u64).collect();
+        shuffle(&mut order, self.io.stamp.nonce);
+        let mut reads: Vec<(u64, u64, Result<Seen, ()>)> =
+            written.iter().map(|&(at, len)| (at, len, Err(()))).collect();
+        for i in order {
+            let (at, len) = written[i as usize];
+            reads[i as usize].2 =
+                if len == BLOCK { self.io.read_block(at) } else { self.io.read_sector(at, self.decoy) };
+        }
+        self.rounds += 1;
+        let top = if refused { Top::Io } else { classify_top(&reads) };
+        if top == Top::Holds {
+            return self.holds_phase(&blocks, &tail);
+        }
+        let last = written.last().map(|&(at, _)| at);
+        if let Top::LastWrite { .. } = top {
+            self.decoy = last;
+        }
+        for (at, len, seen) in reads {
+            if !matches!(seen, Ok(Seen::Own)) {
+                self.ev.absorb(at, len, seen, self.decoy.filter(|_| Some(at) != last));
+            }
+        }
+        match top {
+            Top::Vanish { cached, .. } | Top::LastWrite { cached } if cached > 0 => {
+                self.cache = Some(CacheSeen { at_least: cached, at_most: Some(cached + BLOCK) });
+                self.flush = cached + BLOCK;
+            }
+            _ => {}
+        }
+        Ok(Next::Search)
+    }
+
+    /// The top held its blocks: a run at the top, a first lattice of probe
+    /// blocks, the scan for the run's storage, the cache measurement.
+    fn holds_phase(&mut self, top_blocks: &[u64], tail: &[u64]) -> Result<Next, ProbeError> {
+        let first_top = top_blocks.first().copied().unwrap_or(self.top);
+        let len = run_len(self.top, self.opts.scan_balance, self.opts.max_run);
+        let start = self.top.saturating_sub(len).max(FLOOR + BLOCK).min(first_top);
+        let run = (start, self.top);
+        let lattice = lattice(FLOOR - BLOCK, start, FIRST_LATTICE);
+        self.io.stage(&format!(
+            "a {} KiB run at the top, then reads every {} KiB for where the run really is",
+            (self.top - start) >> 10,
+            len >> 11
+        ));
+        let unreadable = self.io.backup_extents(&[(start, first_top)])?;
+        for &b in &unreadable {
+            self.ev.mark_bad(b, Bad::Io("read"));
+        }
+        self.io.write_extent(start, first_top, &unreadable)?;
+        // The block written last: where limbo answers with the last write,
+        // every read there names this one.
+        let decoy = top_blocks.last().copied().unwrap_or(self.top - BLOCK);
+        if self.io.write_block(decoy).is_err() {
+            self.ev.mark_bad(decoy, Bad::Io("write"));
+        }
+        let mut check: Vec<u64> = sample(start, self.top, RUN_SAMPLE);
+
+        let hits = self.scan(0, start, len / 2, run)?;
+        if !last_write_answers(&hits, run, decoy) {
+            if let Some(pair) = self.absorb_run_hits(&hits, run)? {
+                // A wrap: the cache matters only to blocks that vanish.
+                self.measure_pair(pair)?;
+                let probes = self.write_probes(&lattice)?;
+                self.flush_now(self.flush, &probes)?;
+                check.extend(&probes);
+                self.read_phase(&check, tail)?;
+                return Ok(Next::Search);
+            }
+        }
+        check.extend(self.write_probes(&lattice)?);
+        let marker = decoy;
+        let second = top_blocks.iter().rev().nth(1).copied().unwrap_or(decoy.saturating_sub(BLOCK));
+        match self.measure_plain(marker, second, &check)? {
+            Measured::Evicted(seen) => {
+                if seen == Ok(Seen::Alias(second)) {
+                    self.decoy = Some(second);
+                }
+                self.ev.absorb(marker, BLOCK, seen, self.decoy);
+                self.read_phase(&check, tail)?;
+                Ok(Next::Search)
+            }
+            Measured::Held => {
+                self.read_phase(&check, tail)?;
+                let hits = self.scan(0, start, len / 2, run)?;
+                if let Some(pair) = self.absorb_run_hits(&hits, run)? {
+                    self.measure_pair(pair)?;
+                    return Ok(Next::Search);
+                }
+                if !self.ev.any_bad() {
+                    return Ok(Next::Genuine);
+                }
+                // Bad storage below a top that holds: no cache was seen,
+                // so every read-back waits for the whole bound.
+                self.flush = self.bound();
+                Ok(Next::Search)
+            }
+        }
+    }
+
+    /// Backs up and writes probe blocks from the top down (on a wrap, the
+    /// lower of two aliases is written last and keeps its own stamp).
+    /// Returns those written.
+    pub(super) fn write_probes(&mut self, probes: &[u64]) -> Result<Vec<u64>, ProbeError> {
+        let unreadable = self.io.backup_blocks(probes)?;
+        let mut order = probes.to_vec();
+        order.sort_unstable_by(|a, b| b.cmp(a));
+        let mut written = Vec::new();
+        for p in order {
+            self.io.check_stop()?;
+            if unreadable.contains(&p) {
+                self.ev.mark_bad(p, Bad::Io("read"));
+            } else if self.io.write_block(p).is_err() {
+                self.ev.mark_bad(p, Bad::Io("write"));
+            } else {
+                written.push(p);
+            }
+        }
+        Ok(written)
+    }
+
+    /// Takes the hits of a run's stamps into the evidence. The largest
+    /// distance is the run's image on the real storage: those run blocks
+    /// alias it. Each smaller distance is a higher piece of the map,
+    /// verified by reading the run block's image. Returns a marker and its
+    /// partner for the cache measurement when the run aliases anything.
+    fn absorb_run_hits(&mut self, hits: &[Hit], run: (u64, u64)) -> Result<Option<(u64, u64)>, ProbeError> {
+        let (mine, strays): (Vec<Hit>, Vec<Hit>) = hits.iter().partition(|h| within(h.of, run));
+        for h in strays {
+            self.ev.seen_elsewhere(h.at, h.of);
+        }
+        let groups = by_distance(&mine);
+        let Some((identity, first)) = groups.first() else { return Ok(None) };
+        let identity = *identity;
+        for h in first {
+            self.ev.alias(h.of, identity);
+        }
+        // A marker for the cache measurement: a run address whose image is
+        // a whole block at or above FLOOR (the partner is written).
+        let partner = run.0.saturating_sub(identity).max(FLOOR).div_ceil(BLOCK) * BLOCK;
+        let marker = partner + identity;
+        let mut pair = (marker + BLOCK <= run.1).then_some((marker, partner));
+        for (distance, group) in &groups[1..] {
+            let shift = identity - distance;
+            let h = group[0];
+            let Some(image) = h.of.checked_sub(identity) else { continue };
+            if self.io.read_block(image) == Ok(Seen::Alias(h.of)) {
+                for g in group {
+                    self.ev.alias(g.at, shift);
+                }
+                if pair.is_none() && image >= FLOOR {
+                    pair = Some((h.at, image));
+                }
+            }
+        }
+        Ok(Some(pair.unwrap_or((first[0].of, first[0].at))))
+    }
+
+    /// Sizes a write cache in front of a wrap: `marker` reaches the storage
+    /// of the lower `partner`; once the partner is written, the marker
+    /// reads the partner's stamp as soon as no cache answers for it.
+    fn measure_pair(&mut self, (marker, partner): (u64, u64)) -> Result<(), ProbeError> {
+        let bound = self.bound();
+        let span: Vec<u64> = [marker, partner].iter().flat_map(|&a| [block_of(a), block_of(a + BLOCK - 1)]).collect();
+        if partner < FLOOR || !self.io.backup_blocks(&span)?.is_empty() {
+            self.flush = bound;
+            return Ok(());
+        }
+        self.io.stage("sizing the write cache in front of the wrap");
+        if self.io.write_block(marker).is_err() {
+            self.flush = bound;
+            return Ok(());
+        }
+        // Whether a write reaches the storage at once (a cache, if any,
+        // only answers reads of the address written): then a partner read
+        // needs no flush to see an alias.
+        self.write_through = self.io.read_block(partner) == Ok(Seen::Alias(marker));
+        if self.io.write_block(partner).is_err() {
+            self.flush = bound;
+            return Ok(());
+        }
+        let mut ages = vec![BLOCK];
+        ages.extend(ladder(FIRST_AGE, bound));
+        self.measure(marker, &span, &ages, bound).map(|_| ())
+    }
+
+    /// Sizes a write cache in front of a top that may be limbo: `marker`
+    /// and then `decoy` are rewritten; the marker reads its own stamp for
+    /// as long as a cache answers for it (or the top really holds).
+    fn measure_plain(&mut self, marker: u64, decoy: u64, pending: &[u64]) -> Result<Measured, ProbeError> {
+        let bound = self.bound();
+        self.io.stage(&format!("rewriting up to {} MiB to see past any write cache", bound >> 20));
+        if self.io.write_block(marker).is_err() || self.io.write_block(decoy).is_err() {
+            return Ok(Measured::Evicted(Err(())));
+        }
+        // The blocks still to be read back are not rewritten: a rewrite of
+        // a cached block would keep it cached.
+        let mut keep = pending.to_vec();
+        keep.extend([marker, decoy]);
+        let measured = self.measure(marker, &keep, &ladder(FIRST_AGE, bound), bound)?;
+        if let Measured::Held = measured {
+            // The top holds: that says nothing of a cache, only that none
+            // up to the bound hides anything here.
+            self.cache = None;
+            self.flush = 0;
+        }
+        Ok(measured)
+    }
+
+    /// Rewrites up to each of `ages` bytes (counted from the marker's
+    /// write), reading the marker after each: the cache holds more than the
+    /// last age it answered at, and no more than the first it did not.
+    fn measure(&mut self, marker: u64, keep: &[u64], ages: &[u64], bound: u64) -> Result<Measured, ProbeError> {
+        let mut age = BLOCK;
+        let mut held = 0;
+        for &target in ages {
+            if target > age {
+                self.flush_now(target - age, keep)?;
+                age = target;
+            }
+            match self.io.read_block(marker) {
+                Ok(Seen::Own) => held = age,
+                seen => {
+                    self.rounds += 1;
+                    if held == 0 {
+                        self.cache = None;
+                        self.flush = 0;
+                    } else {
+                        self.cache = Some(CacheSeen { at_least: held, at_most: Some(age) });
+                        self.flush = age;
+                    }
+                    return Ok(Measured::Evicted(seen));
+                }
+            }
+        }
+        self.rounds += 1;
+        self.cache = Some(CacheSeen { at_least: bound, at_most: None });
+        self.flush = bound;
+        Ok(Measured::Held)
+    }
+
+    /// The cache bound, within reason for the card (a flush may go round
+    /// the card: what it rewrites again was written long enough before).
+    pub(super) fn bound(&self) -> u64 {
+        self.opts.cache_bound.min(4 * (self.top - FLOOR)).max(BLOCK)
+    }
+}
+
+/// Whether the scan's hits are limbo answering with the last write: more
+/// than one read, all naming the block written last.
+fn last_write_answers(hits: &[Hit], run: (u64, u64), last: u64) -> bool {
+    let mine: Vec<&Hit> = hits.iter().filter(|h| within(h.of, run)).collect();
+    mine.len() > 1 && mine.iter().all(|h| h.of == last)
+}

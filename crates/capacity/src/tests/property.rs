@@ -1,0 +1,158 @@
+//! The property test: counterfeits drawn at random (real size, announced
+//! size, wrap offsets, limbo kinds, chain points, caches), each probed with
+//! the journal and checked: the verdict is the card's kind, the usable size
+//! is never larger than the truth, and the user's data is intact.
+//!
+//! Scaled down so that it runs in seconds inside `cargo test`: cards of 16
+//! MiB to 8 GiB, caches up to 12 MiB against a 16 MiB bound, runs of at most
+//! 2 MiB. The full-scale sweep (real sizes 3.5–32 GiB, announced up to 512
+//! GiB) runs on FUSE fakes in `cargo xtask bench capacity --sweep`.
+//! `STORAGE_SCORE_CAPACITY_CASES` and `STORAGE_SCORE_CAPACITY_SEED` change
+//! the number of cases and the draw.
+
+use super::*;
+use crate::probe::BLOCK;
+use crate::stamp::hash64;
+
+const SECTOR: u64 = 512;
+
+/// A reproducible stream of numbers.
+struct Draw(u64, u64);
+
+impl Draw {
+    fn next(&mut self) -> u64 {
+        self.1 += 1;
+        hash64(self.0 ^ hash64(self.1))
+    }
+
+    /// Uniform in `[lo, hi)`.
+    fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        if hi <= lo { lo } else { lo + self.next() % (hi - lo) }
+    }
+
+    /// About log-uniform in `[lo, hi)`, in whole sectors.
+    fn size(&mut self, lo: u64, hi: u64) -> u64 {
+        let (a, b) = ((lo as f64).ln(), (hi as f64).ln());
+        let x = a + (b - a) * (self.next() % 1_000_000) as f64 / 1_000_000.0;
+        ((x.exp() as u64) / SECTOR * SECTOR).clamp(lo, hi)
+    }
+
+    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[(self.next() % items.len() as u64) as usize]
+    }
+}
+
+fn limbo_kind(draw: &mut Draw) -> Limbo {
+    draw.pick(&[Limbo::Zeros, Limbo::Ones, Limbo::Stale, Limbo::LastWrite])
+}
+
+/// One card at random, with the verdict it deserves.
+fn draw_card(draw: &mut Draw) -> (Card, Verdict, String) {
+    let announced = draw.size(16 * MIB, 8 * GIB);
+    let real = draw.size(2 * MIB, announced);
+    let family = draw.range(0, 7);
+    if real == announced || family == 0 {
+        return (Card::genuine(announced), Verdict::Genuine, format!("genuine {announced}"));
+    }
+    match family {
+        1 => (Card::wrap(announced, real), Verdict::Wraparound, format!("wrap {real}/{announced}")),
+        2 => {
+            let shift = draw.range(1, real / SECTOR) * SECTOR;
+            (
+                Card::wrap_rotated(announced, real, shift),
+                Verdict::Wraparound,
+                format!("wrap {real}/{announced} +{shift}"),
+            )
+        }
+        3 if real > 2 * MIB => {
+            let skip = draw.range(1, (real - MIB) / SECTOR) * SECTOR;
+            let card = Card::wrap_skipping(announced, real, skip);
+            (card, Verdict::Wraparound, format!("wrap {real}/{announced} skipping {skip}"))
+        }
+        4 | 3 => {
+            let kind = limbo_kind(draw);
+            (Card::limbo(announced, real, kind), Verdict::Limbo, format!("limbo {kind:?} {real}/{announced}"))
+        }
+        5 if announced >= 2 * real + SECTOR => {
+            // At least one whole island above the wrap point.
+            let period = draw.range(real / SECTOR + 1, (announced - real) / SECTOR + 1) * SECTOR;
+            let kind = limbo_kind(draw);
+            let card = Card::chain(announced, real, period, kind);
+            (card, Verdict::Chain, format!("chain {kind:?} {real}/{period}/{announced}"))
+        }
+        _ => (Card::eio(announced, real), Verdict::IoErrors, format!("eio {real}/{announced}")),
+    }
+}
+
+#[test]
+fn random_counterfeits_are_called_right_and_never_larger() {
+    let cases: u64 = std::env::var("STORAGE_SCORE_CAPACITY_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(120);
+    let seed: u64 = std::env::var("STORAGE_SCORE_CAPACITY_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(17);
+    let options = Options { cache_bound: 16 * MIB, scan_balance: 4 << 10, max_run: 2 * MIB };
+    let mut draw = Draw(seed, 0);
+    let (mut right, mut exact, mut worst, mut written) = (0, 0, 0u64, 0u64);
+    let mut wrong = Vec::new();
+    for case in 0..cases {
+        let (card, verdict, name) = draw_card(&mut draw);
+        let real = card.usable();
+        let announced = card.announced;
+        // A cache no larger than what the card has room to rewrite.
+        let room = (announced - 2 * MIB).min(12 * MIB);
+        let cache = if draw.range(0, 3) == 0 { draw.range(1, room / BLOCK) * BLOCK } else { 0 };
+        let mut disk = SimDisk::of(card).with_cache(cache);
+        disk.fill_pattern(case);
+        let dir = tempfile::tempdir().expect("dir");
+        let report = match verify(&mut disk, "/dev/sim", &safety(&dir), options, &Quiet) {
+            Ok(report) => report,
+            Err(e) => {
+                wrong.push(format!("{name} cache {cache}: {e}"));
+                continue;
+            }
+        };
+        written = written.max(report.bytes_written);
+        let intact = disk.intact();
+        let larger = report.usable_bytes > real;
+        if report.verdict == verdict && !larger && intact.is_ok() {
+            right += 1;
+        } else {
+            wrong.push(format!(
+                "{name} cache {cache}: {} usable {} (real {real}) {intact:?}",
+                report.verdict.as_str(),
+                report.usable_bytes
+            ));
+        }
+        if report.usable_bytes == real {
+            exact += 1;
+        } else if !larger {
+            worst = worst.max(real - report.usable_bytes);
+        }
+    }
+    eprintln!(
+        "property: {cases} cards drawn (seed {seed}), {right} right, {exact} exact to the byte, worst usable error {worst} bytes below the truth, at most {written} bytes written"
+    );
+    assert!(wrong.is_empty(), "{} of {cases} wrong:\n{}", wrong.len(), wrong.join("\n"));
+}
+
+#[test]
+fn debug_one() {
+    let Ok(spec) = std::env::var("SIM_CASE") else { return };
+    let parts: Vec<&str> = spec.split(',').collect();
+    let v: Vec<u64> = parts[1..].iter().map(|x| x.parse().unwrap()).collect();
+    let card = match parts[0] {
+        "wrap" => Card::wrap(v[0], v[1]),
+        "rot" => Card::wrap_rotated(v[0], v[1], v[2]),
+        "skip" => Card::wrap_skipping(v[0], v[1], v[2]),
+        "chain" => Card::chain(v[0], v[1], v[2], Limbo::LastWrite),
+        "chain0" => Card::chain(v[0], v[1], v[2], Limbo::Zeros),
+        "chain1" => Card::chain(v[0], v[1], v[2], Limbo::Ones),
+        "limbo0" => Card::limbo(v[0], v[1], Limbo::Zeros),
+        "limbo1" => Card::limbo(v[0], v[1], Limbo::Ones),
+        _ => Card::limbo(v[0], v[1], Limbo::LastWrite),
+    };
+    let options = Options { cache_bound: 16 * MIB, scan_balance: 4 << 10, max_run: 2 * MIB };
+    let mut disk = SimDisk::of(card).with_cache(*v.last().unwrap());
+    disk.fill_pattern(1);
+    let dir = tempfile::tempdir().expect("dir");
+    let report = verify(&mut disk, "/dev/sim", &safety(&dir), options, &Quiet).expect("verify");
+    eprintln!("{report:#?} {:?} writes {}", disk.intact(), disk.writes);
+}
