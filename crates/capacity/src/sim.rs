@@ -186,6 +186,7 @@ enum Place {
 
 /// The kinds the older tests name (kept for them and for the journal's tests).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(dead_code)] // not every kind is named by a test today
 pub enum Mode {
     Genuine,
     Wrap,
@@ -294,10 +295,6 @@ impl SimDisk {
         self.seed = seed;
         self.flash.clear();
         self.last_write = self.initial_last_write();
-    }
-
-    pub fn card(&self) -> &Card {
-        &self.card
     }
 
     /// Whether the user's data is as it was: every flash sector ever
@@ -422,16 +419,6 @@ impl Disk for SimDisk {
             match self.card.place(addr) {
                 Place::Error => return Err(io::Error::from_raw_os_error(libc::EIO)),
                 Place::Flash(sector) => {
-                    if std::env::var("SIM_WATCH").ok().and_then(|v| v.parse::<u64>().ok()) == Some(sector * SECTOR) {
-                        eprintln!(
-                            "SIM write #{} at {} (len {}) -> flash {}: first word {:x?}",
-                            self.writes,
-                            offset,
-                            buf.len(),
-                            sector * SECTOR,
-                            &chunk[..16]
-                        );
-                    }
                     self.flash.insert(sector, chunk.into());
                 }
                 Place::Limbo(Limbo::LastWrite) => {

@@ -105,14 +105,6 @@ impl Evidence {
     }
 
     pub fn mark_bad(&mut self, at: u64, why: Bad) {
-        if std::env::var("SIM_DEBUG").is_ok()
-            && std::env::var("SIM_BAD")
-                .ok()
-                .and_then(|v| v.parse::<u64>().ok())
-                .is_some_and(|v| at >= v && at < v + (1 << 20))
-        {
-            eprintln!("BAD {at} {why:?}");
-        }
         self.suspects.remove(&at);
         self.bad.entry(at).or_insert(why);
     }
@@ -133,12 +125,18 @@ impl Evidence {
     }
 
     /// A suspect was told apart: good (its reader aliases it), or bad.
-    pub fn settle(&mut self, start: u64, good: bool) {
+    /// `Some(false)`: last-write limbo; `None`: not known either way (it
+    /// stays neither good nor bad).
+    pub fn settle(&mut self, start: u64, good: Option<bool>) {
         if let Some((end, _)) = self.suspects.remove(&start) {
-            if good {
-                self.good.insert(start, end);
-            } else {
-                self.bad.entry(start).or_insert(Bad::LastWrite);
+            match good {
+                Some(true) => {
+                    self.good.insert(start, end);
+                }
+                Some(false) => {
+                    self.bad.entry(start).or_insert(Bad::LastWrite);
+                }
+                None => {}
             }
         }
     }
@@ -214,6 +212,12 @@ impl Evidence {
             Ok(Seen::Own) => self.mark_good(at, at + len),
             Ok(Seen::Foreign(kind)) => self.mark_bad(at, Bad::Vanished(kind)),
             Ok(Seen::Alias(of)) if Some(of) == decoy => self.mark_bad(at, Bad::LastWrite),
+            Ok(Seen::Alias(of)) if of > at => {
+                // A higher block written after it shares its storage: that
+                // one is bad; this one may be its good partner, written
+                // over in the same request (runs go up within a request).
+                self.mark_bad(of, Bad::Alias(at));
+            }
             Ok(Seen::Alias(of)) => {
                 // It does not hold its own stamp: bad whatever `of` is.
                 self.mark_bad(at, Bad::Alias(of));
@@ -334,7 +338,7 @@ mod tests {
         assert_eq!(ev.hi(), 30 * MIB);
         assert_eq!(ev.lo_end(), FLOOR, "a suspect is not good");
         assert_eq!(ev.suspect_in_the_way(), Some((10 * MIB, 10 * MIB + BLOCK, vec![30 * MIB])));
-        ev.settle(10 * MIB, false);
+        ev.settle(10 * MIB, Some(false));
         assert_eq!(ev.hi(), 10 * MIB);
         assert_eq!(ev.bad_at(10 * MIB), Some(Bad::LastWrite));
     }

@@ -10,7 +10,7 @@
 //! data. Reads in scans look for a stamp at every sector offset, because a
 //! card whose real size is not a multiple of 4 KiB shifts blocks by sectors.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::io;
 
 use super::evidence::Hit;
@@ -32,6 +32,9 @@ pub struct Io<'a> {
     backed_sectors: HashSet<u64>,
     pub written: u64,
     pub read: u64,
+    /// The latest writes, as (start, end, `written` after it), so that a
+    /// read can be known to be of an address a cache may still answer for.
+    recent: VecDeque<(u64, u64, u64)>,
     watch: &'a dyn Watch,
     block: AlignedBuf,
     window: AlignedBuf,
@@ -52,6 +55,7 @@ impl<'a> Io<'a> {
             backed_sectors: HashSet::new(),
             written: 0,
             read: 0,
+            recent: VecDeque::new(),
             watch,
             block: AlignedBuf::new(BLOCK as usize),
             window: AlignedBuf::new(2 * BLOCK as usize),
@@ -73,9 +77,6 @@ impl<'a> Io<'a> {
     }
 
     pub fn stage(&self, what: &str) {
-        if std::env::var("SIM_DEBUG").is_ok() {
-            eprintln!("STAGE [{} written, {} read] {what}", self.written, self.read);
-        }
         self.watch.stage(what);
     }
 
@@ -117,6 +118,25 @@ impl<'a> Io<'a> {
         }
         self.commit()?;
         Ok(unreadable)
+    }
+
+    fn note_write(&mut self, at: u64, len: u64) {
+        self.written += len;
+        self.recent.push_back((at, at + len, self.written));
+        // A cache of more than this is not looked through anyway.
+        const HORIZON: u64 = 2 << 30;
+        while self.recent.front().is_some_and(|&(_, _, w)| w + HORIZON < self.written) {
+            self.recent.pop_front();
+        }
+    }
+
+    /// Whether any of `[start, end)` was written within the last `bytes`
+    /// written: a write cache that large may still answer for it with what
+    /// was written there, even if a write through an alias has since
+    /// changed the storage behind it.
+    pub fn written_lately(&self, start: u64, end: u64, bytes: u64) -> bool {
+        let since = self.written.saturating_sub(bytes);
+        self.recent.iter().rev().take_while(|&&(_, _, w)| w > since).any(|&(s, e, _)| s < end && start < e)
     }
 
     /// Blocks holding (or about to hold) this run's stamps, within
@@ -199,7 +219,7 @@ impl<'a> Io<'a> {
     pub fn write_block(&mut self, offset: u64) -> io::Result<()> {
         debug_assert!(self.journal.is_none() || self.backed_blocks.contains(&(offset / BLOCK)));
         self.stamp.fill(offset, self.block.as_mut_slice());
-        self.written += BLOCK;
+        self.note_write(offset, BLOCK);
         self.disk.write_at(offset, self.block.as_slice())
     }
 
@@ -207,7 +227,7 @@ impl<'a> Io<'a> {
     pub fn write_sector(&mut self, offset: u64) -> io::Result<()> {
         debug_assert!(self.journal.is_none() || self.is_backed(offset, self.sector));
         self.stamp.fill(offset, self.small.as_mut_slice());
-        self.written += self.sector;
+        self.note_write(offset, self.sector);
         self.disk.write_at(offset, self.small.as_slice())
     }
 
@@ -228,7 +248,7 @@ impl<'a> Io<'a> {
             if clean {
                 let buf = &mut self.chunk.as_mut_slice()[..len as usize];
                 self.stamp.fill_run(at, BLOCK as usize, buf);
-                self.written += len;
+                self.note_write(at, len);
                 if self.disk.write_at(at, &self.chunk.as_slice()[..len as usize]).is_ok() {
                     accepted += len;
                 }
@@ -358,10 +378,9 @@ impl<'a> Io<'a> {
             }
             return Ok(done);
         }
-        let data = &self.chunk.as_slice()[..len as usize];
-        collect_stamps(&self.stamp, at, data, self.sector, hits);
-        self.written += len;
-        if self.disk.write_at(at, data).is_err() {
+        collect_stamps(&self.stamp, at, &self.chunk.as_slice()[..len as usize], self.sector, hits);
+        self.note_write(at, len);
+        if self.disk.write_at(at, &self.chunk.as_slice()[..len as usize]).is_err() {
             self.journal_after_failed_rewrite(at, len)?;
         }
         Ok(len)
@@ -373,7 +392,7 @@ impl<'a> Io<'a> {
             return Ok(0);
         }
         collect_stamps(&self.stamp, at, self.block.as_slice(), self.sector, hits);
-        self.written += BLOCK;
+        self.note_write(at, BLOCK);
         if self.disk.write_at(at, self.block.as_slice()).is_err() {
             let data = self.block.as_slice().to_vec();
             self.journal_data(at, &data)?;

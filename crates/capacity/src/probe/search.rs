@@ -34,7 +34,8 @@ impl Probe<'_> {
                 hi
             ));
             let written = self.write_probes(&probes)?;
-            self.flush_now(self.round_flush(), &written)?;
+            let units: Vec<(u64, u64)> = written.iter().map(|&p| (p, BLOCK)).collect();
+            self.flush_now(self.round_flush(&units), &written)?;
             self.read_phase(&written, &[])?;
             if (self.ev.lo_end(), self.ev.hi()) == before {
                 self.notes.push(format!(
@@ -48,13 +49,24 @@ impl Probe<'_> {
         Ok(())
     }
 
-    /// What a search round rewrites before its read-back: nothing on a wrap
+    /// What a round rewrites before reading `units` back: nothing on a wrap
     /// whose writes reach the storage at once and where nothing vanished
-    /// (every bad block is found by its alias); else the measured cache.
-    /// The certificate always flushes, so limbo missed here is found there.
-    fn round_flush(&self) -> u64 {
-        let vanished = matches!(self.ev.first_bad(), Some((_, Bad::Vanished(_) | Bad::LastWrite)));
-        if self.write_through && self.ev.any_alias() && !vanished && !self.ev.any_vanished() { 0 } else { self.flush }
+    /// (every bad block is found by its alias), as long as no partner read
+    /// is of an address written lately (a cache would answer it with what
+    /// was written there); else the measured cache. The certificate always
+    /// flushes, so limbo missed here is found there.
+    fn round_flush(&self, units: &[(u64, u64)]) -> u64 {
+        let vanished = self.ev.any_vanished();
+        if !self.write_through || !self.ev.any_alias() || vanished {
+            return self.flush;
+        }
+        let lately = units.iter().any(|&(at, len)| {
+            self.ev.shifts_near(at + len - 1).into_iter().any(|shift| {
+                let from = at.max(shift);
+                self.io.written_lately(from - shift, at + len - shift, self.flush)
+            })
+        });
+        if lately { self.flush } else { 0 }
     }
 
     /// The read-back of blocks and sectors written earlier (and flushed):
@@ -98,29 +110,41 @@ impl Probe<'_> {
     fn settle_suspects(&mut self) -> Result<(), ProbeError> {
         for _ in 0..8 {
             let Some((start, end, readers)) = self.ev.suspect_in_the_way() else { return Ok(()) };
-            // Next to the reader, but clear of the 4 KiB it read: if it
-            // aliases the suspect, a decoy must not land on the suspect.
+            // Next to the reader, clear of the 4 KiB it read (if it aliases
+            // the suspect, a decoy must not land on the suspect), and on no
+            // block holding a stamp (its alias might be another suspect).
             let reader = readers[0];
-            let mut decoys: Vec<u64> = [block_of(reader).saturating_sub(BLOCK), block_of(reader) + 2 * BLOCK]
-                .into_iter()
-                .filter(|&d| d >= FLOOR && d + BLOCK <= self.top && d != block_of(start))
-                .collect();
-            decoys.dedup();
+            let mut decoys = Vec::new();
+            for k in 1..16u64 {
+                let below = block_of(reader).checked_sub(k * BLOCK);
+                let above = block_of(reader) + (k + 1) * BLOCK;
+                for d in [below, Some(above)].into_iter().flatten() {
+                    let free = self.io.stamped_within(d, d + BLOCK).is_empty();
+                    if decoys.len() < 2 && free && d >= FLOOR && d + BLOCK <= self.top && d != block_of(start) {
+                        decoys.push(d);
+                    }
+                }
+            }
             let unreadable = self.io.backup_blocks(&decoys)?;
             for &d in decoys.iter().filter(|d| !unreadable.contains(d)) {
                 let _ = self.io.write_block(d);
             }
             let seen =
                 if end - start == BLOCK { self.io.read_block(start) } else { self.io.read_sector(start, self.decoy) };
-            let last_write = matches!(seen, Ok(Seen::Alias(of)) if decoys.contains(&of));
-            if last_write {
-                self.decoy = decoys.iter().copied().find(|&d| seen == Ok(Seen::Alias(d)));
-            }
-            let good = seen == Ok(Seen::Own);
-            self.ev.settle(start, good);
-            if good && reader > start {
-                // They share storage: one more verified shift.
-                self.ev.alias(reader, reader - start);
+            match seen {
+                Ok(Seen::Own) => {
+                    self.ev.settle(start, Some(true));
+                    if reader > start {
+                        // They share storage: one more verified shift.
+                        self.ev.alias(reader, reader - start);
+                    }
+                }
+                Ok(Seen::Alias(of)) if decoys.contains(&of) => {
+                    self.decoy = Some(of);
+                    self.ev.settle(start, Some(false));
+                }
+                // Something else wrote there since: neither good nor bad.
+                _ => self.ev.settle(start, None),
             }
         }
         Ok(())
@@ -187,7 +211,7 @@ impl Probe<'_> {
         for &b in &past {
             self.io.check_stop()?;
             if let Ok(Some(hit)) = self.io.read_window(b) {
-                if hit.of < hit.at && within(hit.of, run) {
+                if hit.of < hit.at && within(hit.of, (start, below)) {
                     shifts.push(hit.at - hit.of);
                     self.ev.alias(hit.at, hit.at - hit.of);
                 }
@@ -195,7 +219,9 @@ impl Probe<'_> {
         }
         // The rest of the part past the boundary lands below the run: reads
         // every quarter run find any image of a quarter run or more.
-        for hit in self.scan(0, start, half / 2, run)? {
+        let hits = self.scan(0, start, half / 2, run)?;
+        let hits = self.drop_last_write_answers(hits)?;
+        for hit in hits {
             if within(hit.of, run) && hit.of > hit.at {
                 shifts.push(hit.of - hit.at);
                 self.ev.alias(hit.of, hit.of - hit.at);
@@ -206,9 +232,6 @@ impl Probe<'_> {
                 }
                 self.ev.seen_elsewhere(hit.at, hit.of);
             }
-        }
-        if std::env::var("SIM_DEBUG").is_ok() {
-            eprintln!("certify run {run:?} below {below} shifts {shifts:?}");
         }
         // The blocks below the boundary against the shifts just seen.
         shifts.sort_unstable();
@@ -234,6 +257,47 @@ impl Probe<'_> {
             .filter(|&b| !matches!(self.ev.bad_at(b), Some(Bad::Alias(low)) if low >= hi))
             .collect();
         Ok((self.ev.lo_end(), self.ev.hi()) == before)
+    }
+
+    /// Reads of a scan that name the same block more than once: an alias
+    /// lands on one address per copy of the storage, but limbo that answers
+    /// with the last write names the last block written at every address.
+    /// A decoy written next to one of those addresses tells the two apart;
+    /// the reads of such limbo are taken out of the hits, their addresses
+    /// marked bad, and the decoy kept.
+    fn drop_last_write_answers(&mut self, hits: Vec<Hit>) -> Result<Vec<Hit>, ProbeError> {
+        let mut by_of: std::collections::BTreeMap<u64, Vec<u64>> = std::collections::BTreeMap::new();
+        for h in &hits {
+            by_of.entry(h.of).or_default().push(h.at);
+        }
+        let mut limbo = Vec::new();
+        for (of, readers) in by_of.into_iter().filter(|(_, r)| r.len() > 1) {
+            if self.decoy.is_some_and(|d| d == of) {
+                limbo.push(of);
+                continue;
+            }
+            let reader = readers[readers.len() - 1];
+            let decoys: Vec<u64> = [block_of(reader) + 2 * BLOCK, block_of(reader).saturating_sub(BLOCK)]
+                .into_iter()
+                .filter(|&d| d >= FLOOR && d + BLOCK <= self.top)
+                .collect();
+            let unreadable = self.io.backup_blocks(&decoys)?;
+            let decoys: Vec<u64> = decoys.into_iter().filter(|d| !unreadable.contains(d)).collect();
+            for &d in &decoys {
+                let _ = self.io.write_block(d);
+            }
+            if let Ok(Some(hit)) = self.io.read_window(block_of(reader)) {
+                if let Some(&d) = decoys.iter().find(|&&d| hit.of == d) {
+                    self.decoy = Some(d);
+                    limbo.push(of);
+                }
+            }
+        }
+        let (dropped, kept): (Vec<Hit>, Vec<Hit>) = hits.into_iter().partition(|h| limbo.contains(&h.of));
+        for h in dropped {
+            self.ev.mark_bad(block_of(h.at), Bad::LastWrite);
+        }
+        Ok(kept)
     }
 
     fn note_island(&mut self, shift: u64) {
@@ -311,7 +375,8 @@ impl Probe<'_> {
         if decoy == Some(above) && !self.io.backup_blocks(&[above])?.is_empty() {
             return Ok(());
         }
-        let flush = if vanished || !self.write_through { self.flush } else { 0 };
+        let units: Vec<(u64, u64)> = written.iter().map(|&s| (s, sector)).collect();
+        let flush = if vanished { self.flush } else { self.round_flush(&units) };
         self.flush_now(flush, &[from, first])?;
         self.ev.clear_bad(first);
         self.ev.unmark_good(from, first + BLOCK);
@@ -352,9 +417,15 @@ impl Probe<'_> {
     }
 
     /// Rewrites `bytes` of the card with their own content, from where the
-    /// last flush stopped, skipping the blocks in `keep`: no write cache of
-    /// that size still answers for what was written before. Stamps found
-    /// on the way are evidence like any other read.
+    /// last flush stopped, skipping the blocks in `keep` and every block
+    /// holding a stamp: no write cache of that size still answers for what
+    /// was written before. Stamps found on the way are evidence like any
+    /// other read.
+    ///
+    /// It rewrites past the first bad byte when there is room: the reads
+    /// that follow (partners, scans) are below it, and a cache must not
+    /// answer them with what a flush rewrote there before a write through
+    /// an alias changed the storage behind it.
     pub(super) fn flush_now(&mut self, bytes: u64, keep: &[u64]) -> Result<(), ProbeError> {
         if bytes == 0 {
             return Ok(());
@@ -362,12 +433,21 @@ impl Probe<'_> {
         let mut holes: Vec<u64> = keep.iter().map(|&b| block_of(b)).collect();
         holes.sort_unstable();
         holes.dedup();
+        // Room for twice the cache that is flushed out (one flush after
+        // another must keep finding addresses it did not rewrite lately).
+        let past = (block_of(self.ev.hi()) + BLOCK).min(self.top);
+        let stamped = self.io.stamped_within(past, self.top).len() as u64 * BLOCK;
+        let room = (self.top - past).saturating_sub(stamped);
+        let floor = if room >= 2 * bytes.max(self.flush) { past } else { FLOOR };
+        if self.cursor < floor {
+            self.cursor = floor;
+        }
         let mut plan = Vec::new();
         let mut need = bytes;
         let mut laps = 0;
         while need > 0 && laps < 8 {
             if self.cursor + BLOCK > self.top {
-                self.cursor = FLOOR;
+                self.cursor = floor;
                 laps += 1;
             }
             let end = (self.cursor + need).min(self.top);

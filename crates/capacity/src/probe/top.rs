@@ -52,8 +52,11 @@ impl Probe<'_> {
         let unreadable_tail = self.io.backup_sectors(&tail)?;
         let mut written = Vec::new();
         let mut refused = false;
-        let units = blocks.iter().map(|&b| (b, BLOCK, unreadable.contains(&b)));
-        for (at, len, unreadable) in units.chain(tail.iter().map(|&s| (s, sector, unreadable_tail.contains(&s)))) {
+        // The sectors of a partial last block first: the block written last
+        // is a whole one, and serves as the decoy if the top is limbo that
+        // answers with the last write.
+        let tail_units = tail.iter().map(|&s| (s, sector, unreadable_tail.contains(&s)));
+        for (at, len, unreadable) in tail_units.chain(blocks.iter().map(|&b| (b, BLOCK, unreadable.contains(&b)))) {
             let done = if unreadable {
                 Err(Bad::Io("read"))
             } else if len == BLOCK {
@@ -283,6 +286,8 @@ impl Probe<'_> {
     /// write), reading the marker after each: the cache holds more than the
     /// last age it answered at, and no more than the first it did not.
     fn measure(&mut self, marker: u64, keep: &[u64], ages: &[u64], bound: u64) -> Result<Measured, ProbeError> {
+        // The flushes below may add up to the bound: they need room for it.
+        self.flush = bound;
         let mut age = BLOCK;
         let mut held = 0;
         for &target in ages {
