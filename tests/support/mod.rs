@@ -389,7 +389,6 @@ impl FuseServer {
         // From here on, Drop stops the server whatever happens next.
         let mut server = FuseServer { child, mount, log, _dir: dir };
         let disk = server.mount.join("disk.img");
-        // The fake card fills its storage with random data first (1 GiB for the largest).
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         while !disk.exists() {
             if let Some(status) = server.child.try_wait().expect("wait") {
@@ -453,9 +452,10 @@ pub const FAKE_FLASH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/s
 
 /// A fake-capacity card (docs/verify-capacity.md): a loop device, direct I/O on, over
 /// the `disk.img` that `fake_flash.py` serves through FUSE with direct I/O.
-/// It claims `announced` bytes, holds `real` bytes of random "user data",
-/// and behaves past them as `mode` says (`wrap`, `limbo-00`, `chain=128M`,
-/// …; see the script). Torn down like [`FaultyDisk`].
+/// It claims `announced` bytes, holds `real` bytes of flash (sparse: what
+/// was never written reads as a pattern, the "user data"), and behaves past
+/// them as `mode` says (`wrap`, `wrap-rotate=100M`, `limbo-last`,
+/// `chain=128M`, …; see the script). Torn down like [`FaultyDisk`].
 pub struct FakeFlash {
     pub dev: LoopDev,
     server: FuseServer,
@@ -489,6 +489,24 @@ impl FakeFlash {
 
     pub fn log(&self) -> String {
         self.server.log()
+    }
+
+    /// Whether the user's data is as it was, checked by the card itself,
+    /// sector by sector over every flash sector ever written (cheap on a
+    /// card of any size): `changed_sectors`, `first_changed`,
+    /// `last_write_limbo_intact`.
+    pub fn intact(&self) -> serde_json::Value {
+        let text = std::fs::read_to_string(self.server.mount.join("intact")).expect("intact");
+        serde_json::from_str(text.trim()).expect("intact JSON")
+    }
+
+    /// Panics unless [`FakeFlash::intact`] says every byte is back.
+    pub fn assert_intact(&self) {
+        let intact = self.intact();
+        assert!(
+            intact["changed_sectors"] == 0 && intact["last_write_limbo_intact"] == true,
+            "the card's data changed: {intact}"
+        );
     }
 
     /// A hash of the first `bytes` of the card, read through the loop

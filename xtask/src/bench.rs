@@ -23,10 +23,12 @@
 //!    only (fio's job thread, our engine's threads over the timed window) and
 //!    whole process. `--rounds N` changes the number of runs.
 //! 4. **Fake capacity** ([`capacity`]). `verify-capacity` beside f3probe
-//!    on fake cards (`tests/support/fake_flash.py` behind loop): verdict,
-//!    usable size, time, bytes written and whether the data survived, in a
-//!    table and `target/bench/capacity.json`. `cargo xtask bench capacity`
-//!    runs this step alone.
+//!    on counterfeit cards (`tests/support/fake_flash.py` behind loop):
+//!    verdict, usable size, time, bytes written and whether the user's data
+//!    survived, in a table and `target/bench/capacity.json`. `cargo xtask
+//!    bench capacity` runs this step alone; `--sweep [N]` compares on N
+//!    counterfeits drawn at random (real 3.5–32 GiB, announced 16–512 GiB;
+//!    `capacity-sweep.json`), `--slow` on a 20 MB/s card (`capacity-slow.json`).
 //! 5. **profile vs fio** ([`profile`]). `storage-score profile`'s sweep
 //!    cells and transfer-size points against fio jobs with the same offsets,
 //!    sizes, job counts and time boxes, on a throttled raw loop device;
@@ -69,7 +71,7 @@ pub const BAND: (f64, f64) = (0.97, 1.03);
 /// Runs the task; `args` are the words after `bench`.
 pub fn main(args: &[String]) -> ExitCode {
     if args.first().map(String::as_str) == Some("capacity") {
-        return capacity_only();
+        return capacity_only(&args[1..]);
     }
     let options = match Options::parse(args) {
         Ok(options) => options,
@@ -102,15 +104,23 @@ pub fn main(args: &[String]) -> ExitCode {
     }
 }
 
-/// `cargo xtask bench capacity`: step 4 alone.
-fn capacity_only() -> ExitCode {
+/// `cargo xtask bench capacity [--sweep [N] [--seed S] | --slow]`: step 4
+/// alone, on the standard cards, the sweep or the slow card.
+fn capacity_only(args: &[String]) -> ExitCode {
+    let set = match capacity::Set::parse(args) {
+        Ok(set) => set,
+        Err(e) => {
+            eprintln!("xtask bench capacity: {e}\nusage: cargo xtask bench capacity [--sweep [N] [--seed S] | --slow]");
+            return ExitCode::from(2);
+        }
+    };
     if !sys::is_root() {
         println!("bench: skipped: needs root (loop devices and FUSE); run it as root");
         return ExitCode::SUCCESS;
     }
     sys::catch_interrupts();
     let paths = Paths::locate();
-    match sys::build_release(&paths).and_then(|binary| run_capacity(&binary, &paths)) {
+    match sys::build_release(&paths).and_then(|binary| run_capacity(&binary, &paths, &set)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             println!("bench: FAILED: {e:#}");
@@ -119,12 +129,12 @@ fn capacity_only() -> ExitCode {
     }
 }
 
-/// Step 4: the table and `target/bench/capacity.json`.
-fn run_capacity(binary: &std::path::Path, paths: &Paths) -> Result<()> {
-    let rows = capacity::run(binary, &paths.workspace)?;
+/// Step 4: the table and `target/bench/capacity*.json`.
+fn run_capacity(binary: &std::path::Path, paths: &Paths, set: &capacity::Set) -> Result<()> {
+    let rows = capacity::run(binary, &paths.workspace, set)?;
     print!("{}", capacity::table(&rows));
     std::fs::create_dir_all(&paths.out_dir).with_context(|| format!("creating {}", paths.out_dir.display()))?;
-    let out = paths.out_dir.join("capacity.json");
+    let out = paths.out_dir.join(set.file());
     let text = serde_json::to_string_pretty(&capacity::to_json(&rows)).context("serializing")?;
     std::fs::write(&out, text + "\n").with_context(|| format!("writing {}", out.display()))?;
     println!("bench: capacity results in {}", out.display());
@@ -196,7 +206,7 @@ fn run(options: &Options) -> Result<Summary> {
         json["engine_efficiency"] = report::efficiency_json(&efficiency);
     }
     if options.wants("capacity") {
-        run_capacity(&binary, &paths)?;
+        run_capacity(&binary, &paths, &capacity::Set::Standard)?;
     }
     if options.wants("quick") {
         let q = quick::run(&binary, options.rounds)?;

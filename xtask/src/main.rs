@@ -54,8 +54,11 @@ tasks:
       fake cards (FUSE behind loop): target/bench/capacity.json. Then the
       profile command's sweep and transfer-size scan against fio jobs on a
       throttled raw loop device (in latest.json). --only runs one step.
-  bench capacity
-      Only the verify-capacity vs f3probe comparison.
+  bench capacity [--sweep [N] [--seed S] | --slow]
+      Only the verify-capacity vs f3probe comparison: on one card of each
+      kind; with --sweep on N (270) counterfeits drawn at random (real sizes
+      3.5-32 GiB announced as 16-512 GiB, plain and offset wraps, limbo,
+      chains); with --slow on a 64 GiB card writing at 20 MB/s.
   fuzz [--runs N] [--target NAME]
       Every cargo-fuzz target in fuzz/ (the register decoders, debugfs ios,
       USB speed, `score` input) for N executions each (default 10000000),
