@@ -130,13 +130,17 @@ fn capacity_only(args: &[String]) -> ExitCode {
 }
 
 /// Step 4: the table and `target/bench/capacity*.json`.
+/// The JSON is rewritten after every case, so a sweep stopped part way
+/// keeps the cases it finished.
 fn run_capacity(binary: &std::path::Path, paths: &Paths, set: &capacity::Set) -> Result<()> {
-    let rows = capacity::run(binary, &paths.workspace, set)?;
-    print!("{}", capacity::table(&rows));
     std::fs::create_dir_all(&paths.out_dir).with_context(|| format!("creating {}", paths.out_dir.display()))?;
     let out = paths.out_dir.join(set.file());
-    let text = serde_json::to_string_pretty(&capacity::to_json(&rows)).context("serializing")?;
-    std::fs::write(&out, text + "\n").with_context(|| format!("writing {}", out.display()))?;
+    let write = |rows: &[capacity::Row]| -> Result<()> {
+        let text = serde_json::to_string_pretty(&capacity::to_json(rows)).context("serializing")?;
+        std::fs::write(&out, text + "\n").with_context(|| format!("writing {}", out.display()))
+    };
+    let rows = capacity::run(binary, &paths.workspace, set, &write)?;
+    print!("{}", capacity::table(&rows));
     println!("bench: capacity results in {}", out.display());
     Ok(())
 }

@@ -94,7 +94,7 @@ fn draw_card(draw: &mut Draw) -> (Card, Verdict, String) {
 
 #[test]
 fn random_counterfeits_are_called_right_and_never_larger() {
-    let cases: u64 = std::env::var("STORAGE_SCORE_CAPACITY_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(120);
+    let cases: u64 = std::env::var("STORAGE_SCORE_CAPACITY_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
     let seed: u64 = std::env::var("STORAGE_SCORE_CAPACITY_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(17);
     let options = Options { cache_bound: 16 * MIB, scan_balance: 4 << 10, max_run: 2 * MIB };
     let mut draw = Draw(seed, 0);

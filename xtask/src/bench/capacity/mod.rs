@@ -231,8 +231,8 @@ fn ensure_tools() -> Result<()> {
     Ok(())
 }
 
-/// Runs every case of `set` with both tools.
-pub fn run(binary: &Path, workspace: &Path, set: &Set) -> Result<Vec<Row>> {
+/// Runs every case of `set` with both tools; `done` is given the rows so far after each case.
+pub fn run(binary: &Path, workspace: &Path, set: &Set, done: &dyn Fn(&[Row]) -> Result<()>) -> Result<Vec<Row>> {
     ensure_tools()?;
     let script = workspace.join("tests/support/fake_flash.py");
     let cases = match set {
@@ -266,6 +266,7 @@ pub fn run(binary: &Path, workspace: &Path, set: &Set) -> Result<Vec<Row>> {
         let row = Row { case, ours, f3probe };
         eprintln!("bench:   {}", report::line(&row));
         rows.push(row);
+        done(&rows)?;
     }
     Ok(rows)
 }
