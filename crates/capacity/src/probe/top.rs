@@ -215,16 +215,23 @@ impl Probe<'_> {
         let partner = run.0.saturating_sub(identity).max(FLOOR).div_ceil(BLOCK) * BLOCK;
         let marker = partner + identity;
         let mut pair = (marker + BLOCK <= run.1).then_some((marker, partner));
-        for (distance, group) in &groups[1..] {
-            let shift = identity - distance;
+        for (i, (distance, group)) in groups.iter().enumerate().skip(1) {
             let h = group[0];
-            let Some(image) = h.of.checked_sub(identity) else { continue };
-            if self.io.read_block(image) == Ok(Seen::Alias(h.of)) {
-                for g in group {
-                    self.ev.alias(g.at, shift);
-                }
-                if pair.is_none() && image >= FLOOR {
-                    pair = Some((h.at, image));
+            // The run's image may straddle the end of the real storage (an
+            // offset wrap): its two parts then have identities a real size
+            // apart, and a piece seen through the lower part is verified
+            // against that one: the three largest distances are tried.
+            for (identity, _) in groups[..i].iter().take(3) {
+                let shift = identity - distance;
+                let Some(image) = h.of.checked_sub(*identity) else { continue };
+                if self.io.read_block(image) == Ok(Seen::Alias(h.of)) {
+                    for g in group {
+                        self.ev.alias(g.at, shift);
+                    }
+                    if pair.is_none() && image >= FLOOR {
+                        pair = Some((h.at, image));
+                    }
+                    break;
                 }
             }
         }

@@ -140,3 +140,17 @@ fn random_counterfeits_are_called_right_and_never_larger() {
     );
     assert!(wrong.is_empty(), "{} of {cases} wrong:\n{}", wrong.len(), wrong.join("\n"));
 }
+
+#[test]
+fn a_rotated_wrap_smaller_than_the_run_behind_a_cache() {
+    // Drawn by the property test (seed 2026): 6.5 MiB of flash announced
+    // as 1.6 GiB, addresses past it reaching 1.84 MiB in, a 3.6 MiB cache.
+    let options = Options { cache_bound: 16 * MIB, scan_balance: 4 << 10, max_run: 2 * MIB };
+    let (announced, real, shift, cache) = (1_743_825_920, 6_867_968, 1_933_312, 3_821_568);
+    let mut disk = SimDisk::of(Card::wrap_rotated(announced, real, shift)).with_cache(cache);
+    disk.fill_pattern(3);
+    let dir = tempfile::tempdir().expect("dir");
+    let report = verify(&mut disk, "/dev/sim", &safety(&dir), options, &Quiet).expect("verify");
+    assert!(disk.intact().is_ok());
+    assert_eq!((report.verdict, report.usable_bytes), (Verdict::Wraparound, real), "{report:#?}");
+}
