@@ -7,7 +7,7 @@
 //! no sample (it covers less than the test); a run that stops on an error
 //! or a signal ends the repeats, and the figures it finished still count.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use storage_scoring::schema::{MEASUREMENT_KEYS, Samples, Skipped};
 
@@ -21,12 +21,14 @@ pub fn run_repeated(plan: &Plan, runs: usize, observer: &dyn Observer) -> (Outco
     let mut error = None;
     for n in 1..=runs {
         let mut this = plan.clone();
-        if let Some(deadline) = deadline {
+        // The first run has the whole budget, and its notes quote the
+        // --max-time the user gave; later runs have what is left of it.
+        if let (Some(deadline), true) = (deadline, n > 1) {
             let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() && n > 1 {
+            if left.is_zero() {
                 break;
             }
-            this.max_time = Some(left.max(Duration::from_millis(1)));
+            this.max_time = Some(left);
         }
         if runs > 1 {
             observer.note(&format!("run {n} of {runs}"));
