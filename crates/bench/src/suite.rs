@@ -559,13 +559,19 @@ impl Runner<'_> {
             }
             Err(source) => return Err(RunError::Engine { key: key.to_owned(), source }),
         };
-        judge(&mut detail, self.plan.max_time);
-        if detail.partial && self.stopped.is_none() {
-            self.stopped = Some(format!("not run: --max-time ({} s) ran out during {key}", self.max_secs()));
+        if !value.is_finite() {
+            // No figure (nothing was counted): said, never left out silently.
+            let reason = format!("no figure: the test counted {} I/Os over {} s", detail.ios, detail.seconds);
+            self.out.skipped.push(Skipped { key: key.to_owned(), reason });
+        } else {
+            judge(&mut detail, self.plan.max_time);
+            if detail.partial && self.stopped.is_none() {
+                self.stopped = Some(format!("not run: --max-time ({} s) ran out during {key}", self.max_secs()));
+            }
+            self.out.measurements.set(key, value);
+            self.out.details.insert(key.to_owned(), detail);
+            self.observer.finished(key, value);
         }
-        self.out.measurements.set(key, value);
-        self.out.details.insert(key.to_owned(), detail);
-        self.observer.finished(key, value);
         // A signal during the test's last I/O was not seen by the engine: the
         // figure is complete, but the user asked to stop.
         match crate::interrupt::requested() {

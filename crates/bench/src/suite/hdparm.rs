@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use storage_scoring::schema::TestDetail;
 
-use super::steady::Watch;
+use super::steady::{Steady, Watch};
 use super::{Ctx, Measured, Window, detail, round_to, sync, unsettled};
 use crate::buffer::AlignedBuf;
 use crate::devstat::{DevStat, Direction};
@@ -44,7 +44,7 @@ pub(super) fn cached(ctx: &Ctx<'_>, file: &File, stat: Option<&DevStat>) -> Resu
     flush(file);
     pause(ctx.sizes.flush_pause)?;
     let window = Window::open(stat);
-    let (value, mut detail) = timed_reads(ctx, file, ctx.sizes.cached_read_time, u64::MAX, |_| 0)?;
+    let (value, mut detail, _) = timed_reads(ctx, file, ctx.sizes.cached_read_time, u64::MAX, |_| 0)?;
     window.close(&mut detail, Direction::Read);
     flush(file);
     pause(ctx.sizes.flush_pause)?;
@@ -65,14 +65,13 @@ pub(super) fn device(ctx: &Ctx<'_>, file: &File, size: u64, stat: Option<&DevSta
     sync();
     pause(ctx.sizes.settle)?;
     let window = Window::open(stat);
-    let (value, mut detail) = timed_reads(ctx, file, min_time, cap, |i| i * CHUNK as u64)?;
+    let (value, mut detail, ended) = timed_reads(ctx, file, min_time, cap, |i| i * CHUNK as u64)?;
     window.close(&mut detail, Direction::Read);
-    if detail.ios == cap && detail.seconds < min_time.as_secs_f64() {
+    if ended {
         detail.notes.push(format!(
-            "the device ended after {} MiB, read in {:.3} s, before hdparm's {} s were up: hdparm reads at most size ÷ 2 MiB blocks and stops there too",
-            detail.bytes / MIB,
-            detail.seconds,
-            min_time.as_secs()
+            "the device ended after {} MiB, before hdparm's {} s were up: hdparm reads at most size ÷ 2 MiB blocks and stops there too",
+            cap * CHUNK as u64 / MIB,
+            min_time.as_secs_f64()
         ));
         detail.low_confidence = true;
     }
@@ -81,21 +80,35 @@ pub(super) fn device(ctx: &Ctx<'_>, file: &File, size: u64, stat: Option<&DevSta
 
 /// Reads 2 MiB at `offset(i)` for the i-th read, until `min_time` has
 /// passed (or, in a profile with steady windows, until the figure has
-/// settled) or `max_reads` reads are done. MiB/s with two decimals.
+/// settled) or `max_reads` reads are done. MiB/s with two decimals, and
+/// whether the reads ended at `max_reads` (the device's end) before their
+/// time was up.
+///
+/// With steady windows, the ramp's reads are done but not counted; the ramp
+/// ends after its time or once half of `max_reads` are done, whichever is
+/// first, so that a small fast device (128 MiB read in under the ramp's
+/// 0.15 s) still leaves reads to count. A window that the device's end
+/// closes is closed by its last read, as a settled one is by the read that
+/// ends it: the reads counted are those completed between the two. Fewer
+/// than 4 reads leave no window to count (a device under 8 MiB): they are
+/// timed from the start, as hdparm times them.
 fn timed_reads(
     ctx: &Ctx<'_>,
     file: &File,
     min_time: Duration,
     max_reads: u64,
     offset: impl Fn(u64) -> u64,
-) -> Result<(f64, TestDetail), EngineError> {
+) -> Result<(f64, TestDetail, bool), EngineError> {
     let mut buf = AlignedBuf::zeroed(CHUNK);
     let cpu_at_start = crate::engine::thread_cpu();
     let start = Instant::now();
-    let mut watch = ctx.sizes.steady.map(Watch::new);
-    // With steady windows, the ramp's reads are done but not counted.
-    let counted = start + watch.as_ref().map_or(Duration::ZERO, |w| w.rule().ramp);
-    let mut recorder = Recorder::new(counted).windowed(watch.is_some());
+    let rule = ctx.sizes.steady.filter(|_| max_reads >= 4);
+    // The watch sees the reads from the ramp's end on, which is decided here.
+    let mut watch = rule.map(|rule| Watch::new(Steady { ramp: Duration::ZERO, ..rule }));
+    let ramp_time = rule.map_or(Duration::ZERO, |r| r.ramp);
+    let ramp_reads = if rule.is_some() { max_reads / 2 } else { 0 };
+    let mut ramp_over = rule.is_none();
+    let mut recorder = Recorder::new(start).windowed(rule.is_some());
     let mut reads = 0u64;
     let mut partial = false;
     // Once settled, the window ends at a time a reporting interval ahead,
@@ -105,18 +118,30 @@ fn timed_reads(
         let issued = Instant::now();
         read_at(file, &mut buf, offset(reads))?;
         let now = Instant::now();
-        recorder.record(now, now - issued, CHUNK as u64);
+        if !ramp_over && (now - start >= ramp_time || reads >= ramp_reads) {
+            // This read opens the window; the intervals count from it.
+            ramp_over = true;
+            recorder = Recorder::new(now).windowed(true);
+        }
+        if ramp_over {
+            if watch.is_some() && reads + 1 >= max_reads {
+                // The device's last read closes the window.
+                recorder.close_from(now);
+            }
+            recorder.record(now, now - issued, CHUNK as u64);
+        }
         reads += 1;
         let elapsed = if watch.is_some() { recorder.elapsed() } else { now - start };
         ctx.observer.progress((now - start).as_millis() as u64);
         let enough = match &mut watch {
-            Some(watch) => {
+            Some(watch) if ramp_over => {
                 if end.is_none() && watch.observe(now - start, reads as f64) {
                     end = Some(now + REPORT_EVERY);
                     recorder.close_from(now + REPORT_EVERY);
                 }
                 end.is_some_and(|end| now >= end)
             }
+            Some(_) => false,
             None => elapsed >= min_time,
         };
         if enough || reads >= max_reads {
@@ -127,6 +152,12 @@ fn timed_reads(
             break elapsed;
         }
     };
+    let ended = reads >= max_reads
+        && !partial
+        && match &watch {
+            Some(watch) => !watch.settled(),
+            None => elapsed < min_time,
+        };
     let mib_s = round_to(recorder.bytes as f64 / MIB as f64 / elapsed.as_secs_f64(), 2);
     let cpu = crate::engine::thread_cpu().saturating_sub(cpu_at_start);
     let done = Completed { recorder, elapsed, engine: "sync", engine_detail: None, fell_back: false, partial, cpu };
@@ -134,7 +165,7 @@ fn timed_reads(
     if let Some(watch) = watch.filter(|w| !w.settled() && !partial && reads < max_reads) {
         unsettled(&mut detail, &watch);
     }
-    Ok((mib_s, detail))
+    Ok((mib_s, detail, ended))
 }
 
 fn read_at(file: &File, buf: &mut AlignedBuf, offset: u64) -> Result<(), EngineError> {
@@ -178,4 +209,42 @@ pub(super) fn device_size(file: &File) -> u64 {
         return size;
     }
     file.metadata().map(|m| m.len()).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+    use crate::suite::{Plan, Profile, Silent, WriteTarget};
+
+    /// The quick profile's `-t` on a file of `mib` MiB, read from the page
+    /// cache: far faster than the 0.15 s ramp.
+    fn quick_read(mib: u64) -> (f64, TestDetail, bool) {
+        let mut file = tempfile::tempfile().expect("tempfile");
+        file.write_all(&vec![7u8; (mib * MIB) as usize]).expect("write");
+        let mut plan = Plan::new(Err(String::new()), WriteTarget::Unavailable(String::new()));
+        plan.profile = Profile::Quick;
+        let ctx = Ctx { plan: &plan, observer: &Silent, sizes: plan.profile.sizes(), deadline: None };
+        let cap = mib * MIB / CHUNK as u64;
+        timed_reads(&ctx, &file, ctx.sizes.seq_read_time, cap, |i| i * CHUNK as u64).expect("read")
+    }
+
+    #[test]
+    fn a_device_read_whole_inside_the_ramp_still_has_a_figure() {
+        // 8 blocks, all read within the ramp's time: the ramp ends after 4,
+        // the 5th opens the window, the 8th closes it, uncounted.
+        let (mib_s, detail, ended) = quick_read(16);
+        assert!(mib_s.is_finite() && mib_s > 0.0, "{mib_s}");
+        assert_eq!((detail.ios, detail.bytes), (3, 3 * CHUNK as u64), "{detail:?}");
+        assert!(ended);
+    }
+
+    #[test]
+    fn a_device_under_four_blocks_is_timed_whole() {
+        let (mib_s, detail, ended) = quick_read(6);
+        assert!(mib_s.is_finite() && mib_s > 0.0, "{mib_s}");
+        assert_eq!(detail.ios, 3, "{detail:?}");
+        assert!(ended);
+    }
 }
