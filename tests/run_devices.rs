@@ -257,8 +257,22 @@ fn sigint_and_sigterm_stop_promptly_and_keep_what_was_measured() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains("interrupted by SIG"), "{stderr}");
         assert!(fs.entries().is_empty(), "{:?}", fs.entries());
-        assert!(fs.free_bytes() + 4 * MIB >= free_before);
+        space_comes_back(&fs, free_before);
     }
+}
+
+/// Waits (up to 5 s) for the filesystem's free space to be back to
+/// `free_before` (ext4 may keep a few blocks of metadata). The run's exit is
+/// not yet that event: a process that ran io_uring has its ring torn down
+/// by a kernel worker after it exits, and the worker drops the ring's hold
+/// on the nameless scratch file a few milliseconds later (measured: 80 MiB
+/// back 4.5 ms after the wait returned; never late with `--engine threads`).
+fn space_comes_back(fs: &Ext4, free_before: u64) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while fs.free_bytes() + 4 * MIB < free_before && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(fs.free_bytes() + 4 * MIB >= free_before, "df: {} < {free_before}", fs.free_bytes());
 }
 
 #[test]
@@ -274,12 +288,8 @@ fn kill_9_leaves_nothing_behind() {
     let (out, _) = start_and_signal(&fs, &cg, "KILL");
     assert_eq!(out.status.code(), None, "killed by a signal");
     assert!(fs.entries().is_empty(), "{:?}", fs.entries());
-    // The unlinked scratch file's blocks are freed when its last fd closes.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while fs.free_bytes() + 4 * MIB < free_before && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert!(fs.free_bytes() + 4 * MIB >= free_before, "df: {} < {free_before}", fs.free_bytes());
+    // The unlinked scratch file's blocks are freed when its last hold goes.
+    space_comes_back(&fs, free_before);
 }
 
 #[test]
