@@ -282,7 +282,7 @@ fn host_ios(resolved_dev_dir: &Path, roots: &Roots, notes: &mut Vec<String>) -> 
         return None;
     };
     let path = roots.debugfs.join(&host).join("ios");
-    match fs::read_to_string(&path) {
+    match sysfs::read_text(&path, sysfs::ATTR_LIMIT) {
         Ok(text) => {
             let mut ios = host::parse_ios(&text);
             ios.command_queue = read_attr(&roots.debugfs.join(&host).join("caps2"))
@@ -306,11 +306,12 @@ fn host_ios(resolved_dev_dir: &Path, roots: &Roots, notes: &mut Vec<String>) -> 
 /// its device-tree `compatible` (first entry), else its driver's name.
 fn host_controller(resolved_dev_dir: &Path) -> Option<String> {
     let controller = resolved_dev_dir.ancestors().find(|p| p.file_name().is_some_and(|n| n == "mmc_host"))?.parent()?;
-    let compatible = fs::read(controller.join("of_node/compatible")).ok().and_then(|bytes| {
-        let first = bytes.split(|&b| b == 0).next()?;
-        let text = String::from_utf8_lossy(first).trim().to_owned();
-        (!text.is_empty()).then_some(text)
-    });
+    let compatible =
+        sysfs::read_bytes(&controller.join("of_node/compatible"), sysfs::ATTR_LIMIT).ok().and_then(|bytes| {
+            let first = bytes.split(|&b| b == 0).next()?;
+            let text = String::from_utf8_lossy(first).trim().to_owned();
+            (!text.is_empty()).then_some(text)
+        });
     compatible.or_else(|| {
         let link = fs::read_link(controller.join("driver")).ok()?;
         Some(link.file_name()?.to_string_lossy().into_owned())

@@ -14,11 +14,13 @@ pub mod hex;
 pub mod host;
 pub mod manufacturers;
 pub mod mmc;
+pub mod safe_fs;
 pub mod sd;
 pub mod sysfs;
 pub mod system;
 pub mod target;
 pub mod thermal;
+pub mod usage;
 pub mod usb;
 
 pub use sysfs::Roots;

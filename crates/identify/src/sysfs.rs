@@ -79,11 +79,28 @@ impl Roots {
     }
 }
 
+/// The most read from one attribute file. The kernel's are at most a page
+/// (4 KiB, 64 KiB on some arm64 kernels); a captured tree is anyone's files.
+pub const ATTR_LIMIT: u64 = 1 << 20;
+/// The most read from a table such as `/proc/self/mountinfo`.
+pub const TABLE_LIMIT: u64 = 16 << 20;
+
+/// Reads a kernel file through [`safe_fs`](crate::safe_fs): a regular file
+/// only (a FIFO in a captured tree cannot hang us) of at most `limit` bytes.
+pub fn read_bytes(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    crate::safe_fs::read_file(path, limit)
+}
+
+/// [`read_bytes`] as text (invalid UTF-8 replaced).
+pub fn read_text(path: &Path, limit: u64) -> io::Result<String> {
+    Ok(String::from_utf8_lossy(&read_bytes(path, limit)?).into_owned())
+}
+
 /// Reads a small attribute file and trims the trailing newline and blanks.
-/// `None` when the file is missing or unreadable: callers decide whether that
-/// deserves a note.
+/// `None` when the file is missing, unreadable, not a regular file or
+/// larger than [`ATTR_LIMIT`]: callers decide whether that deserves a note.
 pub fn read_attr(path: &Path) -> Option<String> {
-    let bytes = fs::read(path).ok()?;
+    let bytes = read_bytes(path, ATTR_LIMIT).ok()?;
     let text = String::from_utf8_lossy(&bytes);
     Some(text.trim().to_owned())
 }
@@ -121,7 +138,7 @@ pub fn follow_link(path: &Path) -> io::Result<PathBuf> {
     let target = if meta.file_type().is_symlink() {
         fs::read_link(path)?
     } else if meta.is_file() {
-        let text = fs::read_to_string(path)?;
+        let text = read_text(path, ATTR_LIMIT)?;
         PathBuf::from(text.trim())
     } else {
         return Ok(path.to_path_buf());

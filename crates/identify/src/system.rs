@@ -11,12 +11,12 @@
 //! garbage or as a firmware placeholder, is left out rather than guessed.
 //! Nothing here names the host or its users.
 
-use std::fs;
 use std::path::Path;
 
 use storage_scoring::schema::System;
 
 use crate::Roots;
+use crate::sysfs::{ATTR_LIMIT, read_bytes};
 
 /// Longest board, kernel or OS string kept: real ones are far shorter, and
 /// the leaderboard groups on them.
@@ -32,11 +32,13 @@ fn board(roots: &Roots) -> Option<String> {
     // link to the same directory, kept for older layouts.
     let device_tree =
         [roots.sys.join("firmware/devicetree/base/model"), roots.proc.join("device-tree/model")].into_iter();
-    if let Some(model) = device_tree.filter_map(|path| fs::read(path).ok()).find_map(|bytes| clean_text(&bytes)) {
+    if let Some(model) =
+        device_tree.filter_map(|path| read_bytes(&path, ATTR_LIMIT).ok()).find_map(|bytes| clean_text(&bytes))
+    {
         return Some(model);
     }
     let dmi = roots.sys.join("class/dmi/id");
-    let field = |name: &str| fs::read(dmi.join(name)).ok().and_then(|bytes| clean_text(&bytes));
+    let field = |name: &str| read_bytes(&dmi.join(name), ATTR_LIMIT).ok().and_then(|bytes| clean_text(&bytes));
     board_from_dmi(
         field("sys_vendor").as_deref(),
         field("product_name").as_deref(),
@@ -64,12 +66,12 @@ fn os(roots: &Roots) -> Option<String> {
     // os-release(5): /etc/os-release wins; /usr/lib/os-release is the fallback.
     ["etc/os-release", "usr/lib/os-release"]
         .iter()
-        .filter_map(|path| fs::read(roots.os.join(path)).ok())
+        .filter_map(|path| read_bytes(&roots.os.join(path), ATTR_LIMIT).ok())
         .find_map(|bytes| os_from_release(&String::from_utf8_lossy(&bytes)))
 }
 
 fn read_clean(path: &Path) -> Option<String> {
-    clean_text(&fs::read(path).ok()?)
+    clean_text(&read_bytes(path, ATTR_LIMIT).ok()?)
 }
 
 /// One printable line from a kernel or firmware string: cut at the first

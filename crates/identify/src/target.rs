@@ -99,7 +99,9 @@ fn unescape_octal(field: &str) -> String {
 
 /// Reads this process's mount table under the proc root.
 pub fn read_mounts(roots: &Roots) -> Vec<Mount> {
-    fs::read_to_string(roots.proc.join("self/mountinfo")).map(|t| parse_mountinfo(&t)).unwrap_or_default()
+    sysfs::read_text(&roots.proc.join("self/mountinfo"), sysfs::TABLE_LIMIT)
+        .map(|t| parse_mountinfo(&t))
+        .unwrap_or_default()
 }
 
 /// A block device known to sysfs.
