@@ -15,20 +15,36 @@
 //!   writes wait for the commit.
 //! - The journal is removed only after the undo and a device cache flush.
 //!
-//! Layout: magic `SSCAPJ01`, a length-prefixed JSON [`Header`] with its
-//! hash, then records `REC1 | len u32 | offset u64 | data | hash u64`.
+//! A journal found at the next start is replayed by [`crate::replay`],
+//! which restores only blocks that still hold the crashed run's stamps.
+//! It lives in a checked [`JournalDir`]; its header carries an HMAC under
+//! that directory's key, and every record must lie where the probe writes
+//! (block-aligned, at or above [`probe::FLOOR`], inside the device, at most
+//! [`MAX_RECORD`] long), or the journal is not replayed at all.
+//!
+//! Layout: magic `SSCAPJ02`, a length-prefixed JSON [`Header`] with its
+//! HMAC-SHA256, then records `REC1 | len u32 | offset u64 | data | hash u64`.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufReader, BufWriter, Read, Write};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use crate::disk::{AlignedBuf, Disk};
+use sha2::{Digest, Sha256};
 
-const MAGIC: &[u8; 8] = b"SSCAPJ01";
+use crate::disk::{AlignedBuf, Disk};
+use crate::journal_dir::JournalDir;
+use crate::probe;
+
+const MAGIC: &[u8; 8] = b"SSCAPJ02";
 const RECORD: &[u8; 4] = b"REC1";
-/// A record larger than this is damage, not data.
-const MAX_RECORD: u32 = 64 << 20;
+const MAC_LEN: usize = 32;
+/// The most the probe backs up at once (its flush chunk); a longer record
+/// is damage or forgery, not data.
+pub const MAX_RECORD: u32 = 1 << 20;
+/// A header longer than this is not one of ours.
+const MAX_HEADER: usize = 64 << 10;
 
 /// What the journal says about the device it belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -45,11 +61,10 @@ pub struct Header {
     pub created_unix: u64,
 }
 
-/// Makes `dir` and checks that it has room for a journal holding about
-/// `flush` bytes of backups (plus the probe blocks of every round).
-pub fn check_room(dir: &Path, flush: u64) -> io::Result<()> {
-    fs::create_dir_all(dir)?;
-    let st = nix::sys::statvfs::statvfs(dir).map_err(io::Error::from)?;
+/// Checks that `dir` has room for a journal holding about `flush` bytes of
+/// backups (plus the probe blocks of every round).
+pub fn check_room(dir: &JournalDir, flush: u64) -> io::Result<()> {
+    let st = nix::sys::statvfs::fstatvfs(dir.dir().as_fd()).map_err(io::Error::from)?;
     // The casts widen: statvfs's fields are u32 on 32-bit ARM.
     #[allow(clippy::unnecessary_cast)]
     let free = st.blocks_available() as u64 * st.fragment_size() as u64;
@@ -64,29 +79,29 @@ pub fn check_room(dir: &Path, flush: u64) -> io::Result<()> {
 #[derive(Debug)]
 pub struct Journal {
     path: PathBuf,
-    dir: PathBuf,
+    name: OsString,
+    size: u64,
     writer: BufWriter<File>,
     bytes: u64,
 }
 
 impl Journal {
-    /// Creates a new journal in `dir` (made if missing), durable before it returns.
-    pub fn create(dir: &Path, header: &Header) -> io::Result<Journal> {
-        fs::create_dir_all(dir)?;
-        let name = Path::new(&header.device).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let path = dir.join(format!("{name}-{:016x}.journal", header.nonce));
-        let file = OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path)?;
+    /// Creates a new journal in `dir`, durable before it returns.
+    pub fn create(dir: &JournalDir, header: &Header) -> io::Result<Journal> {
+        let node = Path::new(&header.device).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = OsString::from(format!("{node}-{:016x}.journal", header.nonce));
+        let file = dir.dir().create_new(&name, 0o600)?;
         let mut writer = BufWriter::with_capacity(1 << 20, file);
         let json = serde_json::to_vec(header).map_err(io::Error::other)?;
         writer.write_all(MAGIC)?;
         writer.write_all(&(json.len() as u32).to_le_bytes())?;
         writer.write_all(&json)?;
-        writer.write_all(&hash(0, &[&json]).to_le_bytes())?;
+        writer.write_all(&mac(dir.key(), &json))?;
         writer.flush()?;
         writer.get_ref().sync_all()?;
-        sync_dir(dir)?;
-        let bytes = (MAGIC.len() + 4 + json.len() + 8) as u64;
-        Ok(Journal { path, dir: dir.to_path_buf(), writer, bytes })
+        dir.dir().sync()?;
+        let bytes = (MAGIC.len() + 4 + json.len() + MAC_LEN) as u64;
+        Ok(Journal { path: dir.path().join(&name), name, size: header.size, writer, bytes })
     }
 
     pub fn path(&self) -> &Path {
@@ -101,12 +116,18 @@ impl Journal {
     /// Adds the current content of `data.len()` bytes at `offset`. Not yet
     /// durable: call [`Journal::commit`] before overwriting them.
     pub fn append(&mut self, offset: u64, data: &[u8]) -> io::Result<()> {
-        let len = data.len() as u32;
+        let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
+        if let Some(why) = out_of_bounds(offset, len, self.size) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("a backup of {len} bytes at {offset}: {why}"),
+            ));
+        }
         self.writer.write_all(RECORD)?;
         self.writer.write_all(&len.to_le_bytes())?;
         self.writer.write_all(&offset.to_le_bytes())?;
         self.writer.write_all(data)?;
-        self.writer.write_all(&hash(offset ^ u64::from(len), &[data]).to_le_bytes())?;
+        self.writer.write_all(&record_hash(offset, len, data).to_le_bytes())?;
         self.bytes += 4 + 4 + 8 + data.len() as u64 + 8;
         Ok(())
     }
@@ -118,18 +139,62 @@ impl Journal {
     }
 
     /// Undoes every saved write (newest first) and flushes the device. The
-    /// journal stays until [`Journal::remove`].
+    /// journal stays until [`Journal::remove`]. This is the probe's own
+    /// undo, on the card it still holds open; a journal found after a crash
+    /// goes through [`crate::replay`] instead.
     pub fn undo(&mut self, disk: &mut dyn Disk) -> Result<Undone, UndoError> {
-        self.commit().map_err(|e| UndoError::Journal(self.path.clone(), e))?;
-        undo_file(&self.path, disk)
+        let path = self.path.clone();
+        let journal_error = |e| UndoError::Journal(path.clone(), e);
+        self.commit().map_err(journal_error)?;
+        let file = self.writer.get_ref();
+        let list = entries(file, self.size).map_err(journal_error)?;
+        let mut done = Undone::default();
+        let mut first_error = None;
+        for entry in list.iter().rev() {
+            let mut buf = AlignedBuf::new(entry.len as usize);
+            file.read_exact_at(buf.as_mut_slice(), entry.at).map_err(journal_error)?;
+            // Keep going past a failed block: every other one still goes back.
+            match disk.write_at(entry.offset, buf.as_slice()) {
+                Ok(()) => {
+                    done.records += 1;
+                    done.bytes += u64::from(entry.len);
+                }
+                Err(source) => {
+                    if first_error.is_none() {
+                        first_error =
+                            Some(UndoError::Device { offset: entry.offset, bytes: entry.len as usize, source });
+                    }
+                }
+            }
+        }
+        if let Some(e) = first_error {
+            return Err(e);
+        }
+        disk.sync().map_err(UndoError::Sync)?;
+        Ok(done)
     }
 
     /// Deletes the journal once the device is whole again.
-    pub fn remove(self) -> io::Result<()> {
-        let Journal { path, dir, writer, .. } = self;
+    pub fn remove(self, dir: &JournalDir) -> io::Result<()> {
+        let Journal { name, writer, .. } = self;
         drop(writer);
-        fs::remove_file(&path)?;
-        sync_dir(&dir)
+        dir.dir().remove(&name)?;
+        dir.dir().sync()
+    }
+}
+
+/// Why a record cannot be one the probe wrote, or `None` when it can.
+fn out_of_bounds(offset: u64, len: u32, size: u64) -> Option<&'static str> {
+    if len == 0 || len > MAX_RECORD {
+        Some("no backup of the probe has that length")
+    } else if offset % probe::BLOCK != 0 || u64::from(len) % probe::BLOCK != 0 {
+        Some("it is not aligned to the probe's blocks")
+    } else if offset < probe::FLOOR {
+        Some("the probe never writes below its first MiB")
+    } else if offset.checked_add(u64::from(len)).is_none_or(|end| end > size) {
+        Some("it lies past the end of the device")
+    } else {
+        None
     }
 }
 
@@ -152,83 +217,124 @@ pub enum UndoError {
     Sync(#[source] io::Error),
 }
 
-/// A journal left by a run that did not finish.
-#[derive(Debug, Clone)]
+/// A journal left by a run that did not finish, its header checked.
+#[derive(Debug)]
 pub struct Pending {
     pub path: PathBuf,
+    pub(crate) name: OsString,
+    pub(crate) file: File,
     pub header: Header,
 }
 
-impl Pending {
-    /// Restores the device from this journal and deletes the journal.
-    pub fn replay(self, disk: &mut dyn Disk) -> Result<Undone, UndoError> {
-        let done = undo_file(&self.path, disk)?;
-        fs::remove_file(&self.path).map_err(|e| UndoError::Journal(self.path.clone(), e))?;
-        if let Some(dir) = self.path.parent() {
-            let _ = sync_dir(dir);
-        }
-        Ok(done)
-    }
+/// What the journal directory holds besides finished business.
+#[derive(Debug)]
+pub enum Found {
+    /// A journal whose header this directory's key vouches for.
+    Pending(Pending),
+    /// A file named like a journal that is not one this installation
+    /// wrote (a bad HMAC, not a regular file, someone else's): never
+    /// replayed, never deleted.
+    Untrusted { path: PathBuf, why: String },
 }
 
 /// The unfinished journals in `dir`. A journal whose header never became
 /// durable had no records (they follow the header's sync), so nothing was
 /// overwritten under it: such files are deleted here.
-pub fn pending(dir: &Path) -> io::Result<Vec<Pending>> {
-    let entries = match fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e),
-    };
+pub fn pending(dir: &JournalDir) -> io::Result<Vec<Found>> {
     let mut found = Vec::new();
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.extension().is_none_or(|ext| ext != "journal") {
+    for name in dir.dir().names()? {
+        if Path::new(&name).extension().is_none_or(|ext| ext != "journal") {
             continue;
         }
-        match read_header(&mut BufReader::new(File::open(&path)?)) {
-            Ok((header, _)) => found.push(Pending { path, header }),
-            Err(_) => {
-                let _ = fs::remove_file(&path);
+        let path = dir.path().join(&name);
+        let untrusted = |why: String| Found::Untrusted { path: path.clone(), why };
+        // O_NOFOLLOW | O_NONBLOCK, then fstat: a link or a FIFO named
+        // `*.journal` is refused at once, not followed or waited on.
+        let (file, stat) = match dir.dir().open_regular(&name) {
+            Ok(opened) => opened,
+            Err(e) => {
+                found.push(untrusted(e.to_string()));
+                continue;
             }
+        };
+        if (stat.st_uid != 0 && stat.st_uid != nix::unistd::geteuid().as_raw()) || stat.st_mode & 0o022 != 0 {
+            found.push(untrusted(format!(
+                "it belongs to uid {} with mode {:04o}; journals are root's and private",
+                stat.st_uid,
+                stat.st_mode & 0o7777
+            )));
+            continue;
+        }
+        match read_header(&mut BufReader::new(&file), dir.key()) {
+            Ok((header, _)) => found.push(Found::Pending(Pending { path, name, file, header })),
+            Err(HeaderError::Torn) => {
+                let _ = dir.dir().remove(&name);
+            }
+            Err(HeaderError::Bad(why)) => found.push(untrusted(why)),
         }
     }
-    found.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(found)
 }
 
+/// Why a header was not read.
+enum HeaderError {
+    /// The file ends inside a header that starts like ours: the crash came
+    /// before the header was durable, so nothing was written under it.
+    Torn,
+    /// Anything else: not ours, or changed since.
+    Bad(String),
+}
+
 /// The header and the number of bytes it took.
-fn read_header(reader: &mut impl Read) -> io::Result<(Header, u64)> {
-    let mut magic = [0u8; 8];
-    reader.read_exact(&mut magic)?;
-    if &magic != MAGIC {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, "not a storage-score journal"));
+fn read_header(reader: &mut impl Read, key: &[u8; MAC_LEN]) -> Result<(Header, u64), HeaderError> {
+    let short = |e: io::Error| {
+        if e.kind() == io::ErrorKind::UnexpectedEof { HeaderError::Torn } else { HeaderError::Bad(e.to_string()) }
+    };
+    let mut magic = Vec::with_capacity(MAGIC.len());
+    reader.take(MAGIC.len() as u64).read_to_end(&mut magic).map_err(short)?;
+    if !MAGIC.starts_with(&magic) {
+        return Err(HeaderError::Bad("it is not a storage-score journal of this version".to_owned()));
     }
-    let len = read_u32(reader)? as usize;
-    if len > 1 << 20 {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, "journal header too long"));
+    if magic.len() < MAGIC.len() {
+        return Err(HeaderError::Torn);
+    }
+    let len = read_u32(reader).map_err(short)? as usize;
+    if len > MAX_HEADER {
+        return Err(HeaderError::Bad("its header is too long to be ours".to_owned()));
     }
     let mut json = vec![0u8; len];
-    reader.read_exact(&mut json)?;
-    if read_u64(reader)? != hash(0, &[&json]) {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, "journal header damaged"));
+    reader.read_exact(&mut json).map_err(short)?;
+    let mut sum = [0u8; MAC_LEN];
+    reader.read_exact(&mut sum).map_err(short)?;
+    if !same(&sum, &mac(key, &json)) {
+        return Err(HeaderError::Bad(
+            "its header does not carry this directory's key: it was not written here by storage-score, or was changed"
+                .to_owned(),
+        ));
     }
-    let header = serde_json::from_slice(&json).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-    Ok((header, (MAGIC.len() + 4 + len + 8) as u64))
+    let header = serde_json::from_slice(&json).map_err(|e| HeaderError::Bad(format!("its header is damaged: {e}")))?;
+    Ok((header, (MAGIC.len() + 4 + len + MAC_LEN) as u64))
 }
 
 /// Where one record's data lies in the journal file.
 #[derive(Debug, Clone, Copy)]
-struct Entry {
-    offset: u64,
-    len: u32,
-    at: u64,
+pub(crate) struct Entry {
+    pub offset: u64,
+    pub len: u32,
+    pub at: u64,
 }
 
-/// Lists the intact records, stopping at the first torn or damaged one.
-fn entries(path: &Path) -> io::Result<Vec<Entry>> {
-    let mut reader = BufReader::with_capacity(1 << 20, File::open(path)?);
-    let (_, mut at) = read_header(&mut reader)?;
+/// Lists the intact records, stopping at the first torn or damaged one. A
+/// record that is intact but lies where the probe never writes (on a device
+/// of `size` bytes) is an error: the journal is not the probe's.
+pub(crate) fn entries(file: &File, size: u64) -> io::Result<Vec<Entry>> {
+    let mut reader = BufReader::with_capacity(1 << 20, file);
+    reader.seek(SeekFrom::Start(0))?;
+    let mut magic = [0u8; 8];
+    reader.read_exact(&mut magic)?;
+    let header_len = read_u32(&mut reader)?;
+    let mut at = (MAGIC.len() + 4 + MAC_LEN) as u64 + u64::from(header_len);
+    reader.seek(SeekFrom::Start(at))?;
     let mut list = Vec::new();
     let mut data = Vec::new();
     loop {
@@ -245,42 +351,19 @@ fn entries(path: &Path) -> io::Result<Vec<Entry>> {
             break;
         }
         match read_u64(&mut reader) {
-            Ok(sum) if sum == hash(offset ^ u64::from(len), &[&data]) => {}
+            Ok(sum) if sum == record_hash(offset, len, &data) => {}
             _ => break,
+        }
+        if let Some(why) = out_of_bounds(offset, len, size) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("its record at byte {at} restores {len} bytes at byte {offset}, where {why}"),
+            ));
         }
         list.push(Entry { offset, len, at: at + 16 });
         at += 16 + u64::from(len) + 8;
     }
     Ok(list)
-}
-
-fn undo_file(path: &Path, disk: &mut dyn Disk) -> Result<Undone, UndoError> {
-    let journal_error = |e| UndoError::Journal(path.to_path_buf(), e);
-    let list = entries(path).map_err(journal_error)?;
-    let file = File::open(path).map_err(journal_error)?;
-    let mut done = Undone::default();
-    let mut first_error = None;
-    for entry in list.iter().rev() {
-        let mut buf = AlignedBuf::new(entry.len as usize);
-        file.read_exact_at(buf.as_mut_slice(), entry.at).map_err(journal_error)?;
-        // Keep going past a failed block: every other one still goes back.
-        match disk.write_at(entry.offset, buf.as_slice()) {
-            Ok(()) => {
-                done.records += 1;
-                done.bytes += u64::from(entry.len);
-            }
-            Err(source) => {
-                if first_error.is_none() {
-                    first_error = Some(UndoError::Device { offset: entry.offset, bytes: entry.len as usize, source });
-                }
-            }
-        }
-    }
-    if let Some(e) = first_error {
-        return Err(e);
-    }
-    disk.sync().map_err(UndoError::Sync)?;
-    Ok(done)
 }
 
 fn read_u32(reader: &mut impl Read) -> io::Result<u32> {
@@ -295,73 +378,109 @@ fn read_u64(reader: &mut impl Read) -> io::Result<u64> {
     Ok(u64::from_le_bytes(b))
 }
 
-/// fsync on the directory, so that a new or removed name is durable.
-fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
+/// HMAC-SHA256 (RFC 2104) of `data` under `key`.
+fn mac(key: &[u8; MAC_LEN], data: &[u8]) -> [u8; MAC_LEN] {
+    let mut inner_pad = [0x36u8; 64];
+    let mut outer_pad = [0x5Cu8; 64];
+    for (i, k) in key.iter().enumerate() {
+        inner_pad[i] ^= k;
+        outer_pad[i] ^= k;
+    }
+    let inner = Sha256::new().chain_update(inner_pad).chain_update(data).finalize();
+    Sha256::new().chain_update(outer_pad).chain_update(inner).finalize().into()
 }
 
-/// A 64-bit hash over byte slices, eight bytes at a time.
-fn hash(seed: u64, parts: &[&[u8]]) -> u64 {
-    let mut h = seed ^ 0xCBF2_9CE4_8422_2325;
-    for part in parts {
-        let mut words = part.chunks_exact(8);
-        for w in &mut words {
-            h = (h ^ u64::from_le_bytes(w.try_into().unwrap_or([0; 8]))).wrapping_mul(0x100_0000_01B3).rotate_left(31);
-        }
-        for &b in words.remainder() {
-            h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01B3);
-        }
-        h ^= part.len() as u64;
+/// Compares without stopping at the first difference.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// A record's checksum (not a secret: it finds torn tails; the header's
+/// HMAC and the bounds above keep forgeries out).
+fn record_hash(offset: u64, len: u32, data: &[u8]) -> u64 {
+    let mut h = (offset ^ u64::from(len)) ^ 0xCBF2_9CE4_8422_2325;
+    let mut words = data.chunks_exact(8);
+    for w in &mut words {
+        h = (h ^ u64::from_le_bytes(w.try_into().unwrap_or([0; 8]))).wrapping_mul(0x100_0000_01B3).rotate_left(31);
     }
+    for &b in words.remainder() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01B3);
+    }
+    h ^= data.len() as u64;
     crate::stamp::hash64(h)
+}
+
+impl Pending {
+    /// The journal's file name in its directory.
+    pub fn name(&self) -> &OsStr {
+        &self.name
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::replay::{self, Replayed};
     use crate::sim::{Mode, SimDisk};
+    use crate::stamp::Stamp;
+    use std::fs::{self, OpenOptions};
 
-    fn header(nonce: u64) -> Header {
-        Header { device: "/dev/simdisk".into(), size: 1 << 20, fingerprint: "sim".into(), nonce, created_unix: 0 }
+    const MIB: u64 = 1 << 20;
+
+    fn header(nonce: u64, size: u64) -> Header {
+        Header { device: "/dev/simdisk".into(), size, fingerprint: "sim".into(), nonce, created_unix: 0 }
+    }
+
+    fn only_pending(dir: &JournalDir) -> Pending {
+        let mut found = pending(dir).expect("pending");
+        assert_eq!(found.len(), 1, "{found:?}");
+        match found.remove(0) {
+            Found::Pending(p) => p,
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
     fn undo_restores_in_reverse_even_through_aliases() {
-        let dir = tempfile::tempdir().expect("dir");
-        // 64 KiB of storage behind 128 KiB of addresses: 64 KiB aliases 0.
-        let mut disk = SimDisk::new(128 << 10, 64 << 10, Mode::Wrap);
+        let tmp = tempfile::tempdir().expect("dir");
+        let dir = JournalDir::for_tests(tmp.path());
+        // 2 MiB of storage behind 4 MiB of addresses: 3 MiB aliases 1 MiB.
+        let mut disk = SimDisk::new(4 * MIB, 2 * MIB, Mode::Wrap);
         disk.fill_pattern(3);
         let before = disk.snapshot();
-        let mut journal = Journal::create(dir.path(), &header(1)).expect("create");
+        let mut journal = Journal::create(&dir, &header(1, 4 * MIB)).expect("create");
         let mut buf = vec![0u8; 4096];
-        // Back up and overwrite 4 KiB at 0, then the alias at 64 KiB (whose
-        // backup now holds our own block), then 0 again (no new backup).
-        for offset in [0u64, 64 << 10] {
+        // Back up and overwrite 4 KiB at 1 MiB, then the alias at 3 MiB
+        // (whose backup now holds our own block), then 1 MiB again.
+        for offset in [MIB, 3 * MIB] {
             disk.read_at(offset, &mut buf).expect("read");
             journal.append(offset, &buf).expect("append");
             journal.commit().expect("commit");
             disk.write_at(offset, &[offset as u8 + 1; 4096]).expect("write");
         }
-        disk.write_at(0, &[9; 4096]).expect("write");
+        disk.write_at(MIB, &[9; 4096]).expect("write");
         assert_ne!(disk.snapshot(), before);
         journal.undo(&mut disk).expect("undo");
         assert_eq!(disk.snapshot(), before);
-        journal.remove().expect("remove");
-        assert!(pending(dir.path()).expect("pending").is_empty());
+        journal.remove(&dir).expect("remove");
+        assert!(pending(&dir).expect("pending").is_empty());
     }
 
     #[test]
     fn a_torn_tail_is_ignored_and_replay_finishes_the_job() {
-        let dir = tempfile::tempdir().expect("dir");
-        let mut disk = SimDisk::new(1 << 20, 1 << 20, Mode::Genuine);
+        let tmp = tempfile::tempdir().expect("dir");
+        let dir = JournalDir::for_tests(tmp.path());
+        let mut disk = SimDisk::new(4 * MIB, 4 * MIB, Mode::Genuine);
         disk.fill_pattern(5);
         let before = disk.snapshot();
-        let mut journal = Journal::create(dir.path(), &header(2)).expect("create");
+        let mut journal = Journal::create(&dir, &header(2, 4 * MIB)).expect("create");
         let mut buf = vec![0u8; 8192];
-        disk.read_at(8192, &mut buf).expect("read");
-        journal.append(8192, &buf).expect("append");
+        disk.read_at(MIB, &mut buf).expect("read");
+        journal.append(MIB, &buf).expect("append");
         journal.commit().expect("commit");
-        disk.write_at(8192, &[0xAB; 8192]).expect("write");
+        let mut stamped = vec![0u8; 8192];
+        Stamp::new(2).fill_run(MIB, 4096, &mut stamped);
+        disk.write_at(MIB, &stamped).expect("write");
         let path = journal.path().to_path_buf();
         drop(journal);
         // A crash halfway through the next record.
@@ -369,20 +488,79 @@ mod tests {
         file.write_all(b"REC1\x00\x10\x00\x00").expect("torn");
         drop(file);
 
-        let mut found = pending(dir.path()).expect("pending");
-        assert_eq!(found.len(), 1);
-        assert_eq!(found[0].header, header(2));
-        let done = found.remove(0).replay(&mut disk).expect("replay");
-        assert_eq!(done, Undone { records: 1, bytes: 8192 });
+        let found = only_pending(&dir);
+        assert_eq!(found.header, header(2, 4 * MIB));
+        let done = replay::replay(&found, &mut disk, false).expect("replay");
+        assert_eq!(done, Replayed::Done(Undone { records: 1, bytes: 8192 }));
         assert_eq!(disk.snapshot(), before);
-        assert!(pending(dir.path()).expect("pending").is_empty());
     }
 
     #[test]
     fn a_journal_without_a_durable_header_is_dropped() {
-        let dir = tempfile::tempdir().expect("dir");
-        fs::write(dir.path().join("sdx-1.journal"), b"SSCAPJ01\x05").expect("write");
-        assert!(pending(dir.path()).expect("pending").is_empty());
-        assert!(!dir.path().join("sdx-1.journal").exists());
+        let tmp = tempfile::tempdir().expect("dir");
+        let dir = JournalDir::for_tests(tmp.path());
+        fs::write(tmp.path().join("sdx-1.journal"), b"SSCAPJ02\x05").expect("write");
+        assert!(pending(&dir).expect("pending").is_empty());
+        assert!(!tmp.path().join("sdx-1.journal").exists());
+    }
+
+    #[test]
+    fn a_journal_this_directory_did_not_key_is_never_used_nor_deleted() {
+        let tmp = tempfile::tempdir().expect("dir");
+        let dir = JournalDir::for_tests(tmp.path());
+        let elsewhere = tempfile::tempdir().expect("dir");
+        let other = JournalDir::for_tests(elsewhere.path());
+        let mut journal = Journal::create(&other, &header(3, 4 * MIB)).expect("create");
+        journal.append(MIB, &[0u8; 4096]).expect("append");
+        journal.commit().expect("commit");
+        let name = journal.path().file_name().expect("name").to_owned();
+        fs::copy(journal.path(), tmp.path().join(&name)).expect("copy");
+        // An older format, and a FIFO that a plain open would wait on forever.
+        fs::write(tmp.path().join("old.journal"), b"SSCAPJ01\x05\x00\x00\x00{}").expect("write");
+        nix::unistd::mkfifo(&tmp.path().join("fifo.journal"), nix::sys::stat::Mode::from_bits_truncate(0o600))
+            .expect("mkfifo");
+        let found = pending(&dir).expect("pending");
+        let whys: Vec<String> = found
+            .iter()
+            .map(|f| match f {
+                Found::Untrusted { why, .. } => why.clone(),
+                Found::Pending(p) => panic!("trusted: {p:?}"),
+            })
+            .collect();
+        assert_eq!(whys.len(), 3, "{whys:?}");
+        assert!(whys.iter().any(|w| w.contains("FIFO")), "{whys:?}");
+        assert!(whys.iter().any(|w| w.contains("key")), "{whys:?}");
+        assert!(whys.iter().any(|w| w.contains("not a storage-score journal")), "{whys:?}");
+        assert!(tmp.path().join(&name).exists() && tmp.path().join("old.journal").exists());
+    }
+
+    #[test]
+    fn records_where_the_probe_never_writes_are_refused() {
+        let tmp = tempfile::tempdir().expect("dir");
+        let dir = JournalDir::for_tests(tmp.path());
+        let mut journal = Journal::create(&dir, &header(4, 4 * MIB)).expect("create");
+        for (offset, len) in [(0, 4096), (MIB + 1, 4096), (4 * MIB, 4096), (MIB, 4097)] {
+            assert!(journal.append(offset, &vec![0u8; len]).is_err(), "{offset} {len}");
+        }
+        journal.commit().expect("commit");
+        let path = journal.path().to_path_buf();
+        drop(journal);
+        // Written past the checks, as a forger would: a record for sector 0.
+        let data = [0xEEu8; 4096];
+        let mut file = OpenOptions::new().append(true).open(&path).expect("open");
+        let mut record = b"REC1".to_vec();
+        record.extend(4096u32.to_le_bytes());
+        record.extend(0u64.to_le_bytes());
+        record.extend(data);
+        record.extend(record_hash(0, 4096, &data).to_le_bytes());
+        file.write_all(&record).expect("forge");
+        drop(file);
+        let found = only_pending(&dir);
+        let err = entries(&found.file, found.header.size).expect_err("refused");
+        assert!(err.to_string().contains("below its first MiB"), "{err}");
+        let mut disk = SimDisk::new(4 * MIB, 4 * MIB, Mode::Genuine);
+        let before = disk.snapshot();
+        assert!(matches!(replay::replay(&found, &mut disk, false), Err(replay::ReplayError::Journal(_))));
+        assert_eq!(disk.snapshot(), before);
     }
 }

@@ -4,10 +4,12 @@
 //! - [`probe`]: the search for the real end of the storage, in rounds of
 //!   probe blocks, a cache flush and shuffled read-back.
 //! - [`journal`]: the crash-safe undo journal (fsync before overwrite,
-//!   newest-first restore, replay on the next start).
+//!   newest-first restore), in a checked, keyed [`journal_dir`];
+//!   [`replay`] puts back, on the next start, only what a crashed run wrote.
 //! - [`verdict`]: genuine / wraparound / limbo / chain / io-errors, usable
 //!   size, first bad byte, a safe partition with its `sfdisk` line.
-//! - [`preflight`]: the refusals (mounted, root disk, partition, swap, held).
+//! - [`preflight`]: the refusals (a partition, a stack, and every user of
+//!   the device that `storage_identify::usage` finds) and the fingerprint.
 //! - [`files`]: `--files`, for a mounted card: fill free space with
 //!   self-identifying nameless files, read them back, and let them go.
 //! - [`disk`]: the device as byte-addressed storage, `O_DIRECT | O_EXCL`.
@@ -18,17 +20,20 @@
 pub mod disk;
 pub mod files;
 pub mod journal;
+pub mod journal_dir;
 pub mod preflight;
 pub mod probe;
+pub mod replay;
 #[cfg(test)]
 mod sim;
 pub mod stamp;
 pub mod verdict;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 pub use disk::{Disk, RawDisk};
+pub use journal_dir::{DirError, JournalDir};
 pub use probe::{Options, ProbeError, Quiet, Watch};
 pub use verdict::{Report, Verdict};
 
@@ -41,10 +46,10 @@ pub const DEFAULT_CACHE_BOUND: u64 = 256 << 20;
 pub const THOROUGH_CACHE_BOUND: u64 = 1 << 30;
 
 /// Where the undo journal goes, or that there is none.
-#[derive(Debug, Clone)]
-pub enum Safety {
-    /// Back up to a journal in this directory, restore at the end.
-    Journal { dir: PathBuf, fingerprint: String },
+#[derive(Debug)]
+pub enum Safety<'a> {
+    /// Back up to a journal in this (checked) directory, restore at the end.
+    Journal { dir: &'a JournalDir, fingerprint: String },
     /// `--destructive`: write without backups; the card's data is lost.
     Destructive,
 }
@@ -61,6 +66,10 @@ pub enum VerifyError {
         "restoring the card failed: {source}; its original data is kept in {journal}: run the same command again to restore it"
     )]
     Undo { journal: PathBuf, source: journal::UndoError },
+    #[error(
+        "restoring the card from an earlier run's journal failed: {source}; its original data is kept in {journal}: run the same command again to restore it"
+    )]
+    Replay { journal: PathBuf, source: replay::ReplayError },
 }
 
 /// Probes `disk` (the whole device `device`), restores what it wrote unless
@@ -87,22 +96,22 @@ pub fn verify(
                     .map(|d| d.as_secs())
                     .unwrap_or(0),
             };
-            let no_journal = |source| VerifyError::NoJournal { dir: dir.clone(), source };
+            let no_journal = |source| VerifyError::NoJournal { dir: dir.path().to_path_buf(), source };
             journal::check_room(dir, probe::journal_room(disk.size(), &options)).map_err(no_journal)?;
             let journal = journal::Journal::create(dir, &header).map_err(no_journal)?;
-            Some(journal)
+            Some((journal, *dir))
         }
     };
-    let result = probe::probe(disk, journal.as_mut(), nonce, options, watch);
+    let result = probe::probe(disk, journal.as_mut().map(|(j, _)| j), nonce, options, watch);
     let mut restored = 0;
-    if let Some(mut journal) = journal {
+    if let Some((mut journal, dir)) = journal {
         watch.stage("restoring every block that was written");
         match journal.undo(disk) {
             Ok(done) => restored = done.bytes,
             Err(source) => return Err(VerifyError::Undo { journal: journal.path().to_path_buf(), source }),
         }
         let path = journal.path().to_path_buf();
-        journal.remove().map_err(|e| VerifyError::Undo { journal: path, source: journal::UndoError::Sync(e) })?;
+        journal.remove(dir).map_err(|e| VerifyError::Undo { journal: path, source: journal::UndoError::Sync(e) })?;
     }
     let probed = result?;
     let mut report = Report::new(device, &probed, matches!(safety, Safety::Destructive));
@@ -114,38 +123,74 @@ pub fn verify(
 /// What became of a journal found at start-up.
 #[derive(Debug)]
 pub enum Leftover {
-    /// It was this device's: the device is restored and the journal gone.
+    /// It was this card's: the blocks the run wrote are restored and the
+    /// journal is gone.
     Replayed { journal: PathBuf, bytes: u64 },
+    /// Nothing needed restoring, but nothing showed that this is its card
+    /// either ([`replay::Replayed::Unsure`]): it is kept.
+    Kept { journal: PathBuf, header: journal::Header },
     /// It belongs to a device that is not the one given.
-    OtherDevice(journal::Pending),
-    /// It names this device node, but another card is in it now.
-    Mismatch(journal::Pending),
+    OtherDevice { journal: PathBuf, header: journal::Header },
+    /// It names this device node, but the card's identity says another
+    /// card is in it now.
+    Mismatch { journal: PathBuf, header: journal::Header },
+    /// The card in the slot does not hold what the crashed run left (it was
+    /// rewritten, or is another card that looks the same): nothing was
+    /// written, and the journal is kept.
+    Stale { journal: PathBuf, header: journal::Header, why: replay::ReplayError },
+    /// A file named like a journal that this installation did not write.
+    Untrusted { journal: PathBuf, why: String },
 }
 
-/// Replays every unfinished journal of this device (matched by fingerprint
-/// and size, and by node name unless the fingerprint carries a serial), and
-/// lists the others.
+/// Replays every unfinished journal of this card and lists the others. A
+/// journal is this card's candidate when its fingerprint and size match
+/// (whatever node the card has now); [`replay`] then restores only blocks
+/// that still hold the crashed run's stamps. A fingerprint without the
+/// card's own identity (no CID, no serial: a USB reader's) cannot tell two
+/// cards apart, so it is never the only evidence.
 pub fn replay_unfinished(
-    dir: &Path,
+    dir: &JournalDir,
     device: &str,
     fingerprint: &str,
     disk: &mut dyn Disk,
 ) -> Result<Vec<Leftover>, VerifyError> {
-    let found = journal::pending(dir).map_err(|source| VerifyError::NoJournal { dir: dir.to_path_buf(), source })?;
+    let no_journal = |source| VerifyError::NoJournal { dir: dir.path().to_path_buf(), source };
+    let found = journal::pending(dir).map_err(no_journal)?;
+    let identified = preflight::fingerprint_is_strong(fingerprint);
     let mut out = Vec::new();
-    for pending in found {
-        let same_card = pending.header.fingerprint == fingerprint && pending.header.size == disk.size();
-        let same_node = pending.header.device == device;
-        if same_card && (same_node || preflight::fingerprint_is_strong(fingerprint)) {
-            let journal = pending.path.clone();
-            match pending.replay(disk) {
-                Ok(done) => out.push(Leftover::Replayed { journal, bytes: done.bytes }),
-                Err(source) => return Err(VerifyError::Undo { journal, source }),
+    for found in found {
+        let pending = match found {
+            journal::Found::Pending(pending) => pending,
+            journal::Found::Untrusted { path, why } => {
+                out.push(Leftover::Untrusted { journal: path, why });
+                continue;
             }
-        } else if same_node {
-            out.push(Leftover::Mismatch(pending));
-        } else {
-            out.push(Leftover::OtherDevice(pending));
+        };
+        let (journal, header) = (pending.path.clone(), pending.header.clone());
+        let candidate = header.fingerprint == fingerprint && header.size == disk.size();
+        if !candidate {
+            out.push(if header.device == device {
+                Leftover::Mismatch { journal, header }
+            } else {
+                Leftover::OtherDevice { journal, header }
+            });
+            continue;
+        }
+        match replay::replay(&pending, disk, identified) {
+            Ok(replay::Replayed::Done(done)) => {
+                // Fully applied: only now may it go.
+                dir.dir().remove(pending.name()).map_err(|e| VerifyError::Undo {
+                    journal: journal.clone(),
+                    source: journal::UndoError::Journal(journal.clone(), e),
+                })?;
+                let _ = dir.dir().sync();
+                out.push(Leftover::Replayed { journal, bytes: done.bytes });
+            }
+            Ok(replay::Replayed::Unsure) => out.push(Leftover::Kept { journal, header }),
+            Err(why @ (replay::ReplayError::Device { .. } | replay::ReplayError::Sync(_))) => {
+                return Err(VerifyError::Replay { journal, source: why });
+            }
+            Err(why) => out.push(Leftover::Stale { journal, header, why }),
         }
     }
     Ok(out)

@@ -6,9 +6,10 @@ use std::io::IsTerminal;
 use std::path::Path;
 
 use storage_capacity::preflight::{self, Refusal};
-use storage_capacity::{Leftover, Options, ProbeError, RawDisk, Safety, VerifyError, Watch};
-use storage_identify::Roots;
+use storage_capacity::replay::age_words;
+use storage_capacity::{DirError, JournalDir, Leftover, Options, ProbeError, RawDisk, Safety, VerifyError, Watch};
 
+use crate::terminal::{errln, json_outln, out, outln};
 use crate::{Failure, VerifyCapacityArgs};
 
 /// Stage lines on a terminal; Ctrl-C and SIGTERM ask the probe to stop.
@@ -19,7 +20,7 @@ struct Stages {
 impl Watch for Stages {
     fn stage(&self, what: &str) {
         if self.show {
-            eprintln!("verify-capacity: {what}");
+            errln(&format!("verify-capacity: {what}"));
         }
     }
 
@@ -28,33 +29,43 @@ impl Watch for Stages {
     }
 }
 
-/// `storage-score verify-capacity`.
-pub fn verify_capacity(args: &VerifyCapacityArgs, roots: &Roots) -> Result<(), Failure> {
+/// `storage-score verify-capacity`. Everything it checks before writing
+/// reads the live system, whatever `--sysfs-root` says.
+pub fn verify_capacity(args: &VerifyCapacityArgs) -> Result<(), Failure> {
     storage_bench::interrupt::install().map_err(|e| Failure::Run(format!("cannot install signal handlers: {e}")))?;
     let watch = Stages { show: !args.json && std::io::stderr().is_terminal() };
     if args.files {
         return files(args, &watch);
     }
-    let cleared = preflight::check(&args.device, roots).map_err(|r| match r {
+    let cleared = preflight::check(&args.device).map_err(|r| match r {
         Refusal::Usage(m) => Failure::Usage(m),
         Refusal::Unsafe(m) => Failure::Refused(m),
     })?;
     let mut disk = RawDisk::open(&cleared.node).map_err(|e| open_failure(&args.device, &e))?;
 
+    // The journal's place is checked before it is read or written; with
+    // --destructive there is no journal to keep, and an unusable place is
+    // no reason to stop.
+    let journal_dir = match JournalDir::open(&args.journal_dir, &cleared.family, &args.device) {
+        Ok(dir) => Some(dir),
+        Err(_) if args.destructive => None,
+        Err(e) => return Err(journal_dir_refused(&e, args)),
+    };
     // An unfinished run of this card comes first, whatever else was asked.
-    match storage_capacity::replay_unfinished(&args.journal_dir, &args.device, &cleared.fingerprint, &mut disk) {
-        Ok(leftovers) => leftovers_said(&leftovers, &args.device)?,
-        Err(VerifyError::NoJournal { .. }) => {} // no journal directory to read: nothing to replay
-        Err(e) => return Err(Failure::Run(e.to_string())),
+    if let Some(dir) = &journal_dir {
+        match storage_capacity::replay_unfinished(dir, &args.device, &cleared.fingerprint, &mut disk) {
+            Ok(leftovers) => leftovers_said(&leftovers, &args.device)?,
+            Err(e) => return Err(Failure::Run(e.to_string())),
+        }
     }
 
     if args.destructive && !args.yes {
         crate::failure::confirm_data_loss(&args.device, "writes all over")?;
     }
-    let safety = if args.destructive {
-        Safety::Destructive
-    } else {
-        Safety::Journal { dir: args.journal_dir.clone(), fingerprint: cleared.fingerprint.clone() }
+    let safety = match (&journal_dir, args.destructive) {
+        (_, true) => Safety::Destructive,
+        (Some(dir), false) => Safety::Journal { dir, fingerprint: cleared.fingerprint.clone() },
+        (None, false) => return Err(Failure::Run("no journal directory was opened".to_owned())),
     };
     let bound =
         if args.thorough { storage_capacity::THOROUGH_CACHE_BOUND } else { storage_capacity::DEFAULT_CACHE_BOUND };
@@ -63,9 +74,9 @@ pub fn verify_capacity(args: &VerifyCapacityArgs, roots: &Roots) -> Result<(), F
         .map_err(|e| verify_failure(e, args))?;
 
     if args.json {
-        println!("{}", to_json(&report)?);
+        json_outln(&to_json(&report)?);
     } else {
-        print!("{}", report.text());
+        out(&report.text());
     }
     if report.verdict.is_fake() { Err(Failure::Fake(report.summary())) } else { Ok(()) }
 }
@@ -86,10 +97,10 @@ fn files(args: &VerifyCapacityArgs, watch: &Stages) -> Result<(), Failure> {
         other => Failure::Usage(other.to_string()),
     })?;
     if args.json {
-        println!("{}", to_json(&report)?);
+        json_outln(&to_json(&report)?);
     } else {
         let size = storage_capacity::verdict::size;
-        println!(
+        outln(&format!(
             "{}: {}: {} of free space written and read back, {} held its data, {} did not ({} left free for the system)",
             report.dir,
             if report.verdict.is_fake() { format!("FAKE ({})", report.verdict.as_str()) } else { "genuine".to_owned() },
@@ -97,9 +108,9 @@ fn files(args: &VerifyCapacityArgs, watch: &Stages) -> Result<(), Failure> {
             size(report.usable_bytes),
             size(report.bad_bytes),
             size(report.reserve_bytes)
-        );
+        ));
         for note in &report.notes {
-            println!("  note: {note}");
+            outln(&format!("  note: {note}"));
         }
     }
     if report.verdict.is_fake() {
@@ -164,27 +175,61 @@ fn open_failure(device: &str, e: &std::io::Error) -> Failure {
 }
 
 fn leftovers_said(leftovers: &[Leftover], device: &str) -> Result<(), Failure> {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let made = |header: &storage_capacity::journal::Header| {
+        format!("made {} ago for {}", age_words(now.saturating_sub(header.created_unix)), header.device)
+    };
+    let rm = |journal: &Path| format!("sudo rm {}", storage_identify::usage::shell_word(&journal.to_string_lossy()));
     for leftover in leftovers {
         match leftover {
-            Leftover::Replayed { journal, bytes } => eprintln!(
+            Leftover::Replayed { journal, bytes } => errln(&format!(
                 "storage-score: an earlier run on {device} did not finish; its {bytes} overwritten bytes were restored from {}",
                 journal.display()
-            ),
-            Leftover::Mismatch(pending) => {
+            )),
+            Leftover::Kept { journal, header } => errln(&format!(
+                "storage-score: note: {} holds the undo data of an unfinished run ({}); this card needed nothing from it, but nothing shows that it is that card, so it is kept: if that card is gone, remove it: {}",
+                journal.display(),
+                made(header),
+                rm(journal)
+            )),
+            Leftover::Mismatch { journal, header } => {
                 return Err(Failure::Refused(format!(
-                    "{} holds the undo data of an unfinished run on another card that was in {device}; put that card back and rerun to restore it (or delete the file if that card is gone)",
-                    pending.path.display()
+                    "{} holds the undo data of an unfinished run on another card ({}); nothing was restored: put that card back and rerun to restore it, or, if that card is gone, remove it: {}",
+                    journal.display(),
+                    made(header),
+                    rm(journal)
                 )));
             }
-            Leftover::OtherDevice(pending) => eprintln!(
-                "storage-score: note: {} holds the undo data of an unfinished run on {}; to restore it, run: storage-score verify-capacity {}",
-                pending.path.display(),
-                pending.header.device,
-                pending.header.device
-            ),
+            Leftover::Stale { journal, header, why } => {
+                return Err(Failure::Refused(format!(
+                    "{} holds the undo data of an unfinished run ({}), and {device} does not hold what that run left ({why}): another card, or this one rewritten since; nothing was restored and the journal is kept: put that run's card in and rerun, or, if this is it and its data since is what counts, remove it: {}",
+                    journal.display(),
+                    made(header),
+                    rm(journal)
+                )));
+            }
+            Leftover::OtherDevice { journal, header } => errln(&format!(
+                "storage-score: note: {} holds the undo data of an unfinished run ({}); to restore it, run: storage-score verify-capacity {}",
+                journal.display(),
+                made(header),
+                header.device
+            )),
+            Leftover::Untrusted { journal, why } => errln(&format!(
+                "storage-score: note: {} was ignored, neither used nor deleted: {why}",
+                journal.display()
+            )),
         }
     }
     Ok(())
+}
+
+/// A journal directory that cannot be trusted or used: refused (exit 3),
+/// with what would do instead.
+fn journal_dir_refused(e: &DirError, args: &VerifyCapacityArgs) -> Failure {
+    Failure::Refused(format!(
+        "no safe place for the undo journal ({e}); give --journal-dir DIR: a directory of root's, writable by no one else, on a disk other than {} and not in memory (the default is /var/lib/storage-score/journal), or add --destructive --yes if every byte on it may be lost",
+        args.device
+    ))
 }
 
 fn verify_failure(e: VerifyError, args: &VerifyCapacityArgs) -> Failure {
@@ -204,7 +249,7 @@ fn verify_failure(e: VerifyError, args: &VerifyCapacityArgs) -> Failure {
         )),
         VerifyError::Probe(e @ ProbeError::TooSmall(_)) => Failure::Usage(e.to_string()),
         VerifyError::Probe(e) => Failure::Run(format!("the probe failed: {e}; every byte written was restored")),
-        e @ VerifyError::Undo { .. } => Failure::Run(e.to_string()),
+        e @ (VerifyError::Undo { .. } | VerifyError::Replay { .. }) => Failure::Run(e.to_string()),
     }
 }
 

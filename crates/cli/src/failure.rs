@@ -9,7 +9,7 @@
 //! | 4 | verify-capacity found a fake (a finding, not a failure) |
 
 use std::fmt;
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{BufRead, IsTerminal};
 
 /// An error for the user, already phrased as problem + fix.
 #[derive(Debug)]
@@ -59,8 +59,9 @@ pub fn confirm_data_loss(device: &str, action: &str) -> Result<(), Failure> {
             "refusing to overwrite {device} without confirmation: there is no terminal to ask on; add --yes if every byte on it may be lost"
         )));
     }
-    eprint!("storage-score: --destructive {action} {device}; its data will be lost. Type 'yes' to go on: ");
-    let _ = std::io::stderr().flush();
+    crate::terminal::err(&format!(
+        "storage-score: --destructive {action} {device}; its data will be lost. Type 'yes' to go on: "
+    ));
     let mut answer = String::new();
     let _ = stdin.lock().read_line(&mut answer);
     if answer.trim() == "yes" {

@@ -8,6 +8,7 @@ mod compare_render;
 mod doctor_cmd;
 mod doctor_render;
 mod failure;
+mod outputs;
 mod plan;
 mod profile_cmd;
 mod profile_render;
@@ -15,6 +16,7 @@ mod progress;
 mod render;
 mod run;
 mod score_cmd;
+mod terminal;
 mod upload;
 mod watch;
 
@@ -45,12 +47,12 @@ fn main() {
         Some(Command::Doctor(args)) => doctor_cmd::doctor(&args, &roots),
         Some(Command::Score(args)) => score_cmd::score(&args),
         Some(Command::Compare(args)) => compare_cmd::compare(&args),
-        Some(Command::VerifyCapacity(args)) => capacity_cmd::verify_capacity(&args, &roots),
+        Some(Command::VerifyCapacity(args)) => capacity_cmd::verify_capacity(&args),
         Some(Command::Submit(args)) => upload::submit_command(&args),
         Some(Command::Profile(args)) => profile_cmd::profile(&args, &roots),
     };
     if let Err(failure) = result {
-        eprintln!("storage-score: {failure}");
+        terminal::errln(&format!("storage-score: {failure}"));
         std::process::exit(failure.exit_code());
     }
 }

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use storage_bench::{EngineChoice, Plan, Profile, WriteTarget};
 use storage_identify::target::{self, Mount};
+use storage_identify::usage::{self, InUse};
 use storage_identify::{Resolved, Roots};
 use storage_scoring::schema::MEASUREMENT_KEYS;
 
@@ -33,7 +34,7 @@ pub fn build(args: &RunArgs, resolved: &Resolved, roots: &Roots) -> Result<Plan,
     let read_device = raw_disk_node(input, input_is_block, resolved, disk, roots).and_then(|node| readable(&node));
 
     let write_target = if args.destructive {
-        destructive_target(args, resolved, roots, input_is_block)?
+        destructive_target(args, input_is_block)?
     } else {
         let wants_writes = keys.iter().any(|k| !k.contains("read"));
         scratch_target(args, resolved, roots, disk, wants_writes)?
@@ -245,32 +246,30 @@ fn filesystem_size(dir: &Path) -> u64 {
     nix::sys::statvfs::statvfs(dir).map(|s| (s.blocks() as u64).saturating_mul(s.fragment_size() as u64)).unwrap_or(0)
 }
 
-fn destructive_target(
-    args: &RunArgs,
-    resolved: &Resolved,
-    roots: &Roots,
-    input_is_block: bool,
-) -> Result<WriteTarget, Failure> {
+/// `--destructive`: the raw device, once [`usage::check`] finds nothing
+/// using it (a mount, direct or through a loop device or a device-mapper
+/// stack; a holder; swap; another process; the root filesystem). The
+/// check reads the live system: `--sysfs-root` never vouches for a write.
+fn destructive_target(args: &RunArgs, input_is_block: bool) -> Result<WriteTarget, Failure> {
     if !input_is_block {
         return Err(Failure::Usage(format!(
             "--destructive needs a block device (a disk or partition), and {} is not one",
             args.target
         )));
     }
-    let mounted: Vec<String> = match (&resolved.partition, &resolved.disk) {
-        (Some(_), _) => resolved.mount.iter().map(|m| m.mount_point.display().to_string()).collect(),
-        (None, Some(disk)) => {
-            target::mounts_on_disk(disk, roots).iter().map(|m| m.mount_point.display().to_string()).collect()
-        }
-        (None, None) => Vec::new(),
-    };
-    if !mounted.is_empty() {
-        return Err(Failure::Refused(format!(
-            "refusing to write the raw device {}: it is mounted at {}; unmount it first (its data would be destroyed)",
-            args.target,
-            mounted.join(", ")
-        )));
-    }
+    usage::check(Path::new(&args.target)).map_err(|found| {
+        Failure::Refused(match found {
+            InUse::RootDisk => format!(
+                "refusing to write the raw device {}: it holds the running system (/); measure it without --destructive",
+                args.target
+            ),
+            other => format!(
+                "refusing to write the raw device {} (its data would be destroyed): {}",
+                args.target,
+                other.message(&args.target)
+            ),
+        })
+    })?;
     if !args.yes {
         crate::failure::confirm_data_loss(&args.target, "will overwrite the start of")?;
     }

@@ -4,7 +4,7 @@
 //! terminal, `--json`, `--html` and `--csv`.
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use storage_bench::profile::{self, Config, Place, ProfileError, SdFacts, SustainedPlan};
@@ -14,13 +14,16 @@ use storage_score::args::{ProfileArgs, SizeArg};
 use storage_scoring::profile::ProfileReport;
 use storage_scoring::schema::{Device, DeviceKind, Report};
 
+use crate::outputs::{OutputDir, OutputFile};
 use crate::{EngineArg, Failure, RunArgs, plan, profile_render};
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// `storage-score profile`.
 pub fn profile(args: &ProfileArgs, roots: &Roots) -> Result<(), Failure> {
-    check_outputs(args)?;
+    // Outputs that could not be written are refused before the studies.
+    let html = args.html.as_deref().map(|path| OutputFile::prepare(path, "--html")).transpose()?;
+    let csv = args.csv.as_deref().map(|dir| OutputDir::prepare(dir, "--csv")).transpose()?;
     let (resolved, device) = storage_identify::identify(&args.target, roots)?;
     if !args.raw && resolved.mount.as_ref().is_some_and(|m| m.read_only) {
         return Err(Failure::Usage(format!(
@@ -55,7 +58,7 @@ pub fn profile(args: &ProfileArgs, roots: &Roots) -> Result<(), Failure> {
     let show_progress = !args.json && std::io::stderr().is_terminal();
     let bars = profile_render::Bars::new(show_progress);
     if show_progress {
-        eprintln!("{}", profile_render::plan_line(&config));
+        crate::terminal::errln(&profile_render::plan_line(&config));
     }
     let session = crate::watch::Session::start(&resolved, device.as_ref(), roots);
     let (studies, error) = profile::run(&config, &session.observer(&bars));
@@ -73,20 +76,20 @@ pub fn profile(args: &ProfileArgs, roots: &Roots) -> Result<(), Failure> {
     let json = serde_json::to_string_pretty(&doc)
         .map_err(|e| Failure::Run(format!("cannot encode the report as JSON: {e}")))?;
     let mut written = Vec::new();
-    if let Some(path) = &args.html {
-        write_file(path, &storage_report::profile_page::render(&doc), "--html")?;
-        written.push(format!("HTML report: {}", path.display()));
+    if let Some(html) = &html {
+        html.write(storage_report::profile_page::render(&doc).as_bytes())?;
+        written.push(format!("HTML report: {}", html.path().display()));
     }
-    if let Some(dir) = &args.csv {
+    if let Some(csv) = &csv {
         for (name, text) in storage_report::csv::files(&doc.profile) {
-            write_file(&dir.join(name), &text, "--csv")?;
+            csv.write(name, text.as_bytes())?;
         }
-        written.push(format!("CSV tables: {}", dir.display()));
+        written.push(format!("CSV tables: {}", csv.path().display()));
     }
     if args.json {
-        println!("{json}");
+        crate::terminal::json_outln(&json);
     } else {
-        print!("{}", profile_render::report(&doc, &written));
+        crate::terminal::out(&profile_render::report(&doc, &written));
     }
     match error {
         None => Ok(()),
@@ -157,46 +160,6 @@ fn sd_facts(device: Option<&Device>) -> Option<SdFacts> {
     let vsc_au = u64::from(ssr.vsc_au_size_mib) << 20;
     let au = if ssr.video_class > 0 && vsc_au > 0 { vsc_au } else { ssr.au_size_bytes };
     Some(SdFacts { au_bytes: (au > 0).then_some(au), video_class: (ssr.video_class > 0).then_some(ssr.video_class) })
-}
-
-/// Refuses, before a long run, outputs that could not be written after it.
-fn check_outputs(args: &ProfileArgs) -> Result<(), Failure> {
-    if let Some(path) = &args.html {
-        let parent = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        if path.is_dir() || !storage_bench::suite::writable_dir(&parent) {
-            return Err(Failure::Usage(format!(
-                "--html {}: cannot write a file there; give a file path in a directory you can write to",
-                path.display()
-            )));
-        }
-    }
-    if let Some(dir) = &args.csv {
-        std::fs::create_dir_all(dir).map_err(|e| {
-            Failure::Usage(format!(
-                "--csv {}: cannot create the directory ({e}); give a directory you can write to",
-                dir.display()
-            ))
-        })?;
-        if !storage_bench::suite::writable_dir(dir) {
-            return Err(Failure::Usage(format!(
-                "--csv {}: cannot write there; give a directory you can write to",
-                dir.display()
-            )));
-        }
-    }
-    Ok(())
-}
-
-fn write_file(path: &Path, text: &str, flag: &str) -> Result<(), Failure> {
-    std::fs::write(path, text).map_err(|e| {
-        Failure::Run(format!(
-            "{flag}: cannot write {} ({e}); the results are in the JSON report (--json)",
-            path.display()
-        ))
-    })
 }
 
 #[cfg(test)]

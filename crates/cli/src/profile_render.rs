@@ -53,12 +53,12 @@ impl Observer for Bars {
         }
         self.finish();
         let unit = if key.ends_with("writes") { "IOPS" } else { "MB/s" };
-        eprintln!("{key:>36}  {value} {unit}");
+        crate::terminal::errln(&format!("{key:>36}  {value} {unit}"));
     }
 
     fn note(&self, message: &str) {
         if self.enabled {
-            eprintln!("note: {message}");
+            crate::terminal::errln(&format!("note: {message}"));
         }
     }
 }

@@ -41,8 +41,8 @@ impl BarSlot {
     /// Prints `line` on stderr without tearing the bar.
     pub fn print(&self, line: &str) {
         match self.current.lock().ok().and_then(|current| current.clone()) {
-            Some(bar) => bar.suspend(|| eprintln!("{line}")),
-            None => eprintln!("{line}"),
+            Some(bar) => bar.suspend(|| crate::terminal::errln(line)),
+            None => crate::terminal::errln(line),
         }
     }
 
@@ -91,6 +91,6 @@ impl Observer for Bars {
             return;
         }
         self.finish();
-        eprintln!("{key:>26}  {value}");
+        crate::terminal::errln(&format!("{key:>26}  {value}"));
     }
 }

@@ -7,6 +7,7 @@ use storage_bench::scratch::ScratchError;
 use storage_identify::Roots;
 use storage_scoring::schema::{Advice, Device, Health, Report, System, Target, Thermal};
 
+use crate::outputs::OutputFile;
 use crate::progress::Bars;
 use crate::{Failure, IdentifyArgs, RunArgs, doctor_render, plan, render, upload, watch};
 
@@ -27,10 +28,10 @@ pub fn identify(args: &IdentifyArgs, roots: &Roots) -> Result<(), Failure> {
             advice: &report.advice,
             thermal: report.thermal.as_ref(),
         };
-        println!("{}", to_json(&doc)?);
+        crate::terminal::json_outln(&to_json(&doc)?);
     } else {
-        print!("{}", render::identification(target, report.device.as_ref(), Some(system)));
-        print!("{}", doctor_render::sections(&report));
+        crate::terminal::out(&render::identification(target, report.device.as_ref(), Some(system)));
+        crate::terminal::out(&doctor_render::sections(&report));
     }
     Ok(())
 }
@@ -53,8 +54,10 @@ struct IdentifyDoc<'a> {
 
 /// `storage-score run` (and the bare command).
 pub fn run(args: &RunArgs, roots: &Roots) -> Result<(), Failure> {
-    // An upload that would be refused is refused before minutes of benchmark.
+    // An upload that would be refused is refused before minutes of
+    // benchmark, and so is a report file that could not be written.
     let upload = upload::before_run(args)?;
+    let output = args.output.as_deref().map(|path| OutputFile::prepare(path, "--output")).transpose()?;
     let (resolved, device) = storage_identify::identify(&args.target, roots)?;
     let plan = plan::build(args, &resolved, roots)?;
     storage_bench::interrupt::install().map_err(|e| Failure::Run(format!("cannot install signal handlers: {e}")))?;
@@ -98,10 +101,8 @@ pub fn run(args: &RunArgs, roots: &Roots) -> Result<(), Failure> {
     ));
 
     let json = to_json(&report)?;
-    if let Some(path) = &args.output {
-        std::fs::write(path, format!("{json}\n")).map_err(|e| {
-            Failure::Run(format!("cannot write the report to {}: {e}; give a writable --output path", path.display()))
-        })?;
+    if let Some(output) = &output {
+        output.write(format!("{json}\n").as_bytes())?;
     }
     // With --submit, the report is on disk before anything is sent, so a
     // failed upload can be sent again with `submit`.
@@ -111,10 +112,10 @@ pub fn run(args: &RunArgs, roots: &Roots) -> Result<(), Failure> {
         (None, _) => None,
     };
     if args.json {
-        println!("{json}");
+        crate::terminal::json_outln(&json);
     } else {
-        print!("{}", render::report(&report));
-        print!("{}", doctor_render::sections(&report));
+        crate::terminal::out(&render::report(&report));
+        crate::terminal::out(&doctor_render::sections(&report));
     }
     let channel = if args.json { upload::Channel::Stderr } else { upload::Channel::Stdout };
     if let (Some(path), None) = (&saved, &args.output) {

@@ -1,8 +1,6 @@
 //! `storage-score score FILE`: score a saved report or a bare measurements
 //! object, and give the verdict when the input carries identification.
 
-use std::io::Read;
-
 use serde::Serialize;
 use storage_scoring::schema::{Score, Verdict};
 
@@ -27,21 +25,25 @@ pub fn score(args: &ScoreArgs) -> Result<(), Failure> {
     if args.json {
         let doc = ScoreDoc { score, verdict };
         let json = serde_json::to_string_pretty(&doc).map_err(|e| Failure::Run(format!("cannot encode JSON: {e}")))?;
-        println!("{json}");
+        crate::terminal::json_outln(&json);
     } else {
-        print!("{}", render::score_lines(&score, verdict.as_ref()));
+        crate::terminal::out(&render::score_lines(&score, verdict.as_ref()));
     }
     Ok(())
 }
 
+/// The most read of a report: far more than any report, far less than memory.
+const INPUT_LIMIT: u64 = 64 << 20;
+
 fn read_input(file: &str) -> Result<String, Failure> {
-    let mut bytes = Vec::new();
+    // A regular file only (a FIFO or /dev/zero would hang or fill memory),
+    // and never more than the limit, from stdin too.
     let result = if file == "-" {
-        std::io::stdin().read_to_end(&mut bytes).map(drop)
+        storage_identify::safe_fs::read_capped(std::io::stdin().lock(), INPUT_LIMIT)
     } else {
-        std::fs::File::open(file).and_then(|mut f| f.read_to_end(&mut bytes)).map(drop)
+        storage_identify::safe_fs::read_file(std::path::Path::new(file), INPUT_LIMIT)
     };
-    result.map_err(|e| {
+    let bytes = result.map_err(|e| {
         Failure::Usage(format!(
             "cannot read {file}: {e}; give a report file written by `storage-score run --output FILE`, or - for stdin"
         ))

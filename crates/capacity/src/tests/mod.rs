@@ -16,20 +16,21 @@ use crate::verdict::LimboReads;
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
 
-fn safety(dir: &tempfile::TempDir) -> Safety {
-    Safety::Journal { dir: dir.path().to_path_buf(), fingerprint: "sim".into() }
+fn safety(dir: &JournalDir) -> Safety<'_> {
+    Safety::Journal { dir, fingerprint: "sim".into() }
 }
 
 /// Verifies `disk` with `options`, checks that the user's data is intact
 /// and no journal is left, and returns the report.
 fn check_with(mut disk: SimDisk, options: Options) -> Report {
-    let dir = tempfile::tempdir().expect("dir");
+    let tmp = tempfile::tempdir().expect("dir");
+    let dir = JournalDir::for_tests(tmp.path());
     disk.fill_pattern(11);
     let report = verify(&mut disk, "/dev/sim", &safety(&dir), options, &Quiet).expect("verify");
     if let Err(e) = disk.intact() {
         panic!("the user's data changed: {e}\n{report:#?}");
     }
-    assert!(journal::pending(dir.path()).expect("list").is_empty(), "a journal was left");
+    assert!(journal::pending(&dir).expect("list").is_empty(), "a journal was left");
     report
 }
 
@@ -189,7 +190,8 @@ fn a_cache_up_to_the_bound_is_seen_through_and_thorough_goes_further() {
 
 #[test]
 fn destructive_keeps_no_journal_and_still_finds_the_fake() {
-    let dir = tempfile::tempdir().expect("dir");
+    let tmp = tempfile::tempdir().expect("dir");
+    let dir = JournalDir::for_tests(tmp.path());
     let mut disk = SimDisk::new(256 * MIB, 64 * MIB, Mode::Wrap);
     let report = verify(&mut disk, "/dev/sim", &Safety::Destructive, Options::default(), &Quiet).expect("verify");
     assert_fake(&report, Verdict::Wraparound, 64 * MIB);
@@ -215,7 +217,8 @@ impl Watch for StopAt {
 #[test]
 fn an_interruption_restores_every_byte() {
     for n in [1, 2, 3, 5] {
-        let dir = tempfile::tempdir().expect("dir");
+        let tmp = tempfile::tempdir().expect("dir");
+        let dir = JournalDir::for_tests(tmp.path());
         let mut disk = SimDisk::new(256 * MIB, 64 * MIB, Mode::Wrap);
         disk.fill_pattern(3);
         let err = verify(&mut disk, "/dev/sim", &safety(&dir), Options::default(), &StopAt { n, seen: Cell::new(0) });
@@ -235,13 +238,15 @@ fn kill_at_any_write_then_replay_restores_every_byte() {
     for card in cards {
         // How many writes a whole run makes, to kill at spread-out moments.
         let mut counting = SimDisk::of(card.clone());
-        let dir = tempfile::tempdir().expect("dir");
+        let tmp = tempfile::tempdir().expect("dir");
+        let dir = JournalDir::for_tests(tmp.path());
         verify(&mut counting, "/dev/sim", &safety(&dir), Options::default(), &Quiet).expect("verify");
         let total = counting.writes;
         let mut moments: Vec<u64> = (1..=12).map(|i| total * i / 13).collect();
         moments.extend([1, 2, total - 1]);
         for &die_at in &moments {
-            let dir = tempfile::tempdir().expect("dir");
+            let tmp = tempfile::tempdir().expect("dir");
+            let dir = JournalDir::for_tests(tmp.path());
             let mut disk = SimDisk::of(card.clone());
             disk.fill_pattern(die_at);
             disk.die_at_write = Some(die_at);
@@ -250,7 +255,7 @@ fn kill_at_any_write_then_replay_restores_every_byte() {
             }));
             assert!(died.is_err(), "{card:?}: no write number {die_at}");
             disk.die_at_write = None;
-            let left = replay_unfinished(dir.path(), "/dev/sim", "sim", &mut disk).expect("replay");
+            let left = replay_unfinished(&dir, "/dev/sim", "sim", &mut disk).expect("replay");
             assert!(matches!(left.as_slice(), [Leftover::Replayed { .. }] | []), "{left:?}");
             if let Err(e) = disk.intact() {
                 panic!("{card:?}, killed at write {die_at} of {total}: {e}");
@@ -261,15 +266,16 @@ fn kill_at_any_write_then_replay_restores_every_byte() {
 
 #[test]
 fn a_journal_of_another_card_in_the_same_slot_is_not_replayed() {
-    let dir = tempfile::tempdir().expect("dir");
+    let tmp = tempfile::tempdir().expect("dir");
+    let dir = JournalDir::for_tests(tmp.path());
     let mut disk = SimDisk::new(256 * MIB, 64 * MIB, Mode::Wrap);
     disk.die_at_write = Some(20);
     let _ = catch_unwind(AssertUnwindSafe(|| verify(&mut disk, "/dev/sim", &safety(&dir), Options::default(), &Quiet)));
     let mut other = SimDisk::new(256 * MIB, 256 * MIB, Mode::Genuine);
     let before = other.snapshot();
-    let left = replay_unfinished(dir.path(), "/dev/sim", "another card", &mut other).expect("replay");
-    assert!(matches!(left.as_slice(), [Leftover::Mismatch(_)]), "{left:?}");
+    let left = replay_unfinished(&dir, "/dev/sim", "another card", &mut other).expect("replay");
+    assert!(matches!(left.as_slice(), [Leftover::Mismatch { .. }]), "{left:?}");
     assert_eq!(other.snapshot(), before);
-    let left = replay_unfinished(dir.path(), "/dev/other", "another card", &mut other).expect("replay");
-    assert!(matches!(left.as_slice(), [Leftover::OtherDevice(_)]), "{left:?}");
+    let left = replay_unfinished(&dir, "/dev/other", "another card", &mut other).expect("replay");
+    assert!(matches!(left.as_slice(), [Leftover::OtherDevice { .. }]), "{left:?}");
 }

@@ -109,7 +109,8 @@ fn random_counterfeits_are_called_right_and_never_larger() {
         let cache = if draw.range(0, 3) == 0 { draw.range(1, room / BLOCK) * BLOCK } else { 0 };
         let mut disk = SimDisk::of(card).with_cache(cache);
         disk.fill_pattern(case);
-        let dir = tempfile::tempdir().expect("dir");
+        let tmp = tempfile::tempdir().expect("dir");
+        let dir = JournalDir::for_tests(tmp.path());
         let report = match verify(&mut disk, "/dev/sim", &safety(&dir), options, &Quiet) {
             Ok(report) => report,
             Err(e) => {
@@ -149,7 +150,8 @@ fn a_rotated_wrap_smaller_than_the_run_behind_a_cache() {
     let (announced, real, shift, cache) = (1_743_825_920, 6_867_968, 1_933_312, 3_821_568);
     let mut disk = SimDisk::of(Card::wrap_rotated(announced, real, shift)).with_cache(cache);
     disk.fill_pattern(3);
-    let dir = tempfile::tempdir().expect("dir");
+    let tmp = tempfile::tempdir().expect("dir");
+    let dir = JournalDir::for_tests(tmp.path());
     let report = verify(&mut disk, "/dev/sim", &safety(&dir), options, &Quiet).expect("verify");
     assert!(disk.intact().is_ok());
     assert_eq!((report.verdict, report.usable_bytes), (Verdict::Wraparound, real), "{report:#?}");

@@ -71,6 +71,9 @@ pub enum SendError {
     Refused { status: u16, message: String },
     /// An answer that is not a leaderboard's.
     Garbage { what: String },
+    /// The TLS handshake failed (a certificate not accepted, say): asking
+    /// again cannot change that, so it is not retried.
+    Tls { what: String },
 }
 
 /// One HTTP answer, read.
@@ -152,7 +155,13 @@ impl Client {
     ) -> Result<Answer, SendError> {
         let attempts = self.policy.attempts.max(1);
         for attempt in 1..=attempts {
-            let outcome = request().send().map_err(|e| self.describe(&e)).and_then(|r| self.read_answer(r));
+            let sent = request().send();
+            if let Err(e) = &sent {
+                if let Some(what) = tls_failure(e) {
+                    return Err(SendError::Tls { what });
+                }
+            }
+            let outcome = sent.map_err(|e| self.describe(&e)).and_then(|r| self.read_answer(r));
             let (failure, retry_after) = match outcome {
                 Ok(answer) if classify(answer.status) != StatusClass::Transient => return Ok(answer),
                 Ok(answer) => {
@@ -205,6 +214,35 @@ impl Client {
             format!("the connection failed: {}", root_cause(e))
         }
     }
+}
+
+/// The TLS error in `e`'s chain, in words, if the failure is one: a
+/// certificate that is not accepted (unknown issuer, expired, another
+/// name) or a handshake that failed, which no retry changes.
+fn tls_failure(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut next = Some(e);
+    // Bounded: an error chain is a few links long.
+    for _ in 0..32 {
+        let current = next?;
+        // An io::Error hides the error it wraps from source(): look inside.
+        let wrapped = current
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .map(|i| i as &(dyn std::error::Error + 'static));
+        for candidate in [Some(current), wrapped].into_iter().flatten() {
+            if let Some(tls) = candidate.downcast_ref::<rustls::Error>() {
+                let text = one_line(&tls.to_string(), 200);
+                return Some(match tls {
+                    rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented => {
+                        format!("its certificate was not accepted ({text})")
+                    }
+                    _ => format!("the TLS handshake failed ({text})"),
+                });
+            }
+        }
+        next = current.source();
+    }
+    None
 }
 
 fn status_text(status: u16) -> String {

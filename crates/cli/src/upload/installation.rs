@@ -6,21 +6,27 @@
 //! salt, the saved report and the receipt belong to the user who typed it:
 //! their later `storage-score submit` without sudo must find the same salt
 //! (the same serial hash, the same Idempotency-Key) and be able to read the
-//! files. Files are written with that user's filesystem identity
-//! (setfsuid/setfsgid in a thread of their own), so root never creates a
-//! file in someone's home that they cannot remove, nor follows a link they
-//! planted there.
+//! files. Files are read and written with that user's filesystem identity
+//! and no supplementary groups (`storage_identify::safe_fs::as_identity`),
+//! through `safe_fs`'s directory handles: root never creates a file in
+//! someone's home that they cannot remove, nor follows a link planted
+//! there, nor reads a file for them that they could not read.
 
-use std::fs::{self, DirBuilder, OpenOptions};
+use std::ffi::OsStr;
 use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use nix::unistd::{Gid, Uid, User};
+use nix::unistd::{Uid, User};
 use rand::RngCore;
+use storage_identify::safe_fs::{self, Dir, Identity};
 
-/// A filesystem identity to write as: `None` is this process's own.
-pub type FsIdentity = Option<(Uid, Gid)>;
+/// A filesystem identity to read and write as: `None` is this process's own.
+pub type FsIdentity = Option<Identity>;
+
+/// The most read of a report: far more than any report, far less than memory.
+pub const REPORT_LIMIT: u64 = 64 << 20;
+/// The most read of a receipt or a salt.
+const SMALL_LIMIT: u64 = 1 << 20;
 
 /// This installation's places and names.
 #[derive(Debug, Clone)]
@@ -80,7 +86,7 @@ impl Installation {
             Some((uid, (name, home, primary_gid))) => {
                 personal.push(name);
                 let gid = env("SUDO_GID").and_then(|v| v.parse().ok()).unwrap_or(primary_gid);
-                let who = Some((Uid::from_raw(uid), Gid::from_raw(gid)));
+                let who = Some(Identity { uid, gid });
                 (who, home.join(".config"), home.join(".local/share"))
             }
             None => {
@@ -116,7 +122,7 @@ impl Installation {
     /// every possible serial.
     pub fn salt(&self) -> Result<Vec<u8>, String> {
         let path = self.config_dir.join("salt");
-        as_identity(self.user, || read_or_make_salt(&path)).map_err(|e| {
+        safe_fs::as_identity(self.user, || read_or_make_salt(&path)).map_err(|e| {
             format!(
                 "cannot keep the upload salt in {}: {e}; make that directory writable, or set XDG_CONFIG_HOME",
                 path.display()
@@ -126,27 +132,28 @@ impl Installation {
 }
 
 fn read_or_make_salt(path: &Path) -> io::Result<Vec<u8>> {
-    match fs::read_to_string(path) {
+    let (dir, name) = safe_fs::split(path)?;
+    let dir = Dir::create(&dir, 0o700)?;
+    let read = |dir: &Dir| dir.read(&name, SMALL_LIMIT).map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+    match read(&dir) {
         Ok(text) => return parse_salt(&text, path),
         Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
         Err(_) => {}
     }
-    let dir = path.parent().unwrap_or(Path::new("."));
-    DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
     let mut bytes = [0u8; 32];
     rand::rngs::OsRng.fill_bytes(&mut bytes);
-    // Written whole under a private name, then linked into place: a crash
-    // leaves no half salt, and of two first runs at once, one salt wins and
-    // both use it (link fails when the name exists, unlike rename).
-    let temp = dir.join(format!(".salt.{}.tmp", std::process::id()));
-    let _ = fs::remove_file(&temp);
-    let mut file = OpenOptions::new().write(true).create_new(true).mode(0o600).open(&temp)?;
-    let written = file.write_all(format!("{}\n", hex(&bytes)).as_bytes()).and_then(|()| file.sync_all());
-    let linked = written.and_then(|()| fs::hard_link(&temp, path));
-    let _ = fs::remove_file(&temp);
-    match linked {
-        Ok(()) => Ok(bytes.to_vec()),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => parse_salt(&fs::read_to_string(path)?, path),
+    // Written whole as a new file that nothing else can be: of two first
+    // runs at once, one salt wins and both use it (O_EXCL fails when the
+    // name exists). A crash mid-write leaves a short salt, which is refused
+    // with the advice to delete it.
+    match dir.create_new(&name, 0o600) {
+        Ok(mut file) => {
+            file.write_all(format!("{}\n", hex(&bytes)).as_bytes())?;
+            file.sync_all()?;
+            dir.sync()?;
+            Ok(bytes.to_vec())
+        }
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => parse_salt(&read(&dir)?, path),
         Err(e) => Err(e),
     }
 }
@@ -165,66 +172,64 @@ pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Runs `work` with the filesystem identity `who`: in a thread of its own,
-/// whose fsuid/fsgid are switched (they are per thread on Linux, and the
-/// switch drops root's file capabilities for that thread only).
-pub fn as_identity<T: Send>(who: FsIdentity, work: impl FnOnce() -> io::Result<T> + Send) -> io::Result<T> {
-    let Some((uid, gid)) = who else { return work() };
-    std::thread::scope(|scope| {
-        let worker = scope.spawn(move || {
-            nix::unistd::setfsgid(gid);
-            nix::unistd::setfsuid(uid);
-            // setfsuid reports no error: check that the switch took.
-            if nix::unistd::setfsuid(uid) != uid {
-                return Err(io::Error::new(io::ErrorKind::PermissionDenied, "cannot act as the invoking user"));
-            }
-            work()
-        });
-        worker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-    })
-}
-
-/// The identity to write files beside `report` with: when root handles a
-/// report that another user owns, that user's.
-pub fn owner_of(report: &Path) -> FsIdentity {
+/// The identity to read and write files beside `report` with, when root
+/// handles it: the user behind sudo (root only in a directory of root's
+/// alone, where that user cannot write); without sudo, the owner of the
+/// report's directory, so that root never acts in someone else's directory
+/// with root's rights.
+pub fn writer_beside(report: &Path) -> FsIdentity {
     if !Uid::effective().is_root() {
         return None;
     }
-    let meta = fs::metadata(report).ok()?;
-    (meta.uid() != 0).then(|| (Uid::from_raw(meta.uid()), Gid::from_raw(meta.gid())))
+    let dir = report.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let Ok(opened) = Dir::open(dir) else { return crate::outputs::sudo_user() };
+    if crate::outputs::sudo_user().is_some() {
+        return crate::outputs::writer_for(&opened);
+    }
+    let st = opened.stat().ok()?;
+    (st.st_uid != 0).then_some(Identity { uid: st.st_uid, gid: st.st_gid })
 }
 
-/// Writes `bytes` to `path` whole or not at all (a private temporary name,
-/// fsync, rename), as `who`. The temporary file is made with O_EXCL, which
-/// does not follow a link, and rename replaces a link rather than writing
+/// Reads a report (a path the user gave: links are followed) as `who`:
+/// a regular file of at most [`REPORT_LIMIT`] bytes.
+pub fn read_report_bytes(who: FsIdentity, path: &Path) -> io::Result<Vec<u8>> {
+    safe_fs::as_identity(who, || safe_fs::read_file(path, REPORT_LIMIT))
+}
+
+/// Reads a file this tool wrote beside a report (a receipt) as `who`: not
+/// followed if it is a link, a regular file, small. `Ok(None)` when absent.
+pub fn read_beside(who: FsIdentity, path: &Path) -> io::Result<Option<Vec<u8>>> {
+    safe_fs::as_identity(who, || {
+        let (dir, name) = safe_fs::split(path)?;
+        match Dir::open(&dir)?.read(&name, SMALL_LIMIT) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    })
+}
+
+/// Writes `bytes` to `path` whole or not at all, as `who`: a fresh
+/// `O_EXCL | O_NOFOLLOW` name in the directory (opened without following a
+/// link), fsync, then rename, which replaces a link rather than writing
 /// through it.
 pub fn write_atomically(who: FsIdentity, path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
-    as_identity(who, || {
-        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-        let _ = fs::remove_file(&temp);
-        let result = (|| {
-            let mut file = OpenOptions::new().write(true).create_new(true).mode(mode).open(&temp)?;
-            file.write_all(bytes)?;
-            file.sync_all()?;
-            fs::rename(&temp, path)
-        })();
-        if result.is_err() {
-            let _ = fs::remove_file(&temp);
-        }
-        result
+    safe_fs::as_identity(who, || {
+        let (dir, name) = safe_fs::split(path)?;
+        Dir::open(&dir)?.replace(OsStr::new(&name), bytes, mode)
     })
 }
 
 /// Makes `dir` (and its parents) as `who`, private to them.
 pub fn make_dir(who: FsIdentity, dir: &Path) -> io::Result<()> {
-    as_identity(who, || DirBuilder::new().recursive(true).mode(0o700).create(dir))
+    safe_fs::as_identity(who, || Dir::create(dir, 0o700).map(drop))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
+    use std::os::unix::fs::MetadataExt;
 
     fn locate(euid: u32, vars: &[(&str, &str)], hostname: Option<&str>) -> Result<Installation, String> {
         let env = |key: &str| vars.iter().find(|(k, _)| *k == key).map(|(_, v)| (*v).to_owned());
@@ -255,7 +260,7 @@ mod tests {
         let vars =
             [("HOME", "/root"), ("USER", "root"), ("SUDO_USER", "alice"), ("SUDO_UID", "1000"), ("SUDO_GID", "1000")];
         let found = locate(0, &vars, Some("vm")).unwrap();
-        assert_eq!(found.user, Some((Uid::from_raw(1000), Gid::from_raw(1000))));
+        assert_eq!(found.user, Some(Identity { uid: 1000, gid: 1000 }));
         assert_eq!(found.config_dir, PathBuf::from("/home/alice/.config/storage-score"));
         assert!(found.personal.contains(&"alice".to_owned()));
         // SUDO_UID without root (a leftover variable in a user's shell) changes nothing.

@@ -21,7 +21,7 @@ use storage_scoring::schema::{Report, SCHEMA};
 
 use crate::{Failure, RunArgs, SubmitArgs};
 use client::{Accepted, Client, SendError};
-use installation::{Installation, owner_of, write_atomically};
+use installation::{FsIdentity, Installation, read_beside, read_report_bytes, write_atomically, writer_beside};
 use payload::{Receipt, SummaryContext, beside, clean_label, idempotency_key, prepare, report_digest, summary};
 use retry::Policy;
 
@@ -55,11 +55,8 @@ impl Channel {
     pub fn say(self, text: &str) {
         let text = if text.ends_with('\n') { text.to_owned() } else { format!("{text}\n") };
         match self {
-            Channel::Stdout => {
-                let mut out = std::io::stdout().lock();
-                let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
-            }
-            Channel::Stderr => eprint!("{text}"),
+            Channel::Stdout => crate::terminal::out(&text),
+            Channel::Stderr => crate::terminal::err(&text),
         }
     }
 }
@@ -128,7 +125,10 @@ pub fn keep_report(json: &str, report: &Report) -> Result<PathBuf, Failure> {
 /// `run --submit`.
 pub fn send_saved(path: &Path, upload: &Upload, channel: Channel) -> Result<(), Failure> {
     let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let (bytes, report) = read_report(&path)?;
+    // Everything beside the report is read and written as the one it
+    // belongs to (the user behind sudo), never through a planted link.
+    let owner = writer_beside(&path);
+    let (bytes, report) = read_report(owner, &path)?;
     if report.measurements.is_none() {
         return Err(Failure::Usage(format!(
             "{} has no measurements to send; make a report with `storage-score run --output FILE`",
@@ -137,10 +137,9 @@ pub fn send_saved(path: &Path, upload: &Upload, channel: Channel) -> Result<(), 
     }
     let inst = Installation::discover().map_err(Failure::Run)?;
     let salt = inst.salt().map_err(Failure::Run)?;
-    let owner = owner_of(&path);
     let receipt_path = beside(&path, "receipt");
     let payload_path = beside(&path, "upload");
-    let mut receipt = load_receipt(&receipt_path)?;
+    let mut receipt = load_receipt(owner, &receipt_path)?;
     let digest = report_digest(&bytes);
     let key = receipt.key_for(&digest).map(str::to_owned).unwrap_or_else(|| idempotency_key(&salt, &bytes));
 
@@ -165,6 +164,7 @@ pub fn send_saved(path: &Path, upload: &Upload, channel: Channel) -> Result<(), 
         personal: &inst.personal,
     };
     channel.say(&summary(&payload, &context));
+    warn_if_clear_text(&upload.base, "the report, and the delete token in the answer,");
     consent(upload.yes, &payload_path, &path)?;
 
     // The key is on disk before the first byte leaves: whatever happens
@@ -194,13 +194,15 @@ pub fn send_saved(path: &Path, upload: &Upload, channel: Channel) -> Result<(), 
     channel.say(&accepted_lines(&accepted, &result_url, &report, &path, &receipt_path, had_token));
     if let Err(e) = kept {
         // Sent and stored: not a failure, but the token must not be lost unseen.
-        eprintln!("storage-score: warning: {e}; copy the delete token above if you may want to delete the result");
+        crate::terminal::errln(&format!(
+            "storage-score: warning: {e}; copy the delete token above if you may want to delete the result"
+        ));
     }
     Ok(())
 }
 
-fn read_report(path: &Path) -> Result<(Vec<u8>, Report), Failure> {
-    let bytes = std::fs::read(path).map_err(|e| {
+fn read_report(owner: FsIdentity, path: &Path) -> Result<(Vec<u8>, Report), Failure> {
+    let bytes = read_report_bytes(owner, path).map_err(|e| {
         Failure::Usage(format!(
             "cannot read the report {}: {e}; give a report saved with `storage-score run --output FILE`",
             path.display()
@@ -222,16 +224,28 @@ fn read_report(path: &Path) -> Result<(Vec<u8>, Report), Failure> {
     Ok((bytes, report))
 }
 
-fn load_receipt(path: &Path) -> Result<Receipt, Failure> {
-    match std::fs::read(path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+fn load_receipt(owner: FsIdentity, path: &Path) -> Result<Receipt, Failure> {
+    match read_beside(owner, path) {
+        Ok(Some(bytes)) => serde_json::from_slice(&bytes).map_err(|e| {
             Failure::Run(format!(
                 "{} is not a receipt this tool wrote ({e}); move it away (it may hold a delete token) and try again",
                 path.display()
             ))
         }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Receipt::default()),
-        Err(e) => Err(Failure::Run(format!("cannot read the receipt {}: {e}", path.display()))),
+        Ok(None) => Ok(Receipt::default()),
+        Err(e) => {
+            Err(Failure::Run(format!("cannot read the receipt {}: {e}; move it away and try again", path.display())))
+        }
+    }
+}
+
+/// Says, before anything is sent, that plain `http://` shows `what` to
+/// anyone on the way.
+fn warn_if_clear_text(base: &str, what: &str) {
+    if base.starts_with("http://") {
+        crate::terminal::errln(&format!(
+            "storage-score: warning: {base} is plain http: {what} travel unencrypted, readable and changeable on the way; use https:// where the leaderboard offers it"
+        ));
     }
 }
 
@@ -354,14 +368,15 @@ fn standing_line(score: u64, standing: &client::Standing) -> String {
 fn delete(args: &SubmitArgs) -> Result<(), Failure> {
     let path = std::path::absolute(&args.report).unwrap_or_else(|_| args.report.clone());
     let receipt_path = beside(&path, "receipt");
-    if !receipt_path.exists() {
+    let owner = writer_beside(&path);
+    if std::fs::symlink_metadata(&receipt_path).is_err() {
         return Err(Failure::Usage(format!(
             "no receipt beside {} ({}): nothing was sent from it here, so there is no delete token",
             path.display(),
             receipt_path.display()
         )));
     }
-    let mut receipt = load_receipt(&receipt_path)?;
+    let mut receipt = load_receipt(owner, &receipt_path)?;
     let wanted = args.url.as_deref().filter(|u| !u.trim().is_empty()).map(|u| leaderboard_base(Some(u))).transpose()?;
     let candidates: Vec<usize> = (0..receipt.submissions.len())
         .filter(|&i| {
@@ -393,6 +408,7 @@ fn delete(args: &SubmitArgs) -> Result<(), Failure> {
     let client = Client::new(Duration::from_secs(args.timeout), Policy::default()).map_err(Failure::Run)?;
     let endpoint = format!("{}/api/v1/results/{id}", entry.leaderboard);
     let token = entry.delete_token.clone().unwrap_or_default();
+    warn_if_clear_text(&entry.leaderboard, "the delete token");
     let status = client.delete(&endpoint, &token, &mut |note| Channel::Stdout.say(note)).map_err(|e| match e {
         SendError::Refused { status, message } => {
             Failure::Run(format!("not deleted: the leaderboard at {} refused ({status}: {message})", entry.leaderboard))
@@ -402,7 +418,7 @@ fn delete(args: &SubmitArgs) -> Result<(), Failure> {
     let target = &mut receipt.submissions[at];
     target.status = "deleted".to_owned();
     target.delete_token = None;
-    save_receipt(owner_of(&path), &receipt_path, &receipt)?;
+    save_receipt(owner, &receipt_path, &receipt)?;
     let shown = entry.url.unwrap_or(endpoint);
     Channel::Stdout.say(&if status == 404 { format!("already gone: {shown}") } else { format!("deleted: {shown}") });
     Ok(())
@@ -472,6 +488,9 @@ fn not_sent(e: SendError, report: &Path, base: &str, flags: &str) -> Failure {
         SendError::Garbage { what } => {
             format!("not sent: {base} did not answer as a leaderboard does ({what}); check the URL; {kept}; {later}")
         }
+        SendError::Tls { what } => format!(
+            "not sent: {base} was not trusted: {what}; nothing was sent and it was not retried: check the URL, or the server's certificate; {kept}"
+        ),
     })
 }
 
@@ -494,6 +513,9 @@ fn not_deleted(e: SendError, report: &Path, base: &str) -> Failure {
         SendError::Garbage { what } => {
             format!("not deleted: {base} did not answer as a leaderboard does ({what}); check the receipt; {later}")
         }
+        SendError::Tls { what } => format!(
+            "not deleted: {base} was not trusted: {what}; the token was not sent and it was not retried: check the receipt's address, or the server's certificate"
+        ),
     })
 }
 
