@@ -44,9 +44,15 @@ fn verify(device: &str, journal: &Path, extra: &[&str]) -> Output {
     out
 }
 
+/// The journals in `dir` (its key file is not one).
 fn journals(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)
-        .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.ends_with(".journal"))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -57,7 +63,7 @@ fn probe_fake(announced: u64, real: u64, mode: &str, options: &[&str], verdict: 
     // Small cards without a cache are also hashed whole, as a reader sees them.
     let readable = if mode == "eio" { real } else { announced };
     let hash = (announced <= 256 * MIB && options.is_empty()).then(|| card.hash(readable));
-    let journal = tempfile::tempdir().expect("journal dir");
+    let journal = journal_dir();
     let started = Instant::now();
     let out = verify(card.path(), journal.path(), &[]);
     eprintln!("took {:?}; card log:\n{}", started.elapsed(), card.log());
@@ -206,7 +212,7 @@ fn kill_then_rerun(pause: &str) {
     let _lock = device_lock();
     let card = FakeFlash::new(256 * MIB, 64 * MIB, "wrap", &[]);
     let before = card.hash(card.announced);
-    let journal = tempfile::tempdir().expect("journal dir");
+    let journal = journal_dir();
     card.ctl(&format!("pause-at={pause}"));
     let mut child = Command::new(BIN)
         .args(["verify-capacity", card.path(), "--json", "--journal-dir", journal.path().to_str().expect("utf8")])
@@ -273,7 +279,7 @@ fn kill_9_mid_restore() {
     let total = {
         let _lock = device_lock();
         let card = FakeFlash::new(256 * MIB, 64 * MIB, "wrap", &[]);
-        let journal = tempfile::tempdir().expect("journal dir");
+        let journal = journal_dir();
         let before = card.stats()["writes"].as_u64().expect("writes");
         let out = verify(card.path(), journal.path(), &[]);
         assert_eq!(out.status.code(), Some(4));

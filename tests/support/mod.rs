@@ -9,6 +9,7 @@
 
 #![allow(dead_code)]
 
+pub mod attack;
 pub mod faulty_leaderboard;
 
 use std::path::{Path, PathBuf};
@@ -80,6 +81,22 @@ impl LoopDev {
     /// caller keeps alive for as long as the device.
     pub fn attach(file: &Path) -> LoopDev {
         LoopDev::attach_with(file, &[])
+    }
+
+    /// A loop device over `file` at the node `node` (a card put back in
+    /// the same slot); the caller keeps the file alive.
+    pub fn attach_to(node: &Path, file: &Path) -> LoopDev {
+        let args = ["--direct-io=on", node.to_str().expect("utf8"), file.to_str().expect("utf8")];
+        sh("losetup", &args);
+        let name = node.file_name().and_then(|n| n.to_str()).expect("name").to_owned();
+        let dev = std::fs::read_to_string(format!("/sys/block/{name}/dev")).expect("dev");
+        let (major, minor) = dev.trim().split_once(':').expect("MAJ:MIN");
+        LoopDev {
+            node: node.to_path_buf(),
+            major: major.parse().expect("major"),
+            minor: minor.parse().expect("minor"),
+            _dir: None,
+        }
     }
 
     /// Like [`LoopDev::attach`], with the file's partition table read (`-P`).
@@ -282,6 +299,39 @@ pub fn copy_dir(from: &Path, to: &Path) {
             std::fs::copy(entry.path(), &target).expect("copy");
         }
     }
+}
+
+/// A private journal directory for verify-capacity, where it accepts one
+/// (docs/verify-capacity.md): root's, writable by no one else all the way
+/// up, on a disk. `/tmp` (sticky, world-writable) is refused.
+pub fn journal_dir() -> tempfile::TempDir {
+    let base = Path::new("/var/lib/storage-score-tests");
+    std::fs::create_dir_all(base).expect("journal base");
+    std::fs::set_permissions(base, std::os::unix::fs::PermissionsExt::from_mode(0o700)).expect("chmod");
+    tempfile::Builder::new().prefix("journal-").tempdir_in(base).expect("journal dir")
+}
+
+/// A hash of a whole block device, read with O_DIRECT (what any reader of
+/// it sees).
+pub fn device_hash(node: &Path) -> u64 {
+    use std::hash::Hasher;
+    use std::os::unix::fs::{FileExt, OpenOptionsExt};
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(node).expect("open the device");
+    let size = std::fs::File::open(node)
+        .and_then(|mut f| std::io::Seek::seek(&mut f, std::io::SeekFrom::End(0)))
+        .expect("size");
+    let mut storage = vec![0u8; (1 << 20) + 4096];
+    let start = storage.as_ptr().align_offset(4096);
+    let buf = &mut storage[start..start + (1 << 20)];
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    let mut at = 0;
+    while at < size {
+        let len = (size - at).min(1 << 20) as usize;
+        file.read_exact_at(&mut buf[..len], at).unwrap_or_else(|e| panic!("reading {} at {at}: {e}", node.display()));
+        hasher.write(&buf[..len]);
+        at += len as u64;
+    }
+    hasher.finish()
 }
 
 /// True when this process may make loop devices and blkio cgroups.

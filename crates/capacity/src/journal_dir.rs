@@ -70,7 +70,6 @@ impl JournalDir {
     pub fn open(path: &Path, family: &Family, device: &str) -> Result<JournalDir, DirError> {
         let unusable = |source| DirError::Unusable { path: path.to_path_buf(), source };
         let dir = Dir::create(path, 0o700).map_err(unusable)?;
-        check_ancestry(&dir)?;
         let st = nix::sys::statfs::fstatfs(dir.as_fd()).map_err(|e| unusable(e.into()))?;
         // The cast keeps the 32 bits the magic numbers have on every target.
         #[allow(clippy::unnecessary_cast)]
@@ -86,6 +85,7 @@ impl JournalDir {
         if fs_dev.is_some_and(|dev| family.reaches(dev)) {
             return Err(DirError::OnDevice { path: path.to_path_buf(), device: device.to_owned() });
         }
+        check_ancestry(&dir)?;
         let key = key(&dir)?;
         Ok(JournalDir { dir, key })
     }
@@ -163,15 +163,13 @@ fn key(dir: &Dir) -> Result<[u8; KEY_LEN], DirError> {
             match <[u8; KEY_LEN]>::try_from(bytes.as_slice()) {
                 Ok(key) => Ok(key),
                 // A crash between creating and filling it leaves it short;
-                // no journal can have been written with it then.
-                Err(_) if !has_journals(dir) => {
+                // no journal can have been written with it then. A new key
+                // is made (a journal made under another is never used: it
+                // is noted, not deleted).
+                Err(_) => {
                     dir.remove(name).map_err(|e| bad(e.to_string()))?;
                     make_key(dir).map_err(|e| bad(e.to_string()))
                 }
-                Err(_) => Err(bad(format!(
-                    "it is {} bytes long, not {KEY_LEN}; the journals beside it cannot be checked without it",
-                    bytes.len()
-                ))),
             }
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => match make_key(dir) {
@@ -193,12 +191,6 @@ fn make_key(dir: &Dir) -> io::Result<[u8; KEY_LEN]> {
     Ok(key)
 }
 
-fn has_journals(dir: &Dir) -> bool {
-    dir.names()
-        .map(|names| names.iter().any(|n| Path::new(n).extension().is_some_and(|e| e == "journal")))
-        .unwrap_or(true)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,6 +204,22 @@ mod tests {
         assert_eq!(a.key, b.key);
         let mode = std::fs::metadata(tmp.path().join(KEY_NAME)).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
+    }
+
+    #[test]
+    fn memory_and_the_device_under_test_are_refused_first() {
+        if std::path::Path::new("/dev/shm").is_dir() {
+            let shm = tempfile::tempdir_in("/dev/shm").unwrap();
+            let err = JournalDir::open(&shm.path().join("j"), &Family::default(), "/dev/x").unwrap_err();
+            assert!(matches!(err, DirError::Volatile { fs: "tmpfs", .. }), "{err}");
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let st = nix::sys::stat::stat(tmp.path()).unwrap();
+        #[allow(clippy::unnecessary_cast)]
+        let Some(dev) = usage::filesystem_device(st.st_dev as u64, &Roots::live()) else { return };
+        let family = Family { written: [dev].into(), around: Default::default() };
+        let err = JournalDir::open(&tmp.path().join("j"), &family, "/dev/x").unwrap_err();
+        assert!(matches!(err, DirError::OnDevice { .. }), "{err}");
     }
 
     #[test]

@@ -1,0 +1,443 @@
+//! verify-capacity's undo journal, tried as an attacker (and bad luck)
+//! would (docs/verify-capacity.md, "After a crash" and "The journal
+//! directory"; docs/testing.md): a journal left by `kill -9` meets a
+//! reformatted card, another card in the same slot, or its own card after
+//! a reboot; a journal directory that others can write to, made under
+//! `umask 000`, holding a FIFO, or on tmpfs.
+//!
+//! Cards are loop devices (direct I/O) over files of random data, so that
+//! "another card in the same slot" is exactly that: the same node, the same
+//! backing path, the same size, other data. A blkio throttle slows the
+//! probe's writes so that `kill -9` lands in the middle of them. Every test
+//! names the old behaviour it guards against; with `STORAGE_SCORE_BIN` and
+//! `STORAGE_SCORE_EXPECT_VULNERABLE=1` (support/attack.rs) it shows that
+//! behaviour in that binary instead.
+//!
+//! These need root.
+
+mod support;
+
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use support::attack::{OwnedDir, TestUser, command, expect_foiled, expect_vulnerable};
+use support::*;
+
+const MIB: u64 = 1 << 20;
+const CARD: u64 = 256 * MIB;
+
+/// A card: a file of random data (the user's) behind a loop device.
+struct Card {
+    dir: tempfile::TempDir,
+    dev: Option<LoopDev>,
+}
+
+impl Card {
+    fn new(seed: u64) -> Card {
+        let dir = tempfile::Builder::new().prefix("ss-card-").tempdir_in("/var/tmp").expect("tmp");
+        write_random(&dir.path().join("card.img"), seed);
+        let dev = LoopDev::attach(&dir.path().join("card.img"));
+        Card { dir, dev: Some(dev) }
+    }
+
+    fn image(&self) -> PathBuf {
+        self.dir.path().join("card.img")
+    }
+
+    fn dev(&self) -> &LoopDev {
+        self.dev.as_ref().expect("in a slot")
+    }
+
+    fn node(&self) -> PathBuf {
+        self.dev().node.clone()
+    }
+
+    fn path(&self) -> String {
+        self.dev().path().to_owned()
+    }
+
+    fn hash(&self) -> u64 {
+        device_hash(&self.node())
+    }
+
+    /// Takes the card out of its slot (detaches the loop device).
+    fn eject(&mut self) -> PathBuf {
+        let node = self.node();
+        self.dev = None;
+        node
+    }
+
+    /// Puts the card (its file) in the slot `node`.
+    fn insert_at(&mut self, node: &Path) {
+        self.dev = Some(LoopDev::attach_to(node, &self.image()));
+    }
+}
+
+/// `CARD` bytes of reproducible random data (xorshift64*), made fast.
+fn write_random(path: &Path, seed: u64) {
+    let mut file = std::io::BufWriter::with_capacity(4 * MIB as usize, std::fs::File::create(path).expect("card"));
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut chunk = vec![0u8; MIB as usize];
+    for _ in 0..CARD / MIB {
+        for word in chunk.chunks_exact_mut(8) {
+            state ^= state >> 12;
+            state ^= state << 25;
+            state ^= state >> 27;
+            word.copy_from_slice(&state.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes());
+        }
+        file.write_all(&chunk).expect("write");
+    }
+    file.flush().expect("flush");
+}
+
+fn verify(card: &str, journal: &Path) -> Output {
+    let out = command(&["verify-capacity", card, "--json", "--journal-dir", journal.to_str().expect("utf8")])
+        .output()
+        .expect("run");
+    eprintln!(
+        "verify-capacity {card}: exit {:?}\n--- stderr:\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn journals(dir: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| d.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "journal")).collect())
+        .unwrap_or_default();
+    found.sort();
+    found
+}
+
+/// Starts verify-capacity on `card` with writes throttled, and kills it
+/// with SIGKILL in the middle of its flush writes (its journal has grown
+/// past the flush's backups and stopped: the writes run).
+fn crash_mid_write(card: &Card, journal: &Path) {
+    let _throttle = BlkioThrottle::new(card.dev(), Throttle { write_bps: Some(16 * MIB), ..Throttle::default() });
+    let mut child =
+        command(&["verify-capacity", &card.path(), "--json", "--journal-dir", journal.to_str().expect("utf8")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let (mut size, mut since) = (0, Instant::now());
+    loop {
+        assert!(Instant::now() < deadline, "the probe never reached its flush writes");
+        if let Some(status) = child.try_wait().expect("wait") {
+            panic!("verify-capacity ended ({status}) before it could be killed");
+        }
+        let now = journals(journal).first().and_then(|j| std::fs::metadata(j).ok()).map_or(0, |m| m.len());
+        if now != size {
+            (size, since) = (now, Instant::now());
+        } else if size > 48 * MIB && since.elapsed() > Duration::from_millis(1500) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGKILL)
+        .expect("kill -9");
+    let _ = child.wait();
+    eprintln!("killed mid-write with a journal of {size} bytes");
+}
+
+#[test]
+#[ignore = "needs root: loop devices, blkio throttle, mkfs"]
+fn a_reformatted_card_was_corrupted_by_the_replay_of_an_old_journal() {
+    let _lock = device_lock();
+    let journal = journal_dir();
+    let card = Card::new(1);
+    let original = card.hash();
+    crash_mid_write(&card, journal.path());
+    assert_eq!(journals(journal.path()).len(), 1);
+    // The user gives up on the card and makes a new filesystem on it.
+    let mkfs = Command::new("mkfs.ext4").args(["-q", "-F", &card.path()]).output().expect("mkfs");
+    assert!(mkfs.status.success(), "{}", String::from_utf8_lossy(&mkfs.stderr));
+    let formatted = card.hash();
+    let out = verify(&card.path(), journal.path());
+    let after = card.hash();
+    let fsck = Command::new("e2fsck").args(["-f", "-n", &card.path()]).output().expect("e2fsck");
+    let fsck_said = String::from_utf8_lossy(&fsck.stdout).into_owned() + &String::from_utf8_lossy(&fsck.stderr);
+    eprintln!(
+        "device hashes: original {original:016x}, reformatted {formatted:016x}, after the rerun {after:016x}; e2fsck exit {:?}:\n{fsck_said}",
+        fsck.status.code()
+    );
+    expect_foiled(after != formatted || !fsck.status.success(), "the replay wrote onto the new filesystem");
+    if !expect_vulnerable() {
+        let line = assert_one_line_error(&out, 3);
+        assert!(line.contains("ago") && line.contains(&card.path()), "the age and the device: {line}");
+        assert!(line.contains("nothing was restored"), "{line}");
+        assert_eq!(journals(journal.path()).len(), 1, "the journal is kept");
+    }
+}
+
+#[test]
+#[ignore = "needs root: loop devices, blkio throttle"]
+fn another_card_in_the_same_slot_received_the_first_cards_blocks() {
+    let _lock = device_lock();
+    let journal = journal_dir();
+    // `reader` is the slot: one node, one backing path (so one fingerprint,
+    // as a USB reader gives), whatever card is in it.
+    let mut reader = Card::new(2);
+    let first_original = reader.hash();
+    crash_mid_write(&reader, journal.path());
+    let slot = reader.eject();
+    let first_card = reader.image().with_extension("first");
+    std::fs::rename(reader.image(), &first_card).expect("take the first card out");
+    write_random(&reader.image(), 3);
+    reader.insert_at(&slot);
+    let other_before = reader.hash();
+    let out = verify(&reader.path(), journal.path());
+    let other_after = reader.hash();
+    eprintln!("device hashes of the other card: before {other_before:016x}, after the rerun {other_after:016x}");
+    expect_foiled(other_after != other_before, "the first card's blocks were written onto another card");
+    if expect_vulnerable() {
+        return;
+    }
+    let line = assert_one_line_error(&out, 3);
+    assert!(line.contains("ago") && line.contains(&reader.path()), "{line}");
+    assert_eq!(journals(journal.path()).len(), 1, "the journal is kept for its own card");
+
+    // The first card comes back into the slot: now it is restored, whole.
+    reader.eject();
+    std::fs::rename(&first_card, reader.image()).expect("the first card back in");
+    reader.insert_at(&slot);
+    let crashed = reader.hash();
+    let out = verify(&reader.path(), journal.path());
+    let restored = reader.hash();
+    eprintln!(
+        "device hashes of the first card: original {first_original:016x}, after the crash {crashed:016x}, after the rerun {restored:016x}"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("restored"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(restored, first_original, "the first card was not restored whole");
+    assert!(journals(journal.path()).is_empty());
+}
+
+#[test]
+#[ignore = "needs root: loop devices, blkio throttle"]
+fn the_same_card_after_a_reboot_is_restored_in_any_slot() {
+    let _lock = device_lock();
+    for other_slot in [false, true] {
+        let journal = journal_dir();
+        let mut card = Card::new(4);
+        let original = card.hash();
+        crash_mid_write(&card, journal.path());
+        let crashed = card.hash();
+        // A reboot: the card comes back, maybe as another device node.
+        let slot = card.eject();
+        // Another node: a placeholder takes the old one first.
+        let _placeholder = other_slot.then(|| {
+            let file = card.image().with_extension("placeholder");
+            std::fs::File::create(&file).and_then(|f| f.set_len(CARD)).expect("placeholder");
+            LoopDev::attach_to(&slot, &file)
+        });
+        if other_slot {
+            card.dev = Some(LoopDev::attach(&card.image()));
+            assert_ne!(card.node(), slot);
+        } else {
+            card.insert_at(&slot);
+        }
+        let out = verify(&card.path(), journal.path());
+        let after = card.hash();
+        eprintln!(
+            "{}: device hashes: original {original:016x}, after the crash {crashed:016x}, after the rerun {after:016x}",
+            if other_slot { "another node" } else { "the same node" }
+        );
+        assert_ne!(crashed, original, "the crash left nothing to restore");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if other_slot && expect_vulnerable() {
+            // The old binary asked for the same node name when the card
+            // names no one, and started a new probe over the stamps.
+            expect_foiled(after != original, "its own card was not restored under a new node name");
+            continue;
+        }
+        assert!(stderr.contains("did not finish") && stderr.contains("restored"), "{stderr}");
+        assert_eq!(after, original, "the card was not restored whole");
+        assert!(journals(journal.path()).is_empty());
+    }
+}
+
+// --- the journal directory ---
+
+/// A journal in the old format (as 50db2e1 wrote it), forged: one record
+/// that "restores" sector 0 with the attacker's bytes.
+fn forged_old_journal(dir: &Path, card: &Card) {
+    let size =
+        std::fs::read_to_string(format!("/sys/block/{}/size", card.node().file_name().expect("n").to_string_lossy()))
+            .expect("size")
+            .trim()
+            .to_owned();
+    let backing = std::fs::read_to_string(format!(
+        "/sys/block/{}/loop/backing_file",
+        card.node().file_name().expect("n").to_string_lossy()
+    ))
+    .expect("backing")
+    .trim()
+    .to_owned();
+    let header = serde_json::json!({
+        "device": card.path(), "size": CARD, "fingerprint": format!("size={size};loop/backing_file={backing}"),
+        "nonce": 1, "created_unix": 0
+    });
+    let json = serde_json::to_vec(&header).expect("json");
+    let data = vec![b'X'; 4096];
+    let mut bytes = b"SSCAPJ01".to_vec();
+    bytes.extend((json.len() as u32).to_le_bytes());
+    bytes.extend(&json);
+    bytes.extend(old_hash(0, &json).to_le_bytes());
+    bytes.extend(b"REC1");
+    bytes.extend(4096u32.to_le_bytes());
+    bytes.extend(0u64.to_le_bytes());
+    bytes.extend(&data);
+    bytes.extend(old_hash(4096, &data).to_le_bytes());
+    std::fs::write(dir.join("loop-forged.journal"), bytes).expect("forge");
+}
+
+/// The unkeyed header and record hash of the old journal format.
+fn old_hash(seed: u64, part: &[u8]) -> u64 {
+    let mut h = seed ^ 0xCBF2_9CE4_8422_2325;
+    let mut words = part.chunks_exact(8);
+    for w in &mut words {
+        h = (h ^ u64::from_le_bytes(w.try_into().expect("8"))).wrapping_mul(0x100_0000_01B3).rotate_left(31);
+    }
+    for &b in words.remainder() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01B3);
+    }
+    h ^= part.len() as u64;
+    let mut z = h;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn first_sector(card: &Card) -> Vec<u8> {
+    let mut buf = vec![0u8; 512];
+    let file = std::fs::File::open(card.node()).expect("open");
+    std::os::unix::fs::FileExt::read_exact_at(&file, &mut buf, 0).expect("read");
+    buf
+}
+
+#[test]
+#[ignore = "needs root: loop device, a throwaway user"]
+fn a_forged_journal_in_a_directory_others_can_write_rewrote_the_first_sector() {
+    let _lock = device_lock();
+    let card = Card::new(5);
+    let sector = first_sector(&card);
+    // A journal directory that another user owns (a shared stick, say).
+    let attacker = TestUser::new("attacker");
+    let shared = OwnedDir::new(&attacker, 0o755);
+    forged_old_journal(&shared.path, &card);
+    let out = verify(&card.path(), &shared.path);
+    expect_foiled(first_sector(&card) != sector, "a forged journal rewrote the card's first sector");
+    if !expect_vulnerable() {
+        let line = assert_one_line_error(&out, 3);
+        assert!(line.contains(&format!("belongs to uid {}", attacker.uid)), "{line}");
+    }
+
+    // Root's own directory, a journal nobody keyed: ignored, not deleted.
+    let journal = journal_dir();
+    forged_old_journal(journal.path(), &card);
+    let out = verify(&card.path(), journal.path());
+    expect_foiled(first_sector(&card) != sector, "an unkeyed journal rewrote the card's first sector");
+    if !expect_vulnerable() {
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("was ignored"));
+        assert!(journal.path().join("loop-forged.journal").exists());
+    }
+}
+
+#[test]
+#[ignore = "needs root: loop device"]
+fn under_umask_000_the_journal_directories_were_made_world_writable() {
+    let _lock = device_lock();
+    let card = Card::new(6);
+    let base = journal_dir();
+    let dir = base.path().join("a/b/journal");
+    let script =
+        format!("umask 000; exec \"$0\" verify-capacity {} --json --journal-dir {}", card.path(), dir.display());
+    let out =
+        Command::new("sh").args(["-c", &script, &support::attack::bin()]).stdin(Stdio::null()).output().expect("sh");
+    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+    let modes: Vec<u32> = ["a", "a/b", "a/b/journal"]
+        .iter()
+        .map(|d| std::fs::metadata(base.path().join(d)).map(|m| m.permissions().mode() & 0o777).unwrap_or(0))
+        .collect();
+    eprintln!("modes: {:?}", modes.iter().map(|m| format!("{m:o}")).collect::<Vec<_>>());
+    expect_foiled(modes.iter().any(|m| m & 0o022 != 0), "the journal's directories were made writable by others");
+    if !expect_vulnerable() {
+        assert_eq!(out.status.code(), Some(0));
+        assert_eq!(modes, [0o700; 3]);
+    }
+}
+
+#[test]
+#[ignore = "needs root: loop device"]
+fn a_fifo_named_like_a_journal_hung_the_run_until_kill_9() {
+    let _lock = device_lock();
+    let card = Card::new(7);
+    let journal = journal_dir();
+    nix::unistd::mkfifo(&journal.path().join("trap.journal"), nix::sys::stat::Mode::from_bits_truncate(0o600))
+        .expect("mkfifo");
+    let mut child =
+        command(&["verify-capacity", &card.path(), "--json", "--journal-dir", journal.path().to_str().expect("utf8")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+    let finished = |child: &mut std::process::Child, secs| {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while Instant::now() < deadline {
+            if child.try_wait().expect("wait").is_some() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    };
+    let mut hung = !finished(&mut child, 60);
+    if hung {
+        // SIGTERM first, as a user would: does it end?
+        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        hung = !finished(&mut child, 5);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+    }
+    let out = child.wait_with_output().expect("wait");
+    expect_foiled(hung, "a FIFO named *.journal hung verify-capacity past SIGTERM");
+    if !expect_vulnerable() {
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("FIFO"));
+    }
+}
+
+#[test]
+#[ignore = "needs root: loop device, tmpfs mount, blkio throttle"]
+fn a_journal_on_tmpfs_lost_the_cards_data_in_a_crash_and_a_reboot() {
+    let _lock = device_lock();
+    let card = Card::new(8);
+    let original = card.hash();
+    let tmpfs = Mounted::new("tmpfs", "tmpfs", Some("mode=0700,size=512m"));
+    let journal = PathBuf::from(tmpfs.path()).join("journal");
+    let out = verify(&card.path(), &journal);
+    if !expect_vulnerable() {
+        let line = assert_one_line_error(&out, 3);
+        assert!(line.contains("tmpfs") && line.contains("reboot"), "{line}");
+        expect_foiled(card.hash() != original, "verify-capacity wrote the card with its journal on tmpfs");
+        return;
+    }
+    // The old binary: a crash mid-write, then a reboot (tmpfs empties), then the rerun.
+    crash_mid_write(&card, &journal);
+    drop(tmpfs);
+    let tmpfs = Mounted::new("tmpfs", "tmpfs", Some("mode=0700,size=512m"));
+    let journal = PathBuf::from(tmpfs.path()).join("journal");
+    let out = verify(&card.path(), &journal);
+    let after = card.hash();
+    eprintln!(
+        "device hashes: original {original:016x}, after the crash, reboot and rerun {after:016x}, exit {:?}",
+        out.status.code()
+    );
+    expect_foiled(after != original, "the card's data was lost for good and the rerun said all was fine");
+}
