@@ -25,7 +25,8 @@ pub fn expect_vulnerable() -> bool {
 /// A command for the binary under test, stdin closed.
 pub fn command(args: &[&str]) -> Command {
     let mut cmd = Command::new(bin());
-    cmd.args(args).stdin(Stdio::null());
+    // Root's own run, unless a test says it acts for someone through sudo.
+    cmd.args(args).stdin(Stdio::null()).env_remove("SUDO_UID").env_remove("SUDO_GID").env_remove("SUDO_USER");
     cmd
 }
 
@@ -169,6 +170,10 @@ impl Drop for ProtectedSymlinks {
         let _ = std::fs::write("/proc/sys/fs/protected_symlinks", format!("{}\n", self.was));
     }
 }
+
+/// How much a test lets a process it watches grow before killing it: more
+/// than any honest run needs, far less than the machine has.
+pub const MEMORY_CAP: u64 = 512 << 20;
 
 /// The largest resident size a process reached, in bytes (`VmHWM`), while
 /// it still runs.

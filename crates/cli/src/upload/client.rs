@@ -224,25 +224,32 @@ fn tls_failure(e: &(dyn std::error::Error + 'static)) -> Option<String> {
     // Bounded: an error chain is a few links long.
     for _ in 0..32 {
         let current = next?;
-        // An io::Error hides the error it wraps from source(): look inside.
-        let wrapped = current
-            .downcast_ref::<std::io::Error>()
-            .and_then(|io| io.get_ref())
-            .map(|i| i as &(dyn std::error::Error + 'static));
-        for candidate in [Some(current), wrapped].into_iter().flatten() {
-            if let Some(tls) = candidate.downcast_ref::<rustls::Error>() {
-                let text = one_line(&tls.to_string(), 200);
-                return Some(match tls {
-                    rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented => {
-                        format!("its certificate was not accepted ({text})")
-                    }
-                    _ => format!("the TLS handshake failed ({text})"),
-                });
-            }
+        if let Some(tls) = unwrapped(current).and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
+            let text = one_line(&tls.to_string(), 200);
+            return Some(match tls {
+                rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented => {
+                    format!("its certificate was not accepted ({text})")
+                }
+                _ => format!("the TLS handshake failed ({text})"),
+            });
         }
         next = current.source();
     }
     None
+}
+
+/// The error itself, seen through the `io::Error`s that wrap it (and hide
+/// it from `source()`): hyper-rustls wraps tokio-rustls's, which wraps
+/// rustls's.
+fn unwrapped<'a>(mut e: &'a (dyn std::error::Error + 'static)) -> Option<&'a (dyn std::error::Error + 'static)> {
+    // Bounded: two layers are seen; more would be a loop.
+    for _ in 0..8 {
+        match e.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()) {
+            Some(inner) => e = inner,
+            None => return Some(e),
+        }
+    }
+    Some(e)
 }
 
 fn status_text(status: u16) -> String {
