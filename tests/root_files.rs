@@ -423,8 +423,8 @@ fn submit_over_http_gave_no_warning() {
     let out = output(
         command(&["submit", report.to_str().expect("utf8"), "--url", &server.url(), "--yes"]).env("HOME", home.path()),
     );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    expect_foiled(!stderr.contains("plain http"), "the delete token went over plain http without a word");
+    let shown = String::from_utf8_lossy(&out.stdout);
+    expect_foiled(!shown.contains("plain http"), "the delete token went over plain http without a word");
     assert_eq!(out.status.code(), Some(0));
 }
 

@@ -164,7 +164,7 @@ pub fn send_saved(path: &Path, upload: &Upload, channel: Channel) -> Result<(), 
         personal: &inst.personal,
     };
     channel.say(&summary(&payload, &context));
-    warn_if_clear_text(&upload.base, "the report, and the delete token in the answer,");
+    warn_if_clear_text(channel, &upload.base, "the report, and the delete token in the answer,");
     consent(upload.yes, &payload_path, &path)?;
 
     // The key is on disk before the first byte leaves: whatever happens
@@ -239,12 +239,12 @@ fn load_receipt(owner: FsIdentity, path: &Path) -> Result<Receipt, Failure> {
     }
 }
 
-/// Says, before anything is sent, that plain `http://` shows `what` to
-/// anyone on the way.
-fn warn_if_clear_text(base: &str, what: &str) {
+/// Says, with what will be sent and before it is, that plain `http://`
+/// shows `what` to anyone on the way.
+fn warn_if_clear_text(channel: Channel, base: &str, what: &str) {
     if base.starts_with("http://") {
-        crate::terminal::errln(&format!(
-            "storage-score: warning: {base} is plain http: {what} travel unencrypted, readable and changeable on the way; use https:// where the leaderboard offers it"
+        channel.say(&format!(
+            "warning: {base} is plain http: {what} travel unencrypted, readable and changeable on the way; use https:// where the leaderboard offers it"
         ));
     }
 }
@@ -408,7 +408,7 @@ fn delete(args: &SubmitArgs) -> Result<(), Failure> {
     let client = Client::new(Duration::from_secs(args.timeout), Policy::default()).map_err(Failure::Run)?;
     let endpoint = format!("{}/api/v1/results/{id}", entry.leaderboard);
     let token = entry.delete_token.clone().unwrap_or_default();
-    warn_if_clear_text(&entry.leaderboard, "the delete token");
+    warn_if_clear_text(Channel::Stdout, &entry.leaderboard, "the delete token");
     let status = client.delete(&endpoint, &token, &mut |note| Channel::Stdout.say(note)).map_err(|e| match e {
         SendError::Refused { status, message } => {
             Failure::Run(format!("not deleted: the leaderboard at {} refused ({status}: {message})", entry.leaderboard))
