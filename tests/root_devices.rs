@@ -1,5 +1,5 @@
 //! Raw writes tried where a disk is in use in ways the kernel's own checks
-//! miss (docs/safety.md, "Before a raw write"; docs/testing.md): a loop
+//! miss (docs/safety.md#before-a-raw-write; docs/testing.md#as-an-attacker-would): a loop
 //! device stacked on the disk with a filesystem mounted on it, and another
 //! process holding the disk open. `run --destructive`, `profile --raw` and
 //! `verify-capacity` must all refuse; each test names the old behaviour it

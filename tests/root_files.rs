@@ -1,6 +1,6 @@
 //! The files storage-score writes and reads as root, tried as a local
-//! attacker would (docs/safety.md, "Files" and "The terminal";
-//! docs/testing.md): links planted where `--output`, `--html`, `--csv` and
+//! attacker would (docs/safety.md#files and docs/safety.md#the-terminal;
+//! docs/testing.md#as-an-attacker-would): links planted where `--output`, `--html`, `--csv` and
 //! receipts go, a device model string made to run a command, reads of
 //! `/dev/zero` and FIFOs, sudo's files and groups, escape sequences, a
 //! hostile `--sysfs-root`, and `submit` over plain HTTP or to a server with

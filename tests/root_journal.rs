@@ -1,6 +1,6 @@
 //! verify-capacity's undo journal, tried as an attacker (and bad luck)
-//! would (docs/verify-capacity.md, "After a crash" and "The journal
-//! directory"; docs/testing.md): a journal left by `kill -9` meets a
+//! would (docs/verify-capacity.md#after-a-crash,
+//! docs/verify-capacity.md#the-journal-directory): a journal left by `kill -9` meets a
 //! reformatted card, another card in the same slot, or its own card after
 //! a reboot; a journal directory that others can write to, made under
 //! `umask 000`, holding a FIFO, or on tmpfs.

@@ -1,4 +1,4 @@
-//! What the root-safety tests (docs/testing.md, "As an attacker would")
+//! What the root-safety tests (docs/testing.md#as-an-attacker-would)
 //! share: throwaway users, a directory an attacker owns, the sysctl that
 //! guards links in sticky directories, and the switch that runs every
 //! attack against another binary.

@@ -1,5 +1,5 @@
 //! Where undo journals live, and why that place can be trusted
-//! (docs/verify-capacity.md, "The journal directory").
+//! (docs/verify-capacity.md#the-journal-directory).
 //!
 //! A journal holds a card's data and says where to write it back, as root,
 //! before any prompt: whoever can plant or edit one can make the next run

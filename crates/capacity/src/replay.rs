@@ -1,5 +1,5 @@
 //! Replaying a journal found at start-up: only what the crashed run wrote
-//! is put back (docs/verify-capacity.md, "After a crash").
+//! is put back (docs/verify-capacity.md#after-a-crash).
 //!
 //! The card in the slot now may not be the one the journal was made for: a
 //! USB reader tells cards apart by nothing but their size, and a card may

@@ -1,5 +1,5 @@
 //! The files a user names for results: `run --output`, `profile --html`
-//! and `profile --csv` (docs/safety.md, "Files"). Each is opened before the
+//! and `profile --csv` (docs/safety.md#files). Each is opened before the
 //! run, so that a path that cannot be written is refused before minutes of
 //! measuring, and written after it through
 //! [`storage_identify::safe_fs`]: the directory opened without following

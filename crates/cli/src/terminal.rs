@@ -3,7 +3,7 @@
 //! string, a server's answer) may hold escape sequences that would move the
 //! cursor, retitle the window or rewrite what the user reads. Control
 //! characters other than newline and tab are shown as `\x1b`-style escapes
-//! instead (docs/safety.md, "The terminal").
+//! instead (docs/safety.md#the-terminal).
 
 use std::borrow::Cow;
 use std::io::Write;
@@ -11,12 +11,12 @@ use std::io::Write;
 /// `text` with every control character but `\n` and `\t` made visible:
 /// C0 (escape included), DEL and C1 (the 8-bit CSI among them).
 pub fn clean(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(unsafe_char) {
+    if !text.chars().any(needs_escape) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
-        if unsafe_char(c) {
+        if needs_escape(c) {
             out.push_str(&format!("\\x{:02x}", u32::from(c)));
         } else {
             out.push(c);
@@ -25,7 +25,7 @@ pub fn clean(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-fn unsafe_char(c: char) -> bool {
+fn needs_escape(c: char) -> bool {
     c.is_control() && c != '\n' && c != '\t'
 }
 

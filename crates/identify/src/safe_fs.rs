@@ -2,7 +2,7 @@
 //! user's outputs (`--output`, `--html`, `--csv`, the upload's payload and
 //! receipt), the files the user hands in (`score FILE`, `submit REPORT`),
 //! verify-capacity's journal directory, and the attribute files of a
-//! `--sysfs-root` tree that anyone may have made (docs/safety.md, "Files").
+//! `--sysfs-root` tree that anyone may have made (docs/safety.md#files).
 //!
 //! storage-score runs as root, often on a directory that someone else can
 //! write to, so:
@@ -428,6 +428,27 @@ mod tests {
         let err = dir.replace(OsStr::new("card.html"), b"x", 0o644).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::IsADirectory);
         assert!(dir.replace(OsStr::new("../x"), b"x", 0o644).is_err());
+    }
+
+    #[test]
+    fn work_as_a_user_has_their_identity_and_none_of_roots_groups() {
+        if !nix::unistd::geteuid().is_root() {
+            return; // switching identity needs root
+        }
+        let mine = nix::unistd::getgroups().unwrap();
+        let root_only = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(root_only.path(), std::fs::Permissions::from_mode(0o770)).unwrap();
+        let nobody = Identity { uid: 65534, gid: 65534 };
+        let (fsuid, groups, denied) = as_identity(Some(nobody), || {
+            let fsuid = nix::unistd::setfsuid(Uid::from_raw(65534)).as_raw();
+            let denied = Dir::open(root_only.path()).and_then(|d| d.check_writable()).is_err();
+            Ok((fsuid, nix::unistd::getgroups()?, denied))
+        })
+        .unwrap();
+        assert_eq!((fsuid, groups.len(), denied), (65534, 0, true));
+        // The rest of the process is as it was.
+        assert_eq!(nix::unistd::getgroups().unwrap(), mine);
+        assert!(Dir::open(root_only.path()).unwrap().check_writable().is_ok());
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Who is using a block device: the one check before every raw write
-//! (`run --destructive`, `profile --raw`, `verify-capacity`; docs/safety.md).
+//! (`run --destructive`, `profile --raw`, `verify-capacity`;
+//! docs/safety.md#before-a-raw-write).
 //!
 //! It always reads the live `/sys` and `/proc`, never a `--sysfs-root`
 //! tree: a captured tree says nothing about what this machine has mounted
