@@ -19,9 +19,9 @@ pub fn doctor(args: &DoctorArgs, roots: &Roots) -> Result<(), Failure> {
     if args.json {
         let json = serde_json::to_string_pretty(&report)
             .map_err(|e| Failure::Run(format!("cannot encode the report as JSON: {e}")))?;
-        println!("{json}");
+        crate::terminal::json_outln(&json);
     } else {
-        print!("{}", doctor_render::render(&report, started.elapsed()));
+        crate::terminal::out(&doctor_render::render(&report, started.elapsed()));
     }
     Ok(())
 }

@@ -4,7 +4,6 @@
 //! (`pcie-link-downgraded`) and an SD bus slower than the card
 //! (`sd-bus-below-card`).
 
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use storage_scoring::health::{Advice, AdviceCode, Severity};
@@ -91,7 +90,7 @@ pub fn usb_storage_not_uas(ctx: &Context<'_>) -> Option<Advice> {
     }
     let usb_dev = usb_device(ctx)?;
     let (vid, pid) = ids(&usb_dev)?;
-    let descriptors = fs::read(usb_dev.join("descriptors")).ok()?;
+    let descriptors = sysfs::read_bytes(&usb_dev.join("descriptors"), sysfs::ATTR_LIMIT).ok()?;
     if usb::offers_uas(&descriptors) != Some(true) {
         return None;
     }
