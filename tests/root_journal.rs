@@ -59,7 +59,7 @@ impl Card {
         self.dev().path().to_owned()
     }
 
-    fn hash(&self) -> u64 {
+    fn hash(&self) -> String {
         device_hash(&self.node())
     }
 
@@ -163,7 +163,7 @@ fn a_reformatted_card_was_corrupted_by_the_replay_of_an_old_journal() {
     let fsck = Command::new("e2fsck").args(["-f", "-n", &card.path()]).output().expect("e2fsck");
     let fsck_said = String::from_utf8_lossy(&fsck.stdout).into_owned() + &String::from_utf8_lossy(&fsck.stderr);
     eprintln!(
-        "device hashes: original {original:016x}, reformatted {formatted:016x}, after the rerun {after:016x}; e2fsck exit {:?}:\n{fsck_said}",
+        "device hashes: original {original}, reformatted {formatted}, after the rerun {after}; e2fsck exit {:?}:\n{fsck_said}",
         fsck.status.code()
     );
     expect_foiled(after != formatted || !fsck.status.success(), "the replay wrote onto the new filesystem");
@@ -193,7 +193,7 @@ fn another_card_in_the_same_slot_received_the_first_cards_blocks() {
     let other_before = reader.hash();
     let out = verify(&reader.path(), journal.path());
     let other_after = reader.hash();
-    eprintln!("device hashes of the other card: before {other_before:016x}, after the rerun {other_after:016x}");
+    eprintln!("device hashes of the other card: before {other_before}, after the rerun {other_after}");
     expect_foiled(other_after != other_before, "the first card's blocks were written onto another card");
     if expect_vulnerable() {
         return;
@@ -210,7 +210,7 @@ fn another_card_in_the_same_slot_received_the_first_cards_blocks() {
     let out = verify(&reader.path(), journal.path());
     let restored = reader.hash();
     eprintln!(
-        "device hashes of the first card: original {first_original:016x}, after the crash {crashed:016x}, after the rerun {restored:016x}"
+        "device hashes of the first card: original {first_original}, after the crash {crashed}, after the rerun {restored}"
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("restored"), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(restored, first_original, "the first card was not restored whole");
@@ -244,7 +244,7 @@ fn the_same_card_after_a_reboot_is_restored_in_any_slot() {
         let out = verify(&card.path(), journal.path());
         let after = card.hash();
         eprintln!(
-            "{}: device hashes: original {original:016x}, after the crash {crashed:016x}, after the rerun {after:016x}",
+            "{}: device hashes: original {original}, after the crash {crashed}, after the rerun {after}",
             if other_slot { "another node" } else { "the same node" }
         );
         assert_ne!(crashed, original, "the crash left nothing to restore");
@@ -436,7 +436,7 @@ fn a_journal_on_tmpfs_lost_the_cards_data_in_a_crash_and_a_reboot() {
     let out = verify(&card.path(), &journal);
     let after = card.hash();
     eprintln!(
-        "device hashes: original {original:016x}, after the crash, reboot and rerun {after:016x}, exit {:?}",
+        "device hashes: original {original}, after the crash, reboot and rerun {after}, exit {:?}",
         out.status.code()
     );
     expect_foiled(after != original, "the card's data was lost for good and the rerun said all was fine");

@@ -311,10 +311,10 @@ pub fn journal_dir() -> tempfile::TempDir {
     tempfile::Builder::new().prefix("journal-").tempdir_in(base).expect("journal dir")
 }
 
-/// A hash of a whole block device, read with O_DIRECT (what any reader of
-/// it sees).
-pub fn device_hash(node: &Path) -> u64 {
-    use std::hash::Hasher;
+/// The SHA-256 of a whole block device, as hex, read with O_DIRECT (what
+/// any reader of it sees; the same figure as `sha256sum DEVICE`).
+pub fn device_hash(node: &Path) -> String {
+    use sha2::Digest;
     use std::os::unix::fs::{FileExt, OpenOptionsExt};
     let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(node).expect("open the device");
     let size = std::fs::File::open(node)
@@ -323,15 +323,15 @@ pub fn device_hash(node: &Path) -> u64 {
     let mut storage = vec![0u8; (1 << 20) + 4096];
     let start = storage.as_ptr().align_offset(4096);
     let buf = &mut storage[start..start + (1 << 20)];
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    let mut hasher = sha2::Sha256::new();
     let mut at = 0;
     while at < size {
         let len = (size - at).min(1 << 20) as usize;
         file.read_exact_at(&mut buf[..len], at).unwrap_or_else(|e| panic!("reading {} at {at}: {e}", node.display()));
-        hasher.write(&buf[..len]);
+        hasher.update(&buf[..len]);
         at += len as u64;
     }
-    hasher.finish()
+    hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// True when this process may make loop devices and blkio cgroups.
