@@ -466,6 +466,6 @@ mod tests {
         let b = Dir::open(&tmp.path().join("a/b")).unwrap();
         let a = b.parent().unwrap();
         let want = std::fs::metadata(tmp.path().join("a")).unwrap();
-        assert_eq!((a.stat().unwrap().st_ino, a.stat().unwrap().st_dev as u64), (want.ino(), want.dev()));
+        assert_eq!((a.stat().unwrap().st_ino as u64, a.stat().unwrap().st_dev as u64), (want.ino(), want.dev()));
     }
 }
