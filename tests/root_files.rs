@@ -274,6 +274,7 @@ fn reading_dev_zero_or_a_fifo_as_a_report_ate_memory_or_hung() {
         vec!["score", fifo],
         vec!["submit", "/dev/zero", "--url", "http://127.0.0.1:9", "--yes"],
         vec!["submit", fifo, "--url", "http://127.0.0.1:9", "--yes"],
+        vec!["compare", fifo, fifo],
     ] {
         let ended = within(&args, 5);
         expect_foiled(ended.is_none(), &format!("{args:?} hung or read without end"));

@@ -3,7 +3,6 @@
 //! leaderboard), compares each with the first through
 //! `storage_scoring::compare`, and prints the table or the JSON.
 
-use std::io::Read;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -63,9 +62,9 @@ pub fn compare(args: &CompareArgs) -> Result<(), Failure> {
     if args.json {
         let doc = CompareDoc { comparisons: &comparisons };
         let json = serde_json::to_string_pretty(&doc).map_err(|e| Failure::Run(format!("cannot encode JSON: {e}")))?;
-        println!("{json}");
+        crate::terminal::json_outln(&json);
     } else {
-        print!("{}", compare_render::render(&inputs, &comparisons));
+        crate::terminal::out(&compare_render::render(&inputs, &comparisons));
     }
     Ok(())
 }
@@ -85,16 +84,10 @@ pub fn comparisons(inputs: &[Input]) -> Vec<Comparison> {
 }
 
 fn read_file(name: &str) -> Result<Input, Failure> {
-    let mut bytes = Vec::new();
-    std::fs::File::open(name).and_then(|f| f.take(MAX_REPORT + 1).read_to_end(&mut bytes)).map_err(|e| {
+    // A regular file only (a FIFO would hang, /dev/zero fill memory), capped.
+    let bytes = storage_identify::safe_fs::read_file(std::path::Path::new(name), MAX_REPORT).map_err(|e| {
         Failure::Usage(format!("cannot read {name}: {e}; give a report written by `storage-score run --output FILE`"))
     })?;
-    if bytes.len() as u64 > MAX_REPORT {
-        return Err(Failure::Usage(format!(
-            "{name} is larger than {} MiB, far more than any report; give a report written by `storage-score run --output FILE`",
-            MAX_REPORT >> 20
-        )));
-    }
     let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
         Failure::Usage(format!("{name} is not JSON ({e}); give a report written by `storage-score run --output FILE`"))
     })?;

@@ -442,7 +442,7 @@ fn later_flags(upload: &Upload) -> String {
 /// retried as uploads are; the error is one line naming the address.
 pub fn fetch(url: &str, timeout: Duration) -> Result<serde_json::Value, Failure> {
     let client = Client::new(timeout, Policy::default()).map_err(Failure::Run)?;
-    let mut notify = |line: &str| eprintln!("storage-score: {url}: {line}");
+    let mut notify = |line: &str| crate::terminal::errln(&format!("storage-score: {url}: {line}"));
     client.fetch(url, &mut notify).map_err(|e| {
         Failure::Run(match e {
             SendError::Unreachable { attempts, last } => {
@@ -456,6 +456,9 @@ pub fn fetch(url: &str, timeout: Duration) -> Result<serde_json::Value, Failure>
             }
             SendError::Garbage { what } => {
                 format!("cannot fetch {url}: it did not answer as a leaderboard does ({what}); check the address")
+            }
+            SendError::Tls { what } => {
+                format!("cannot fetch {url}: it was not trusted: {what}; it was not retried: check the address, or the server's certificate")
             }
         })
     })
