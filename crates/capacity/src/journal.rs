@@ -19,7 +19,7 @@
 //! which restores only blocks that still hold the crashed run's stamps.
 //! It lives in a checked [`JournalDir`]; its header carries an HMAC under
 //! that directory's key, and every record must lie where the probe writes
-//! (block-aligned, at or above [`probe::FLOOR`], inside the device, at most
+//! (sector-aligned, at or above [`probe::FLOOR`], inside the device, at most
 //! [`MAX_RECORD`] long), or the journal is not replayed at all.
 //!
 //! Layout: magic `SSCAPJ02`, a length-prefixed JSON [`Header`] with its
@@ -43,6 +43,9 @@ const MAC_LEN: usize = 32;
 /// The most the probe backs up at once (its flush chunk); a longer record
 /// is damage or forgery, not data.
 pub const MAX_RECORD: u32 = 1 << 20;
+/// The smallest logical sector a block device has: every record the probe
+/// makes starts and ends on one.
+const MIN_SECTOR: u64 = 512;
 /// A header longer than this is not one of ours.
 const MAX_HEADER: usize = 64 << 10;
 
@@ -187,8 +190,10 @@ impl Journal {
 fn out_of_bounds(offset: u64, len: u32, size: u64) -> Option<&'static str> {
     if len == 0 || len > MAX_RECORD {
         Some("no backup of the probe has that length")
-    } else if offset % probe::BLOCK != 0 || u64::from(len) % probe::BLOCK != 0 {
-        Some("it is not aligned to the probe's blocks")
+    } else if offset % MIN_SECTOR != 0 || u64::from(len) % MIN_SECTOR != 0 {
+        // The probe writes 4 KiB blocks, and single sectors where it finds
+        // the real end to the sector: whole 512-byte sectors, always.
+        Some("it is not aligned to the device's sectors")
     } else if offset < probe::FLOOR {
         Some("the probe never writes below its first MiB")
     } else if offset.checked_add(u64::from(len)).is_none_or(|end| end > size) {

@@ -21,15 +21,18 @@
 //! Only then are the blocks restored, newest record first (as the probe's
 //! own undo), each checked again just before it is written.
 
+use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
 use std::io;
 use std::os::unix::fs::FileExt;
 
 use crate::disk::{AlignedBuf, Disk};
 use crate::journal::{self, Entry, Pending, Undone};
 use crate::probe::BLOCK;
-use crate::stamp::{Seen, Stamp};
+use crate::stamp::{Foreign, MAGIC, Seen, Stamp};
 
-/// Sectors a torn write may have changed one by one.
+/// The unit of the check: the smallest sector, which a torn write changes
+/// whole, and the probe's smallest stamp.
 const SECTOR: usize = 512;
 
 /// Why a journal was not replayed, or not to the end. The journal is kept.
@@ -88,20 +91,20 @@ pub fn replay(pending: &Pending, disk: &mut dyn Disk, identified: bool) -> Resul
     }
     let list = journal::entries(&pending.file, header.size).map_err(ReplayError::Journal)?;
     let stamp = Stamp::new(header.nonce);
+    let held = Held::of(pending, &stamp, &list)?;
 
-    // Look first, write nothing: one foreign block refuses the whole journal.
+    // Look first, write nothing: one foreign sector refuses the whole journal.
     let (mut restore, mut stamped, mut blank) = (0u64, false, true);
     for entry in list.iter().rev() {
-        let (saved, blocks) = examine(pending, disk, &stamp, entry)?;
-        for (i, block) in blocks.iter().enumerate() {
-            let at = entry.offset + (i as u64) * BLOCK;
-            match *block {
-                Block::Foreign(seen) => return Err(ReplayError::Foreign { offset: at, seen }),
+        let examined = examine(pending, disk, &stamp, &held, entry)?;
+        for (i, sector) in examined.sectors.iter().enumerate() {
+            match *sector {
+                Block::Foreign(seen) => return Err(ReplayError::Foreign { offset: entry.offset + at(i), seen }),
                 Block::Restore => restore += 1,
                 Block::OwnBackup => stamped = true,
                 Block::InPlace => {}
             }
-            blank &= is_blank(block_of(saved.as_slice(), i));
+            blank &= is_blank(sector_of(examined.saved.as_slice(), i));
         }
     }
     if restore == 0 && !stamped && !identified && blank && !list.is_empty() {
@@ -110,21 +113,32 @@ pub fn replay(pending: &Pending, disk: &mut dyn Disk, identified: bool) -> Resul
 
     let mut done = Undone::default();
     for entry in list.iter().rev() {
-        let (saved, blocks) = examine(pending, disk, &stamp, entry)?;
-        if let Some((i, Block::Foreign(seen))) = blocks.iter().enumerate().find(|(_, b)| matches!(b, Block::Foreign(_)))
+        let Examined { saved, sectors } = examine(pending, disk, &stamp, &held, entry)?;
+        if let Some((i, Block::Foreign(seen))) =
+            sectors.iter().enumerate().find(|(_, b)| matches!(b, Block::Foreign(_)))
         {
-            return Err(ReplayError::Foreign { offset: entry.offset + (i as u64) * BLOCK, seen });
+            return Err(ReplayError::Foreign { offset: entry.offset + at(i), seen });
         }
         let device_error = |offset, bytes, source| ReplayError::Device { offset, bytes, source };
-        let written = blocks.iter().filter(|b| **b == Block::Restore).count() as u64 * BLOCK;
+        let written = sectors.iter().filter(|b| **b == Block::Restore).count() as u64 * SECTOR as u64;
         if written == u64::from(entry.len) {
             disk.write_at(entry.offset, saved.as_slice()).map_err(|e| device_error(entry.offset, saved.len(), e))?;
         } else {
-            let mut one = AlignedBuf::new(BLOCK as usize);
-            for (i, _) in blocks.iter().enumerate().filter(|(_, b)| **b == Block::Restore) {
-                let at = entry.offset + (i as u64) * BLOCK;
-                one.as_mut_slice().copy_from_slice(block_of(saved.as_slice(), i));
-                disk.write_at(at, one.as_slice()).map_err(|e| device_error(at, BLOCK as usize, e))?;
+            // Each run of sectors to restore, in one write.
+            let mut i = 0;
+            while i < sectors.len() {
+                if sectors[i] != Block::Restore {
+                    i += 1;
+                    continue;
+                }
+                let first = i;
+                while i < sectors.len() && sectors[i] == Block::Restore {
+                    i += 1;
+                }
+                let mut run = AlignedBuf::new((i - first) * SECTOR);
+                run.as_mut_slice().copy_from_slice(&saved.as_slice()[at(first) as usize..at(i) as usize]);
+                let offset = entry.offset + at(first);
+                disk.write_at(offset, run.as_slice()).map_err(|e| device_error(offset, run.len(), e))?;
             }
         }
         if written > 0 {
@@ -136,67 +150,167 @@ pub fn replay(pending: &Pending, disk: &mut dyn Disk, identified: bool) -> Resul
     Ok(Replayed::Done(done))
 }
 
-/// The saved data of `entry` and what each of its blocks needs now.
+/// The byte offset of sector `i` in a record.
+fn at(i: usize) -> u64 {
+    (i * SECTOR) as u64
+}
+
+/// A record's saved data, and what each of its sectors needs now.
+struct Examined {
+    saved: AlignedBuf,
+    sectors: Vec<Block>,
+}
+
+/// How far before a record the device is read: a 4 KiB stamp whose first
+/// sectors lie before the record still names its later ones.
+const CONTEXT: u64 = BLOCK;
+
 fn examine(
     pending: &Pending,
     disk: &mut dyn Disk,
     stamp: &Stamp,
+    held: &Held,
     entry: &Entry,
-) -> Result<(AlignedBuf, Vec<Block>), ReplayError> {
+) -> Result<Examined, ReplayError> {
     let len = entry.len as usize;
     let mut saved = AlignedBuf::new(len);
     pending.file.read_exact_at(saved.as_mut_slice(), entry.at).map_err(ReplayError::Journal)?;
-    let mut now = AlignedBuf::new(len);
-    if disk.read_at(entry.offset, now.as_mut_slice()).is_err() {
-        // Find the block that fails, to name it.
-        let mut one = AlignedBuf::new(BLOCK as usize);
-        for i in 0..len / BLOCK as usize {
-            let at = entry.offset + (i as u64) * BLOCK;
-            disk.read_at(at, one.as_mut_slice()).map_err(|source| ReplayError::Unreadable { offset: at, source })?;
-            now.as_mut_slice()[i * BLOCK as usize..(i + 1) * BLOCK as usize].copy_from_slice(one.as_slice());
+    let before = CONTEXT.min(entry.offset) as usize;
+    let mut now = AlignedBuf::new(before + len);
+    if disk.read_at(entry.offset - before as u64, now.as_mut_slice()).is_err() {
+        // Find the block that fails, to name it; the context is not needed.
+        now.as_mut_slice()[..before].fill(0);
+        let mut one = AlignedBuf::new(SECTOR);
+        for i in 0..len / SECTOR {
+            let offset = entry.offset + at(i);
+            disk.read_at(offset, one.as_mut_slice()).map_err(|source| ReplayError::Unreadable { offset, source })?;
+            now.as_mut_slice()[before + i * SECTOR..before + (i + 1) * SECTOR].copy_from_slice(one.as_slice());
         }
     }
-    let blocks = (0..len / BLOCK as usize)
+    let sectors = classify(stamp, held, entry.offset, saved.as_slice(), now.as_slice(), before);
+    Ok(Examined { saved, sectors })
+}
+
+/// What each sector of a record at `offset` needs, from its saved bytes and
+/// the device's now (`now` starts `before` bytes ahead of the record). A
+/// sector that holds what some record of this journal saved (not blank) is
+/// a restore cut short: the older records, written after this one, finish it.
+fn classify(stamp: &Stamp, held: &Held, offset: u64, saved: &[u8], now: &[u8], before: usize) -> Vec<Block> {
+    let mut known = Known::default();
+    (0..saved.len() / SECTOR)
         .map(|i| {
-            let at = entry.offset + (i as u64) * BLOCK;
-            classify(stamp, at, block_of(saved.as_slice(), i), block_of(now.as_slice(), i))
-        })
-        .collect();
-    Ok((saved, blocks))
-}
-
-fn block_of(buf: &[u8], i: usize) -> &[u8] {
-    &buf[i * BLOCK as usize..(i + 1) * BLOCK as usize]
-}
-
-fn classify(stamp: &Stamp, offset: u64, saved: &[u8], now: &[u8]) -> Block {
-    if matches!(stamp.check(offset, saved), Seen::Own | Seen::Alias(_)) {
-        return Block::OwnBackup;
-    }
-    if now == saved {
-        return Block::InPlace;
-    }
-    match stamp.check(offset, now) {
-        Seen::Own | Seen::Alias(_) => Block::Restore,
-        Seen::Foreign(kind) => {
-            if torn(stamp, offset, saved, now) {
+            let saved_sector = sector_of(saved, i);
+            let now_sector = &now[before + i * SECTOR..before + (i + 1) * SECTOR];
+            if known.ours(stamp, saved, i) || held.written(saved_sector) {
+                Block::OwnBackup
+            } else if now_sector == saved_sector {
+                Block::InPlace
+            } else if known.ours(stamp, now, before / SECTOR + i) || held.written(now_sector) || held.holds(now_sector)
+            {
                 Block::Restore
+            } else if now_sector[..MAGIC.len()] == MAGIC && stamp.header_offset(now_sector).is_none() {
+                Block::Foreign(Foreign::OtherRun.describe())
             } else {
-                Block::Foreign(kind.describe())
+                match stamp.check(offset + at(i), now_sector) {
+                    Seen::Foreign(kind) => Block::Foreign(kind.describe()),
+                    _ => Block::Foreign(Foreign::Damaged.describe()),
+                }
+            }
+        })
+        .collect()
+}
+
+/// What the journal says the card may hold, by sector hashes.
+///
+/// - `saved`: every sector some record saved. A crash during the probe's
+///   own undo leaves older data in place under newer records, and that
+///   data is the card's, not another's. Blank sectors do not count, since
+///   any card has them.
+/// - `written`: every sector of every stamp the run may have written (the
+///   probe backs up each block and sector before it stamps it, so the
+///   records name them all). Through a wrap, a block may reach the storage
+///   split in two far apart, where no header is near its tail.
+#[derive(Default)]
+struct Held {
+    saved: HashSet<u64>,
+    written: HashSet<u64>,
+}
+
+impl Held {
+    fn of(pending: &Pending, stamp: &Stamp, list: &[Entry]) -> Result<Held, ReplayError> {
+        let mut held = Held::default();
+        let mut buf = Vec::new();
+        let mut unit = vec![0u8; BLOCK as usize];
+        let mut single = [0u8; SECTOR];
+        for entry in list {
+            buf.resize(entry.len as usize, 0);
+            pending.file.read_exact_at(&mut buf, entry.at).map_err(ReplayError::Journal)?;
+            held.saved.extend(buf.chunks_exact(SECTOR).filter(|s| !is_blank(s)).map(sector_hash));
+            let end = entry.offset + u64::from(entry.len);
+            let mut block = entry.offset.next_multiple_of(BLOCK);
+            while block + BLOCK <= end {
+                stamp.fill(block, &mut unit);
+                held.written.extend(unit.chunks_exact(SECTOR).map(sector_hash));
+                block += BLOCK;
+            }
+            for sector in (entry.offset..end).step_by(SECTOR) {
+                stamp.fill(sector, &mut single);
+                held.written.insert(sector_hash(&single));
             }
         }
+        Ok(held)
+    }
+
+    fn holds(&self, sector: &[u8]) -> bool {
+        !is_blank(sector) && self.saved.contains(&sector_hash(sector))
+    }
+
+    fn written(&self, sector: &[u8]) -> bool {
+        self.written.contains(&sector_hash(sector))
     }
 }
 
-/// True when every sector of `now` is either the run's block for `offset`
-/// or the saved one: a write of the stamp that the crash cut short.
-fn torn(stamp: &Stamp, offset: u64, saved: &[u8], now: &[u8]) -> bool {
-    let mut ours = vec![0u8; now.len()];
-    stamp.fill(offset, &mut ours);
-    now.chunks(SECTOR)
-        .zip(ours.chunks(SECTOR))
-        .zip(saved.chunks(SECTOR))
-        .all(|((now, ours), saved)| now == ours || now == saved)
+fn sector_hash(sector: &[u8]) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    sector.hash(&mut hasher);
+    hasher.finish()
+}
+
+fn sector_of(buf: &[u8], i: usize) -> &[u8] {
+    &buf[i * SECTOR..(i + 1) * SECTOR]
+}
+
+/// Recognises the run's own data one sector at a time. The probe stamps
+/// 4 KiB blocks and single sectors; through an alias whose period is no
+/// multiple of 4 KiB a block may start at any sector, so a sector is the
+/// run's when a header of the run up to 7 sectors before it names a unit
+/// whose bytes at that distance are exactly this sector's.
+#[derive(Default)]
+struct Known {
+    /// The last 4 KiB unit made, by its offset.
+    block: Option<(u64, Vec<u8>)>,
+}
+
+impl Known {
+    fn ours(&mut self, stamp: &Stamp, buf: &[u8], j: usize) -> bool {
+        let sector = sector_of(buf, j);
+        (0..=j.min(BLOCK as usize / SECTOR - 1)).any(|k| {
+            let Some(offset) = stamp.header_offset(&buf[(j - k) * SECTOR..]) else { return false };
+            if k == 0 {
+                let mut single = [0u8; SECTOR];
+                stamp.fill(offset, &mut single);
+                if single[..] == *sector {
+                    return true;
+                }
+            }
+            if self.block.as_ref().is_none_or(|(o, _)| *o != offset) {
+                let mut unit = vec![0u8; BLOCK as usize];
+                stamp.fill(offset, &mut unit);
+                self.block = Some((offset, unit));
+            }
+            self.block.as_ref().is_some_and(|(_, unit)| unit[k * SECTOR..(k + 1) * SECTOR] == *sector)
+        })
+    }
 }
 
 fn is_blank(block: &[u8]) -> bool {
@@ -220,25 +334,53 @@ mod tests {
 
     #[test]
     fn a_torn_stamp_is_ours_and_a_changed_block_is_not() {
+        use Block::{Foreign as F, InPlace as P, OwnBackup, Restore as R};
         let stamp = Stamp::new(77);
         let saved = vec![0x5Au8; 4096];
         let mut ours = vec![0u8; 4096];
         stamp.fill(1 << 20, &mut ours);
-        assert_eq!(classify(&stamp, 1 << 20, &saved, &ours), Block::Restore);
-        assert_eq!(classify(&stamp, 1 << 20, &saved, &saved), Block::InPlace);
+        let held = Held::default();
+        let at = |saved: &[u8], now: &[u8]| classify(&stamp, &held, 1 << 20, saved, now, 0);
+        assert_eq!(at(&saved, &ours), [R; 8]);
+        assert_eq!(at(&saved, &saved), [P; 8]);
+        // A torn write: the first two sectors new, the rest as saved.
         let mut half = saved.clone();
         half[..1024].copy_from_slice(&ours[..1024]);
-        assert_eq!(classify(&stamp, 1 << 20, &saved, &half), Block::Restore);
+        assert_eq!(at(&saved, &half), [R, R, P, P, P, P, P, P]);
         let mut changed = saved.clone();
         changed[3000] = 1;
-        assert_eq!(classify(&stamp, 1 << 20, &saved, &changed), Block::Foreign("old or random data"));
-        assert_eq!(classify(&stamp, 1 << 20, &saved, &[0u8; 4096]), Block::Foreign("zeros"));
+        assert_eq!(at(&saved, &changed)[5], F("old or random data"));
+        assert_eq!(at(&saved, &[0u8; 4096])[0], F("zeros"));
         // Another run's stamp is not ours.
         let mut theirs = vec![0u8; 4096];
         Stamp::new(78).fill(1 << 20, &mut theirs);
-        assert_eq!(classify(&stamp, 1 << 20, &saved, &theirs), Block::Foreign("a block of an earlier run"));
+        assert_eq!(at(&saved, &theirs)[0], F("a block of an earlier run"));
         // A backup of our own block (through an alias) needs nothing.
-        assert_eq!(classify(&stamp, 2 << 20, &ours, &saved), Block::OwnBackup);
+        assert_eq!(at(&ours, &saved), [OwnBackup; 8]);
+    }
+
+    #[test]
+    fn a_block_through_an_alias_at_a_sector_offset_and_a_sector_stamp_are_ours() {
+        let stamp = Stamp::new(77);
+        let saved = vec![0x5Au8; 8192];
+        // A 4 KiB block written for 3 GiB, seen 1536 bytes into the record,
+        // and a single-sector stamp in the record's last sector.
+        let mut now = saved.clone();
+        stamp.fill(3 << 30, &mut now[1536..1536 + 4096]);
+        stamp.fill((1 << 20) + 7680, &mut now[7680..]);
+        let blocks = classify(&stamp, &Held::default(), 1 << 20, &saved, &now, 0);
+        let restore: Vec<bool> = blocks.iter().map(|b| *b == Block::Restore).collect();
+        assert_eq!(
+            restore,
+            [false, false, false, true, true, true, true, true, true, true, true, false, false, false, false, true]
+        );
+        assert!(blocks.iter().all(|b| matches!(b, Block::Restore | Block::InPlace)), "{blocks:?}");
+        // The tail of a block whose head lies before the record: the context names it.
+        let mut context = vec![0x5Au8; 4096 + 8192];
+        stamp.fill(5 << 30, &mut context[4096 - 1024..4096 + 3072]);
+        let blocks = classify(&stamp, &Held::default(), 1 << 20, &saved, &context, 4096);
+        assert!(blocks[..6].iter().all(|b| *b == Block::Restore), "{blocks:?}");
+        assert!(blocks[6..].iter().all(|b| *b == Block::InPlace), "{blocks:?}");
     }
 
     use crate::sim::{Mode, SimDisk};
@@ -254,7 +396,7 @@ mod tests {
         let mut disk = card(seed);
         disk.die_at_write = Some(die_at);
         let safety = Safety::Journal { dir, fingerprint: "a reader that names no card".into() };
-        let options = Options { cache_bound: crate::DEFAULT_CACHE_BOUND };
+        let options = Options::default();
         let died = catch_unwind(AssertUnwindSafe(|| verify(&mut disk, "/dev/sim", &safety, options, &Quiet)));
         assert!(died.is_err(), "no write number {die_at}");
         disk.die_at_write = None;

@@ -72,6 +72,15 @@ impl Stamp {
         Stamp { nonce }
     }
 
+    /// The offset named by a header of this run at the start of `data`
+    /// (magic and nonce), whether or not the rest is intact.
+    pub fn header_offset(&self, data: &[u8]) -> Option<u64> {
+        if data.len() < HEADER || data[0..8] != MAGIC || data[8..16] != self.nonce.to_le_bytes() {
+            return None;
+        }
+        Some(u64::from_le_bytes(data[16..24].try_into().ok()?))
+    }
+
     /// Fills `block` with this run's block for `offset`.
     pub fn fill(&self, offset: u64, block: &mut [u8]) {
         debug_assert!(block.len() >= HEADER && block.len() % 8 == 0);
