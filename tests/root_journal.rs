@@ -114,10 +114,18 @@ fn journals(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Starts verify-capacity on `card` with writes throttled, and kills it
-/// with SIGKILL in the middle of its flush writes (its journal has grown
-/// past the flush's backups and stopped: the writes run).
+/// with SIGKILL once the card itself has taken 2 MiB of its writes (the
+/// device's own counter, `/sys/block/NAME/stat`): the journal holds their
+/// backups, and the card holds the run's stamps. Any probe writes that
+/// much, whatever its plan, and at 16 MiB/s it is still writing then.
 fn crash_mid_write(card: &Card, journal: &Path) {
     let _throttle = BlkioThrottle::new(card.dev(), Throttle { write_bps: Some(16 * MIB), ..Throttle::default() });
+    let stat = PathBuf::from("/sys/block").join(card.node().file_name().expect("name")).join("stat");
+    let written = || -> u64 {
+        let text = std::fs::read_to_string(&stat).expect("device stat");
+        text.split_whitespace().nth(6).and_then(|s| s.parse::<u64>().ok()).expect("sectors written") * 512
+    };
+    let before = written();
     let mut child =
         command(&["verify-capacity", &card.path(), "--json", "--journal-dir", journal.to_str().expect("utf8")])
             .stdout(Stdio::null())
@@ -125,20 +133,16 @@ fn crash_mid_write(card: &Card, journal: &Path) {
             .spawn()
             .expect("spawn");
     let deadline = Instant::now() + Duration::from_secs(120);
-    let (mut size, mut since) = (0, Instant::now());
-    loop {
-        assert!(Instant::now() < deadline, "the probe never reached its flush writes");
+    let size = loop {
+        assert!(Instant::now() < deadline, "the probe never wrote 2 MiB to the card");
         if let Some(status) = child.try_wait().expect("wait") {
             panic!("verify-capacity ended ({status}) before it could be killed");
         }
-        let now = journals(journal).first().and_then(|j| std::fs::metadata(j).ok()).map_or(0, |m| m.len());
-        if now != size {
-            (size, since) = (now, Instant::now());
-        } else if size > 48 * MIB && since.elapsed() > Duration::from_millis(1500) {
-            break;
+        if written() - before >= 2 * MIB {
+            break journals(journal).first().and_then(|j| std::fs::metadata(j).ok()).map_or(0, |m| m.len());
         }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        std::thread::sleep(Duration::from_millis(20));
+    };
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGKILL)
         .expect("kill -9");
     let _ = child.wait();
