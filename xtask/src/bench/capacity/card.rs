@@ -19,7 +19,8 @@ pub struct FakeCard {
     // Dropped first: the loop device holds the FUSE file open.
     pub dev: Loop,
     server: Server,
-    pub dir: WorkDir,
+    /// The mount point, backing file and log, removed last.
+    _dir: WorkDir,
 }
 
 struct Server {
@@ -68,7 +69,7 @@ impl FakeCard {
             std::thread::sleep(Duration::from_millis(50));
         }
         let dev = Loop::attach(&mount.join("disk.img"), true)?;
-        Ok(FakeCard { dev, server, dir })
+        Ok(FakeCard { dev, server, _dir: dir })
     }
 
     fn info(&self, file: &str) -> Result<Value> {

@@ -33,6 +33,7 @@ use serde_json::Value;
 
 pub use report::{table, to_json};
 
+use super::guard::WorkDir;
 use super::sys;
 use card::FakeCard;
 
@@ -241,13 +242,14 @@ pub fn run(binary: &Path, workspace: &Path, set: &Set, done: &dyn Fn(&[Row]) -> 
         Set::Slow => slow(),
     };
     let limit = if *set == Set::Slow { Duration::from_secs(4 * 3600) } else { Duration::from_secs(1800) };
+    let journals = journal_base()?;
     let mut rows = Vec::new();
     for (i, case) in cases.into_iter().enumerate() {
         sys::check_interrupt()?;
         eprintln!("bench: capacity {}: {}", i + 1, case.name);
         let _lock = DeviceLock::take()?;
         let ours = measure(&script, &case, |card| {
-            let journal = card.dir.path.join("journal");
+            let journal = journals.path.join(format!("card-{i}"));
             let mut cmd = Command::new(binary);
             cmd.args(["verify-capacity", card.dev.dev_str(), "--json", "--journal-dir"]).arg(&journal);
             let out = run_for(cmd, limit).context("storage-score")?;
@@ -269,6 +271,17 @@ pub fn run(binary: &Path, workspace: &Path, set: &Set, done: &dyn Fn(&[Row]) -> 
         done(&rows)?;
     }
     Ok(rows)
+}
+
+/// Where verify-capacity keeps its undo journals: a directory it accepts
+/// (root's, writable by no one else all the way up, on a disk), which the
+/// card's own directory under `/var/tmp` is not.
+fn journal_base() -> Result<WorkDir> {
+    let base = Path::new("/var/lib/storage-score-bench");
+    std::fs::create_dir_all(base).with_context(|| format!("creating {}", base.display()))?;
+    std::fs::set_permissions(base, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .with_context(|| format!("chmod 700 {}", base.display()))?;
+    WorkDir::create(base, "journals")
 }
 
 /// Runs `tool` on a fresh card, timing it and asking the card what it saw.
