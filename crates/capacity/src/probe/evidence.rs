@@ -20,6 +20,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::geometry::{BLOCK, FLOOR};
 use crate::stamp::{Foreign, Seen};
 
+/// Verified shifts tried at most for one block's partner reads.
+const MAX_SHIFTS_TRIED: usize = 8;
+
 /// Why an address is bad.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Bad {
@@ -186,16 +189,32 @@ impl Evidence {
         self.shifts.insert(at, shift);
     }
 
-    /// The verified shifts worth trying at `at`: those verified nearest
-    /// below and above it (most likely its own piece of the card's map) and
-    /// the smallest; each at most `at`.
+    /// The verified shifts worth trying at `at`, each at most `at`: those
+    /// verified nearest below and above it (most likely its own piece of
+    /// the card's map) and the smallest first, then every other one, up to
+    /// [`MAX_SHIFTS_TRIED`]. Trying only the near ones missed the pieces of
+    /// an offset wrap on a small card: blocks of one piece read their own
+    /// stamp, no partner read looked at the right shift, and the search
+    /// walked down half a run per certificate until it ran out of them,
+    /// with a usable size above the truth.
     pub fn shifts_near(&self, at: u64) -> Vec<u64> {
         let below = self.shifts.range(..=at).next_back().map(|(_, &s)| s);
         let above = self.shifts.range(at..).next().map(|(_, &s)| s);
-        let mut near: Vec<u64> =
-            [below, above, self.min_shift()].into_iter().flatten().filter(|&s| s > 0 && s <= at).collect();
+        let fits = |s: &u64| *s > 0 && *s <= at;
+        let mut near: Vec<u64> = [below, above, self.min_shift()].into_iter().flatten().filter(fits).collect();
         near.sort_unstable();
         near.dedup();
+        let mut others: Vec<u64> = self.shifts.values().copied().filter(fits).collect();
+        others.sort_unstable();
+        others.dedup();
+        for s in others {
+            if near.len() >= MAX_SHIFTS_TRIED {
+                break;
+            }
+            if !near.contains(&s) {
+                near.push(s);
+            }
+        }
         near
     }
 

@@ -11,6 +11,9 @@ use crate::stamp::Seen;
 /// Island probes at most, above a limbo boundary.
 const MAX_ISLAND_PROBES: u64 = 4096;
 
+/// How many blocks above a suspect's reader a decoy is looked for.
+const DECOY_REACH: u64 = 1024;
+
 impl Probe<'_> {
     /// Rounds of probe blocks between the highest block seen good and the
     /// lowest seen bad, until they are one block apart.
@@ -113,18 +116,25 @@ impl Probe<'_> {
             // Next to the reader, clear of the 4 KiB it read (if it aliases
             // the suspect, a decoy must not land on the suspect), and on no
             // block holding a stamp (its alias might be another suspect).
+            // One decoy lies above the reader, where limbo would be: two
+            // below it may both land on good storage, which no limbo hears,
+            // and the suspect would pass for good (a chain whose lowest
+            // limbo block was written last, with every block above it
+            // stamped by a round, once gave a usable size a block too big).
             let reader = readers[0];
-            let mut decoys = Vec::new();
-            for k in 1..16u64 {
-                let below = block_of(reader).checked_sub(k * BLOCK);
-                let above = block_of(reader) + (k + 1) * BLOCK;
-                for d in [below, Some(above)].into_iter().flatten() {
-                    let free = self.io.stamped_within(d, d + BLOCK).is_empty();
-                    if decoys.len() < 2 && free && d >= FLOOR && d + BLOCK <= self.top && d != block_of(start) {
-                        decoys.push(d);
-                    }
-                }
-            }
+            let usable = |d: u64| {
+                d >= FLOOR
+                    && d + BLOCK <= self.top
+                    && d != block_of(start)
+                    && self.io.stamped_within(d, d + BLOCK).is_empty()
+            };
+            let above = (2..DECOY_REACH).map(|k| block_of(reader) + k * BLOCK).find(|&d| usable(d));
+            let below = (1..16u64).filter_map(|k| block_of(reader).checked_sub(k * BLOCK)).find(|&d| usable(d));
+            let Some(above) = above else {
+                self.ev.settle(start, None);
+                continue;
+            };
+            let decoys: Vec<u64> = [Some(above), below].into_iter().flatten().collect();
             let unreadable = self.io.backup_blocks(&decoys)?;
             for &d in decoys.iter().filter(|d| !unreadable.contains(d)) {
                 let _ = self.io.write_block(d);
