@@ -135,9 +135,10 @@ impl Probe<'_> {
         if !last_write_answers(&hits, run, decoy) {
             if let Some(pair) = self.absorb_run_hits(&hits, run)? {
                 // A wrap: the cache matters only to blocks that vanish.
-                self.measure_pair(pair)?;
-                let probes = self.write_probes(&lattice)?;
-                self.flush_now(self.flush, &probes)?;
+                let (probes, flushed) = self.measure_pair(pair, &lattice)?;
+                if !flushed {
+                    self.flush_now(self.flush, &probes)?;
+                }
                 check.extend(&probes);
                 self.read_phase(&check, tail)?;
                 return Ok(Next::Search);
@@ -159,7 +160,7 @@ impl Probe<'_> {
                 self.read_phase(&check, tail)?;
                 let hits = self.scan(0, start, len / 2, run)?;
                 if let Some(pair) = self.absorb_run_hits(&hits, run)? {
-                    self.measure_pair(pair)?;
+                    self.measure_pair(pair, &[])?;
                     return Ok(Next::Search);
                 }
                 if !self.ev.any_bad() {
@@ -241,17 +242,26 @@ impl Probe<'_> {
     /// Sizes a write cache in front of a wrap: `marker` reaches the storage
     /// of the lower `partner`; once the partner is written, the marker
     /// reads the partner's stamp as soon as no cache answers for it.
-    fn measure_pair(&mut self, (marker, partner): (u64, u64)) -> Result<(), ProbeError> {
+    ///
+    /// The probe blocks of `lattice` are written on the way and returned,
+    /// with whether they are out of any cache already. When a cache shows
+    /// (the marker still reads its own stamp after the partner's write),
+    /// they are written next and the partner once more after them (of two
+    /// aliases the lower is written last), so that the rewriting that sizes
+    /// the cache puts them out of it too: a first-in, first-out cache that
+    /// let go of the marker let go of all but what was written after it,
+    /// and a little more rewriting covers that.
+    fn measure_pair(&mut self, (marker, partner): (u64, u64), lattice: &[u64]) -> Result<(Vec<u64>, bool), ProbeError> {
         let bound = self.bound();
         let span: Vec<u64> = [marker, partner].iter().flat_map(|&a| [block_of(a), block_of(a + BLOCK - 1)]).collect();
         if partner < FLOOR || !self.io.backup_blocks(&span)?.is_empty() {
             self.flush = bound;
-            return Ok(());
+            return Ok((self.write_probes(lattice)?, false));
         }
         self.io.stage("sizing the write cache in front of the wrap");
         if self.io.write_block(marker).is_err() {
             self.flush = bound;
-            return Ok(());
+            return Ok((self.write_probes(lattice)?, false));
         }
         // Whether a write reaches the storage at once (a cache, if any,
         // only answers reads of the address written): then a partner read
@@ -259,11 +269,28 @@ impl Probe<'_> {
         self.write_through = self.io.read_block(partner) == Ok(Seen::Alias(marker));
         if self.io.write_block(partner).is_err() {
             self.flush = bound;
-            return Ok(());
+            return Ok((self.write_probes(lattice)?, false));
         }
-        let mut ages = vec![BLOCK];
-        ages.extend(ladder(FIRST_AGE, bound));
-        self.measure(marker, &span, &ages, bound).map(|_| ())
+        let seen = self.io.read_block(marker);
+        if seen != Ok(Seen::Own) {
+            // No cache answered even right after one more write.
+            self.rounds += 1;
+            self.cache = None;
+            self.flush = 0;
+            return Ok((self.write_probes(lattice)?, false));
+        }
+        let probes = self.write_probes(lattice)?;
+        if self.io.write_block(partner).is_err() {
+            self.flush = bound;
+            return Ok((probes, false));
+        }
+        let after_marker = (probes.len() as u64 + 2) * BLOCK;
+        let mut keep = span.clone();
+        keep.extend(&probes);
+        self.measure(marker, &keep, &ladder(FIRST_AGE, bound), bound, (after_marker, BLOCK))?;
+        // What was written after the marker is the younger by this much.
+        self.flush_now(after_marker, &keep)?;
+        Ok((probes, true))
     }
 
     /// Sizes a write cache in front of a top that may be limbo: `marker`
@@ -279,7 +306,7 @@ impl Probe<'_> {
         // a cached block would keep it cached.
         let mut keep = pending.to_vec();
         keep.extend([marker, decoy]);
-        let measured = self.measure(marker, &keep, &ladder(FIRST_AGE, bound), bound)?;
+        let measured = self.measure(marker, &keep, &ladder(FIRST_AGE, bound), bound, (BLOCK, 0))?;
         if let Measured::Held = measured {
             // The top holds: that says nothing of a cache, only that none
             // up to the bound hides anything here.
@@ -292,11 +319,18 @@ impl Probe<'_> {
     /// Rewrites up to each of `ages` bytes (counted from the marker's
     /// write), reading the marker after each: the cache holds more than the
     /// last age it answered at, and no more than the first it did not.
-    fn measure(&mut self, marker: u64, keep: &[u64], ages: &[u64], bound: u64) -> Result<Measured, ProbeError> {
+    /// `(age, held)`: the bytes written since the marker, and the largest
+    /// age it already answered at (0 for none).
+    fn measure(
+        &mut self,
+        marker: u64,
+        keep: &[u64],
+        ages: &[u64],
+        bound: u64,
+        (mut age, mut held): (u64, u64),
+    ) -> Result<Measured, ProbeError> {
         // The flushes below may add up to the bound: they need room for it.
         self.flush = bound;
-        let mut age = BLOCK;
-        let mut held = 0;
         for &target in ages {
             if target > age {
                 self.flush_now(target - age, keep)?;
