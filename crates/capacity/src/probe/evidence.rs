@@ -204,17 +204,10 @@ impl Evidence {
         let mut near: Vec<u64> = [below, above, self.min_shift()].into_iter().flatten().filter(fits).collect();
         near.sort_unstable();
         near.dedup();
-        let mut others: Vec<u64> = self.shifts.values().copied().filter(fits).collect();
-        others.sort_unstable();
-        others.dedup();
-        for s in others {
-            if near.len() >= MAX_SHIFTS_TRIED {
-                break;
-            }
-            if !near.contains(&s) {
-                near.push(s);
-            }
-        }
+        let others: BTreeSet<u64> = self.shifts.values().copied().filter(fits).collect();
+        let rest: Vec<u64> = others.into_iter().filter(|s| !near.contains(s)).collect();
+        near.extend(rest);
+        near.truncate(MAX_SHIFTS_TRIED);
         near
     }
 

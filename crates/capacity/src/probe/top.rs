@@ -255,21 +255,18 @@ impl Probe<'_> {
         let bound = self.bound();
         let span: Vec<u64> = [marker, partner].iter().flat_map(|&a| [block_of(a), block_of(a + BLOCK - 1)]).collect();
         if partner < FLOOR || !self.io.backup_blocks(&span)?.is_empty() {
-            self.flush = bound;
-            return Ok((self.write_probes(lattice)?, false));
+            return self.cache_not_sized(lattice);
         }
         self.io.stage("sizing the write cache in front of the wrap");
         if self.io.write_block(marker).is_err() {
-            self.flush = bound;
-            return Ok((self.write_probes(lattice)?, false));
+            return self.cache_not_sized(lattice);
         }
         // Whether a write reaches the storage at once (a cache, if any,
         // only answers reads of the address written): then a partner read
         // needs no flush to see an alias.
         self.write_through = self.io.read_block(partner) == Ok(Seen::Alias(marker));
         if self.io.write_block(partner).is_err() {
-            self.flush = bound;
-            return Ok((self.write_probes(lattice)?, false));
+            return self.cache_not_sized(lattice);
         }
         let seen = self.io.read_block(marker);
         if seen != Ok(Seen::Own) {
@@ -291,6 +288,13 @@ impl Probe<'_> {
         // What was written after the marker is the younger by this much.
         self.flush_now(after_marker, &keep)?;
         Ok((probes, true))
+    }
+
+    /// When the cache in front of a wrap cannot be sized: `lattice` is
+    /// written, and every read-back waits for the whole bound.
+    fn cache_not_sized(&mut self, lattice: &[u64]) -> Result<(Vec<u64>, bool), ProbeError> {
+        self.flush = self.bound();
+        Ok((self.write_probes(lattice)?, false))
     }
 
     /// Sizes a write cache in front of a top that may be limbo: `marker`

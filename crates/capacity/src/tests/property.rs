@@ -92,11 +92,24 @@ fn draw_card(draw: &mut Draw) -> (Card, Verdict, String) {
     }
 }
 
+/// The probe's options at the property test's scale.
+const SMALL: Options = Options { cache_bound: 16 * MIB, scan_balance: 4 << 10, max_run: 2 * MIB };
+
+/// Probes `disk`, its data drawn from `fill`, at the property test's scale
+/// and returns the report, after checking the user's data.
+fn probe_small(mut disk: SimDisk, fill: u64) -> Report {
+    disk.fill_pattern(fill);
+    let tmp = tempfile::tempdir().expect("dir");
+    let dir = JournalDir::for_tests(tmp.path());
+    let report = verify(&mut disk, "/dev/sim", &safety(&dir), SMALL, &Quiet).expect("verify");
+    assert!(disk.intact().is_ok());
+    report
+}
+
 #[test]
 fn random_counterfeits_are_called_right_and_never_larger() {
     let cases: u64 = std::env::var("STORAGE_SCORE_CAPACITY_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
     let seed: u64 = std::env::var("STORAGE_SCORE_CAPACITY_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(17);
-    let options = Options { cache_bound: 16 * MIB, scan_balance: 4 << 10, max_run: 2 * MIB };
     let mut draw = Draw(seed, 0);
     let (mut right, mut exact, mut worst, mut written) = (0, 0, 0u64, 0u64);
     let mut wrong = Vec::new();
@@ -111,7 +124,7 @@ fn random_counterfeits_are_called_right_and_never_larger() {
         disk.fill_pattern(case);
         let tmp = tempfile::tempdir().expect("dir");
         let dir = JournalDir::for_tests(tmp.path());
-        let report = match verify(&mut disk, "/dev/sim", &safety(&dir), options, &Quiet) {
+        let report = match verify(&mut disk, "/dev/sim", &safety(&dir), SMALL, &Quiet) {
             Ok(report) => report,
             Err(e) => {
                 wrong.push(format!("{name} cache {cache}: {e}"));
@@ -146,28 +159,9 @@ fn random_counterfeits_are_called_right_and_never_larger() {
 fn a_rotated_wrap_smaller_than_the_run_behind_a_cache() {
     // Drawn by the property test (seed 2026): 6.5 MiB of flash announced
     // as 1.6 GiB, addresses past it reaching 1.84 MiB in, a 3.6 MiB cache.
-    let options = Options { cache_bound: 16 * MIB, scan_balance: 4 << 10, max_run: 2 * MIB };
     let (announced, real, shift, cache) = (1_743_825_920, 6_867_968, 1_933_312, 3_821_568);
-    let mut disk = SimDisk::of(Card::wrap_rotated(announced, real, shift)).with_cache(cache);
-    disk.fill_pattern(3);
-    let tmp = tempfile::tempdir().expect("dir");
-    let dir = JournalDir::for_tests(tmp.path());
-    let report = verify(&mut disk, "/dev/sim", &safety(&dir), options, &Quiet).expect("verify");
-    assert!(disk.intact().is_ok());
+    let report = probe_small(SimDisk::of(Card::wrap_rotated(announced, real, shift)).with_cache(cache), 3);
     assert_eq!((report.verdict, report.usable_bytes), (Verdict::Wraparound, real), "{report:#?}");
-}
-
-/// Probes `card` with the property test's scale and returns the report,
-/// after checking the user's data.
-fn probe_small(card: Card, fill: u64) -> Report {
-    let options = Options { cache_bound: 16 * MIB, scan_balance: 4 << 10, max_run: 2 * MIB };
-    let mut disk = SimDisk::of(card);
-    disk.fill_pattern(fill);
-    let tmp = tempfile::tempdir().expect("dir");
-    let dir = JournalDir::for_tests(tmp.path());
-    let report = verify(&mut disk, "/dev/sim", &safety(&dir), options, &Quiet).expect("verify");
-    assert!(disk.intact().is_ok());
-    report
 }
 
 #[test]
@@ -180,7 +174,7 @@ fn an_offset_wrap_whose_pieces_show_at_shifts_far_apart() {
     // called usable.
     let real = 5_626_880;
     for fill in 0..20 {
-        let report = probe_small(Card::wrap_rotated(1_613_010_432, real, 3_766_784), fill);
+        let report = probe_small(SimDisk::of(Card::wrap_rotated(1_613_010_432, real, 3_766_784)), fill);
         assert_eq!((report.verdict, report.usable_bytes), (Verdict::Wraparound, real), "{report:#?}");
     }
 }
@@ -194,6 +188,6 @@ fn a_chain_whose_last_write_limbo_starts_with_a_block_written_last() {
     // (every block above was stamped), so it passed for good: 4 KiB too
     // many called usable, and a wraparound.
     let real = 3_780_608;
-    let report = probe_small(Card::chain(67_569_152, real, 33_381_376, Limbo::LastWrite), 3);
+    let report = probe_small(SimDisk::of(Card::chain(67_569_152, real, 33_381_376, Limbo::LastWrite)), 3);
     assert_eq!((report.verdict, report.usable_bytes), (Verdict::Chain, real), "{report:#?}");
 }
