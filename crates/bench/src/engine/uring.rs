@@ -359,6 +359,14 @@ impl<'w, 'a> Job<'w, 'a> {
         if next < offsets.len() && self.failure.is_none() && !halt.load(Ordering::Relaxed) && !self.work.has_enough() {
             self.partial = true;
         }
+        // Nothing is in flight here. The ring's last reference to the file
+        // goes when it is unregistered, now; left to the ring's teardown,
+        // which the kernel runs later on a worker, a scratch file's blocks
+        // could outlive the process (81 MiB still held when the next run
+        // checked for free space, on a loaded CI machine).
+        if matches!(fd, Target::Fixed(_)) {
+            let _ = ring.submitter().unregister_files();
+        }
         drop(ring);
         match self.failure.take() {
             Some(e) => Err(Leak(e)),
