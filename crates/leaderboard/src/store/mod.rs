@@ -14,6 +14,7 @@
 //! ([`aggregate`]) and the upgrade of older databases ([`migrate`]).
 
 pub mod aggregate;
+mod columns;
 pub mod migrate;
 pub mod postgres;
 mod query;

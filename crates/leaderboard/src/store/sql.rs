@@ -168,6 +168,58 @@ pub fn insert_result(table: &str, with_id: bool) -> String {
     format!("INSERT INTO {table} ({INSERT_COLUMNS}{id}) VALUES ({})", params.join(", "))
 }
 
+/// The values of [`insert_result`]'s parameters for a `NewResult`, in its
+/// column order, each in a `Box` that the caller's type makes its driver's
+/// `ToSql`: the two backends bind the same values, listed once here beside
+/// the columns they fill.
+macro_rules! insert_result_params {
+    ($new:expr) => {{
+        let new: &$crate::store::NewResult = $new;
+        let card = &new.card;
+        vec![
+            Box::new(new.created_at),
+            Box::new(new.status().as_str().to_owned()),
+            Box::new($crate::store::reasons_json(&new.reasons)),
+            Box::new(None::<String>),
+            Box::new(new.idempotency_key.clone()),
+            Box::new(new.body_hash.clone()),
+            Box::new(new.content_hash.clone()),
+            Box::new(new.delete_hash.clone()),
+            Box::new(new.submitter.clone()),
+            Box::new(new.group_key.clone()),
+            Box::new(new.card_key.clone()),
+            Box::new(card.kind.clone()),
+            Box::new(card.manufacturer_id.map(i64::from)),
+            Box::new(card.manufacturer.clone()),
+            Box::new(card.oem_id.clone()),
+            Box::new(card.product_name.clone()),
+            Box::new(card.product_revision.clone()),
+            Box::new(card.capacity_bytes.and_then(|c| i64::try_from(c).ok())),
+            Box::new(card.class_label.clone()),
+            Box::new(new.label.clone()),
+            Box::new(new.label_key.clone()),
+            Box::new(new.board.model.clone()),
+            Box::new(new.board.key.clone()),
+            Box::new(new.board.revision.clone()),
+            Box::new(new.board.family.clone()),
+            Box::new(new.board.family_key.clone()),
+            Box::new(new.bus.clone()),
+            Box::new(new.formula.clone()),
+            Box::new(new.verdict_version.clone()),
+            Box::new(new.score),
+            Box::new(new.figures.seq_read_mib_s),
+            Box::new(new.figures.seq_write_mb_s),
+            Box::new(new.figures.rand_read_4k_qd64_iops),
+            Box::new(new.figures.rand_write_4k_qd64_iops),
+            Box::new(new.claimed.clone()),
+            Box::new(new.measured.clone()),
+            Box::new(new.report_json.clone()),
+            Box::new(new.verdict_json.clone()),
+        ]
+    }};
+}
+pub(crate) use insert_result_params;
+
 /// The stored body hash and receipt of an idempotency key.
 pub const FIND_KEY: &str = "SELECT id, body_hash, status, auto_reasons, moderation, score, formula, group_key, \
     submitter, board, family FROM results WHERE idem_key = $1";

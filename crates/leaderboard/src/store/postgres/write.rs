@@ -21,7 +21,7 @@ use tokio_postgres::{Client, GenericClient, Statement};
 use super::rows::{all, counted_from_row, entry_from_row, result_from_row};
 use crate::card::Card;
 use crate::store::aggregate::{self, SubmitterEntry};
-use crate::store::{NewResult, Standing, StoreResult, reasons_json, sql};
+use crate::store::{NewResult, Standing, StoreResult, sql};
 
 /// The statements every write uses, prepared when a connection is made.
 pub(super) struct Prepared {
@@ -78,48 +78,9 @@ impl Prepared {
 
 /// The parameters of [`sql::insert_result`], then the group key to lock.
 pub(super) fn insert_params(new: &NewResult) -> Vec<Box<dyn ToSql + Sync + Send>> {
-    let card = &new.card;
-    vec![
-        Box::new(new.created_at),
-        Box::new(new.status().as_str().to_owned()),
-        Box::new(reasons_json(&new.reasons)),
-        Box::new(None::<String>),
-        Box::new(new.idempotency_key.clone()),
-        Box::new(new.body_hash.clone()),
-        Box::new(new.content_hash.clone()),
-        Box::new(new.delete_hash.clone()),
-        Box::new(new.submitter.clone()),
-        Box::new(new.group_key.clone()),
-        Box::new(new.card_key.clone()),
-        Box::new(card.kind.clone()),
-        Box::new(card.manufacturer_id.map(i64::from)),
-        Box::new(card.manufacturer.clone()),
-        Box::new(card.oem_id.clone()),
-        Box::new(card.product_name.clone()),
-        Box::new(card.product_revision.clone()),
-        Box::new(card.capacity_bytes.and_then(|c| i64::try_from(c).ok())),
-        Box::new(card.class_label.clone()),
-        Box::new(new.label.clone()),
-        Box::new(new.label_key.clone()),
-        Box::new(new.board.model.clone()),
-        Box::new(new.board.key.clone()),
-        Box::new(new.board.revision.clone()),
-        Box::new(new.board.family.clone()),
-        Box::new(new.board.family_key.clone()),
-        Box::new(new.bus.clone()),
-        Box::new(new.formula.clone()),
-        Box::new(new.verdict_version.clone()),
-        Box::new(new.score),
-        Box::new(new.figures.seq_read_mib_s),
-        Box::new(new.figures.seq_write_mb_s),
-        Box::new(new.figures.rand_read_4k_qd64_iops),
-        Box::new(new.figures.rand_write_4k_qd64_iops),
-        Box::new(new.claimed.clone()),
-        Box::new(new.measured.clone()),
-        Box::new(new.report_json.clone()),
-        Box::new(new.verdict_json.clone()),
-        Box::new(new.group_key.clone()),
-    ]
+    let mut params: Vec<Box<dyn ToSql + Sync + Send>> = sql::insert_result_params!(new);
+    params.push(Box::new(new.group_key.clone()));
+    params
 }
 
 /// What a leaderboard row is made from besides its figures.
