@@ -1,0 +1,187 @@
+//! What a run is to do: the profile and its sizes, where the write tests
+//! write, which tests run, and how much scratch space they need.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use storage_scoring::schema::MEASUREMENT_KEYS;
+
+use super::steady::Steady;
+use crate::engine::EngineChoice;
+
+const KIB: u64 = 1024;
+const MIB: u64 = 1024 * KIB;
+const GIB: u64 = 1024 * MIB;
+
+/// With `--destructive`, the write tests start this far into the device:
+/// clear of the partition table and the FAT area, which many cards handle
+/// in a faster mode, and aligned for any allocation-unit size.
+pub const RAW_OFFSET: u64 = GIB;
+
+/// How long or large each test is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Profile {
+    /// The reference tools' own sizes: comparable with PiBenchmarks.
+    #[default]
+    Compat,
+    /// Windows that end when their figure settles ([`steady`]), for a fast
+    /// look; the score is not comparable.
+    Quick,
+}
+
+impl Profile {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Profile::Compat => "compat",
+            Profile::Quick => "quick",
+        }
+    }
+
+    /// The sizes this profile uses.
+    pub fn sizes(self) -> Sizes {
+        match self {
+            Profile::Compat => Sizes {
+                seq_read_time: Duration::from_secs(3),
+                cached_read_time: Duration::from_secs(2),
+                settle: Duration::from_secs(3),
+                flush_pause: Duration::from_secs(1),
+                dd_bytes: 130 * KIB * 4096,
+                test_file_bytes: 80 * MIB,
+                laid_out_bytes: 80 * MIB,
+                steady: None,
+            },
+            Profile::Quick => Sizes {
+                seq_read_time: QUICK_WINDOW.min,
+                cached_read_time: QUICK_WINDOW.min,
+                settle: Duration::from_millis(200),
+                flush_pause: Duration::from_millis(100),
+                dd_bytes: 64 * MIB,
+                test_file_bytes: 64 * MIB,
+                laid_out_bytes: 4 * MIB,
+                steady: Some(QUICK_WINDOW),
+            },
+        }
+    }
+}
+
+/// Test lengths, sizes and pauses.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sizes {
+    pub seq_read_time: Duration,
+    pub cached_read_time: Duration,
+    /// hdparm's pause before each timing ("give time for I/O to settle":
+    /// `sync(); sleep(3)` in `prepare_timing_buf`).
+    pub settle: Duration,
+    /// hdparm's pause after flushing the device's buffers (`sleep(1)`).
+    pub flush_pause: Duration,
+    /// dd's file: its figure exists only once the file is written and
+    /// flushed, so this one stays a byte count in every profile.
+    pub dd_bytes: u64,
+    /// The random-write file (allocated) and iozone's file (as large as the
+    /// write pass makes it, up to this).
+    pub test_file_bytes: u64,
+    /// The random-read file, laid out before it is read; with a steady
+    /// window the reads go round it as often as the window needs, as fio's
+    /// `time_based` jobs do.
+    pub laid_out_bytes: u64,
+    /// Windows that close when their figure settles; `None`: the reference
+    /// tools' sizes.
+    pub steady: Option<Steady>,
+}
+
+/// The quick profile's windows: after 0.15 s not counted (a queue filling,
+/// a rate limiter's first allowance), 1 to 3 s each, closed once the rates
+/// over the window and over its last third agree within 2%.
+pub const QUICK_WINDOW: Steady = Steady {
+    ramp: Duration::from_millis(150),
+    min: Duration::from_secs(1),
+    max: Duration::from_secs(3),
+    tolerance: 0.02,
+};
+
+/// Where the write tests write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteTarget {
+    /// A directory on a mounted, writable filesystem of the device.
+    Scratch(PathBuf),
+    /// The raw, unmounted device (`--destructive --yes`); its data from
+    /// [`RAW_OFFSET`] on is lost.
+    Raw(PathBuf),
+    /// No write tests can run; the reason goes into the report.
+    Unavailable(String),
+}
+
+/// What to run, and where.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The raw device for the read tests, or why they cannot run.
+    pub read_device: Result<PathBuf, String>,
+    pub write_target: WriteTarget,
+    pub profile: Profile,
+    /// Measurement keys to run, in any order; they run in Storage.sh's order.
+    pub keys: Vec<String>,
+    pub engine: EngineChoice,
+    /// The run ends by then (`--max-time`): the test running is cut short,
+    /// and the rest are not run.
+    pub max_time: Option<Duration>,
+    /// The block device the write target resolved to, for its I/O counters
+    /// when the filesystem has none of its own (btrfs, overlayfs).
+    pub write_device: Option<PathBuf>,
+    /// The write target's filesystem type, for messages.
+    pub filesystem: Option<String>,
+    /// The live sysfs, for the device counters (see [`crate::devstat`]).
+    pub live_sysfs: PathBuf,
+}
+
+impl Plan {
+    /// A plan with the defaults: compat profile, every key, automatic engine.
+    pub fn new(read_device: Result<PathBuf, String>, write_target: WriteTarget) -> Self {
+        Plan {
+            read_device,
+            write_target,
+            profile: Profile::Compat,
+            keys: MEASUREMENT_KEYS.iter().map(|k| k.to_string()).collect(),
+            engine: EngineChoice::Auto,
+            max_time: None,
+            write_device: None,
+            filesystem: None,
+            live_sysfs: PathBuf::from("/sys"),
+        }
+    }
+
+    pub(super) fn wants(&self, key: &str) -> bool {
+        self.keys.iter().any(|k| k == key)
+    }
+
+    /// Bytes of scratch space the planned write tests need at most at once.
+    pub fn scratch_bytes(&self) -> u64 {
+        let sizes = self.profile.sizes();
+        let dd = if self.wants("seq_write_mb_s") { sizes.dd_bytes } else { 0 };
+        let file = if FILE_TESTS.iter().any(|k| self.wants(k)) { sizes.test_file_bytes } else { 0 };
+        // Each file is gone (rm -f test) before the next one is made.
+        dd.max(file)
+    }
+}
+
+/// The tests on 80 MiB files, in run order: every key after the hdparm-like
+/// and dd-like ones.
+pub(super) const FILE_TESTS: &[&str] = MEASUREMENT_KEYS.split_at(3).1;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_tests_are_the_six_4k_tests() {
+        assert_eq!(FILE_TESTS.len(), 6);
+        assert!(FILE_TESTS.iter().all(|k| k.contains("_4k_")));
+    }
+
+    #[test]
+    fn scratch_need_is_the_larger_test() {
+        let plan = Plan::new(Err(String::new()), WriteTarget::Unavailable(String::new()));
+        assert_eq!(plan.scratch_bytes(), 520 * MIB);
+        let only_file = Plan { keys: vec!["rand_read_4k_qd64_iops".into()], ..plan };
+        assert_eq!(only_file.scratch_bytes(), 80 * MIB);
+    }
+}
