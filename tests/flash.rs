@@ -347,7 +347,8 @@ fn a_1_tb_disk_with_5_gb_free_runs_the_dd_test() {
 #[ignore = "needs root: loop, ext4"]
 fn a_refused_buffer_registration_falls_back_and_says_so() {
     let _lock = device_lock();
-    let fs = Ext4::new(256, "rw");
+    // Room for two runs' files, as in run_devices' engine test.
+    let fs = Ext4::new(384, "rw");
     let shared = fs.dir.path().join("shared");
     std::fs::create_dir(&shared).expect("mkdir");
     Command::new("chmod").arg("777").arg(&shared).status().expect("chmod");
