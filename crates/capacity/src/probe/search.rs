@@ -6,7 +6,7 @@ use super::evidence::{Bad, Hit, block_of, within};
 use super::geometry::{BLOCK, FLOOR, carve, lattice, read_points, round_size, run_len, sample, shuffle};
 use super::top::RUN_SAMPLE;
 use super::{MAX_ROUNDS, Probe, ProbeError};
-use crate::stamp::Seen;
+use crate::stamp::{Foreign, Seen};
 
 /// Island probes at most, above a limbo boundary.
 const MAX_ISLAND_PROBES: u64 = 4096;
@@ -93,6 +93,9 @@ impl Probe<'_> {
             if seen == Ok(Seen::Own) {
                 held.push((at, len));
             }
+            if len == BLOCK && seen == Ok(Seen::Foreign(Foreign::Damaged)) && self.overlapped(at) {
+                continue;
+            }
             self.ev.absorb(at, len, seen, self.decoy);
         }
         for (at, len) in held {
@@ -105,6 +108,25 @@ impl Probe<'_> {
             }
         }
         self.settle_suspects()
+    }
+
+    /// Whether a block that came back damaged holds, part way in, another
+    /// block of this run: the two share storage at a sector offset (a size
+    /// off the 4 KiB grid), and the one written later overwrote part of
+    /// the other. That is an alias, not a write that vanished: the higher
+    /// of the two is bad. When it is the other block, this one is left
+    /// unjudged, for a later round to look at again.
+    fn overlapped(&mut self, at: u64) -> bool {
+        let Ok(Some(hit)) = self.io.read_window(at) else { return false };
+        if hit.at >= at + BLOCK || hit.of == hit.at {
+            return false;
+        }
+        if hit.of > hit.at {
+            self.ev.alias(hit.of, hit.of - hit.at);
+        } else {
+            self.ev.alias(at, hit.at - hit.of);
+        }
+        true
     }
 
     /// A block that held while a higher address read its stamp is good only

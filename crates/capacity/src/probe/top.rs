@@ -11,6 +11,8 @@
 //! several distances; the largest is the real storage itself, the others
 //! are the higher pieces, each verified by one more read.
 
+use std::collections::HashSet;
+
 use super::evidence::{Bad, Hit, Top, block_of, by_distance, classify_top, within};
 use super::geometry::{BLOCK, FLOOR, ladder, lattice, run_len, sample, shuffle};
 use super::{CacheSeen, Probe, ProbeError};
@@ -25,6 +27,8 @@ pub(super) const RUN_SAMPLE: u64 = 64;
 /// A cache measurement first looks after this much rewriting (the top
 /// blocks already told that the cache, if any, holds more than they do).
 const FIRST_AGE: u64 = 128 << 10;
+/// The partner's images looked for at most, below it.
+const MAX_IMAGES: usize = 64;
 
 /// What comes after the first phases.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -276,7 +280,15 @@ impl Probe<'_> {
             self.flush = 0;
             return Ok((self.write_probes(lattice)?, false));
         }
-        let probes = self.write_probes(lattice)?;
+        // Not where the partner's storage is: its second write below would
+        // leave such a block half overwritten (a size off the 4 KiB grid
+        // puts the partner across two lattice blocks), and the block would
+        // read as damaged, as if limbo. That storage is the partner's own
+        // blocks, or lower ones at the shifts already verified when the
+        // partner itself lies past the real size.
+        let storage = self.partner_storage(partner);
+        let lattice: Vec<u64> = lattice.iter().copied().filter(|p| !storage.contains(p)).collect();
+        let probes = self.write_probes(&lattice)?;
         if self.io.write_block(partner).is_err() {
             self.flush = bound;
             return Ok((probes, false));
@@ -288,6 +300,20 @@ impl Probe<'_> {
         // What was written after the marker is the younger by this much.
         self.flush_now(after_marker, &keep)?;
         Ok((probes, true))
+    }
+
+    /// The blocks that may hold the partner's storage: its own, and those
+    /// at each verified shift below it, and below those (a partner past
+    /// the real size reaches the real storage after one or more shifts).
+    fn partner_storage(&self, partner: u64) -> HashSet<u64> {
+        let mut images = HashSet::new();
+        let mut next = vec![partner];
+        while let Some(at) = next.pop() {
+            if images.len() < MAX_IMAGES && images.insert(at) {
+                next.extend(self.ev.shifts_near(at).into_iter().map(|s| at - s).filter(|&low| low >= FLOOR));
+            }
+        }
+        images.into_iter().flat_map(|at| [block_of(at), block_of(at + BLOCK - 1)]).collect()
     }
 
     /// When the cache in front of a wrap cannot be sized: `lattice` is

@@ -191,3 +191,28 @@ fn a_chain_whose_last_write_limbo_starts_with_a_block_written_last() {
     let report = probe_small(SimDisk::of(Card::chain(67_569_152, real, 33_381_376, Limbo::LastWrite)), 3);
     assert_eq!((report.verdict, report.usable_bytes), (Verdict::Chain, real), "{report:#?}");
 }
+
+#[test]
+fn wraps_off_the_4_kib_grid_whose_blocks_overlap_at_a_sector_offset() {
+    // Drawn by the property test (seed 31), each called a chain with a
+    // usable size short of the truth. With a real size off the 4 KiB grid,
+    // two blocks can share storage part way: the later write overwrote
+    // part of the earlier block, which read back as damaged, as if its
+    // write had vanished into limbo. First, a lattice block on the blocks
+    // of the cache marker's partner (a plain wrap, 7.05 MiB in 21.2 MiB),
+    // or on the partner's storage at a verified shift (an offset wrap);
+    // then one whose storage the partner shares at a sector offset with no
+    // shift yet verified (its alias is now read inside the damaged block).
+    let cards = [
+        (Card::wrap(22_187_008, 7_390_208), 684_032),
+        (Card::wrap_rotated(440_044_544, 2_626_048, 1_382_400), 7_073_792),
+        (Card::wrap_rotated(75_234_304, 3_173_888, 1_452_544), 3_985_408),
+    ];
+    for (card, cache) in cards {
+        let real = card.usable();
+        for fill in 0..4 {
+            let report = probe_small(SimDisk::of(card.clone()).with_cache(cache), fill);
+            assert_eq!((report.verdict, report.usable_bytes), (Verdict::Wraparound, real), "{report:#?}");
+        }
+    }
+}
