@@ -118,7 +118,7 @@ impl Probe<'_> {
     /// unjudged, for a later round to look at again.
     fn overlapped(&mut self, at: u64) -> bool {
         let Ok(Some(hit)) = self.io.read_window(at) else { return false };
-        if hit.at >= at + BLOCK || hit.of == hit.at {
+        if hit.at >= at + BLOCK {
             return false;
         }
         if hit.of > hit.at {

@@ -8,15 +8,14 @@
 
 /// Defines `card_from`, `result_from_row`, `group_from_row`,
 /// `counted_from_row` and `entry_from_row` for rows of type `$row`, read
-/// with the driver's checked getter `$get`. The caller's module must name
-/// its result type `ReadResult<T>`.
+/// with the driver's checked getter `$get`, whose errors are `$error`.
 macro_rules! row_readers {
-    ($row:ty, $get:ident) => {
+    ($row:ty, $get:ident, $error:ty) => {
         use crate::card::Card;
         use crate::store::aggregate::{CountedRow, SubmitterEntry};
         use crate::store::{Figures, Row, Status, StoredResult, date_of, reasons_of};
 
-        fn card_from(r: &$row, first: usize) -> ReadResult<Card> {
+        fn card_from(r: &$row, first: usize) -> Result<Card, $error> {
             Ok(Card {
                 kind: r.$get(first)?,
                 manufacturer_id: r.$get::<_, Option<i64>>(first + 1)?.and_then(|m| u8::try_from(m).ok()),
@@ -29,7 +28,7 @@ macro_rules! row_readers {
             })
         }
 
-        fn figures_from(r: &$row, first: usize) -> ReadResult<Figures> {
+        fn figures_from(r: &$row, first: usize) -> Result<Figures, $error> {
             Ok(Figures {
                 seq_read_mib_s: r.$get(first)?,
                 seq_write_mb_s: r.$get(first + 1)?,
@@ -39,7 +38,7 @@ macro_rules! row_readers {
         }
 
         /// A row of [`crate::store::sql::RESULT_COLUMNS`].
-        pub(super) fn result_from_row(r: &$row) -> ReadResult<StoredResult> {
+        pub(super) fn result_from_row(r: &$row) -> Result<StoredResult, $error> {
             let auto: String = r.$get(3)?;
             let moderation: Option<String> = r.$get(4)?;
             let (_, reasons) = reasons_of(&auto, moderation.as_deref());
@@ -73,7 +72,7 @@ macro_rules! row_readers {
         }
 
         /// A row of [`crate::store::sql::GROUP_COLUMNS`] with `rank` and `total` after it.
-        pub(super) fn group_from_row(r: &$row) -> ReadResult<(Row, i64)> {
+        pub(super) fn group_from_row(r: &$row) -> Result<(Row, i64), $error> {
             let latest: i64 = r.$get(25)?;
             let row = Row {
                 group_key: r.$get(0)?,
@@ -99,7 +98,7 @@ macro_rules! row_readers {
         }
 
         /// A row of [`crate::store::sql::COUNTED`].
-        pub(super) fn counted_from_row(r: &$row) -> ReadResult<CountedRow> {
+        pub(super) fn counted_from_row(r: &$row) -> Result<CountedRow, $error> {
             Ok(CountedRow {
                 id: r.$get(0)?,
                 created_at: r.$get(1)?,
@@ -114,7 +113,7 @@ macro_rules! row_readers {
         }
 
         /// A row of [`crate::store::sql::SUBMITTER_COLUMNS`].
-        pub(super) fn entry_from_row(r: &$row) -> ReadResult<SubmitterEntry> {
+        pub(super) fn entry_from_row(r: &$row) -> Result<SubmitterEntry, $error> {
             Ok(SubmitterEntry {
                 group_key: r.$get(0)?,
                 submitter: r.$get(1)?,

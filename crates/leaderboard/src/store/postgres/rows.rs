@@ -3,11 +3,9 @@
 
 use tokio_postgres::Row as PgRow;
 
-use crate::store::StoreResult;
+use crate::store::{StoreError, StoreResult};
 
-type ReadResult<T> = StoreResult<T>;
-
-crate::store::columns::row_readers!(PgRow, try_get);
+crate::store::columns::row_readers!(PgRow, try_get, StoreError);
 
 /// Every row through `map`, stopping at the first error.
 pub(super) fn all<T>(rows: &[PgRow], map: fn(&PgRow) -> StoreResult<T>) -> StoreResult<Vec<T>> {
