@@ -122,6 +122,11 @@ impl Evidence {
         self.good.insert(start, end);
     }
 
+    /// Whether the unit starting at `at` was seen good.
+    pub fn is_good(&self, at: u64) -> bool {
+        self.good.contains_key(&at)
+    }
+
     /// Forgets what was seen good in `[start, end)` (to look at it more closely).
     pub fn unmark_good(&mut self, start: u64, end: u64) {
         self.good.retain(|&s, _| s < start || s >= end);

@@ -16,7 +16,10 @@
 //!    run block it holds (the stamp's offset), which gives the alias and its
 //!    shift exactly. A write cache is then measured by a marker read after
 //!    growing amounts of rewriting, and held to at least the cache bound
-//!    (256 MiB by default) before any card is called genuine.
+//!    (256 MiB by default) before any card is called genuine. In front of
+//!    a wrap whose writes reach the storage at once, the measurement waits
+//!    for the certificate's rewriting and is done with it (aliases show
+//!    through such a cache; only vanished writes need it).
 //! 3. **Search** ([`search`]): rounds of probe blocks between the highest
 //!    block seen good and the lowest seen bad, each read back after a
 //!    rewrite at least as large as the measured cache; a block is bad when
@@ -189,6 +192,13 @@ struct Probe<'a> {
     islands: Vec<u64>,
     /// The smallest shift at which those islands reach the real storage.
     island_shift: Option<u64>,
+    /// A cache in front of a wrap whose sizing waits for the first flush
+    /// that must not be answered by it (the certificate's): the marker and
+    /// its lower partner, and the bytes written when the marker was.
+    sizing_owed: Option<(u64, u64, u64)>,
+    /// Units read back before that flush: a cache may have answered for
+    /// them, so what they showed is read again after it.
+    provisional: Vec<(u64, u64)>,
     notes: Vec<String>,
 }
 
@@ -212,6 +222,8 @@ impl<'a> Probe<'a> {
             rounds: 0,
             islands: Vec::new(),
             island_shift: None,
+            sizing_owed: None,
+            provisional: Vec::new(),
             notes: Vec::new(),
         }
     }
@@ -222,14 +234,29 @@ impl<'a> Probe<'a> {
         }
         for _ in 0..MAX_CERTIFICATES {
             self.search()?;
-            if self.certify()? {
+            // A search before the cache was sized may have left blocks
+            // unread: once sized, it goes on where it stopped.
+            let owed = self.sizing_owed.is_some();
+            if self.certify()? && !(owed && self.gap_open()) {
                 break;
             }
         }
         if self.island_shift.is_none() && !self.islands.is_empty() {
             self.island_scan()?;
         }
+        // A certificate that had nothing to check flushed nothing.
+        if self.sizing_owed.is_some() {
+            self.flush_and_size(&[])?;
+            self.search()?;
+        }
         self.refine()
+    }
+
+    /// Whether more than a block lies between the highest block seen good
+    /// and the lowest seen bad.
+    fn gap_open(&self) -> bool {
+        let lo = evidence::block_of(self.ev.lo_end() - 1);
+        evidence::block_of(self.ev.hi()) > lo + BLOCK
     }
 
     fn finish(mut self) -> Probed {

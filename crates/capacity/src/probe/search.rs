@@ -37,9 +37,9 @@ impl Probe<'_> {
                 hi
             ));
             let written = self.write_probes(&probes)?;
-            let units: Vec<(u64, u64)> = written.iter().map(|&p| (p, BLOCK)).collect();
-            self.flush_now(self.round_flush(&units), &written)?;
-            self.read_phase(&written, &[])?;
+            let (flush, now) = self.read_back_plan(&written);
+            self.flush_now(flush, &written)?;
+            self.read_phase(&now, &[])?;
             if (self.ev.lo_end(), self.ev.hi()) == before {
                 self.notes.push(format!(
                     "round {} learned nothing new; the boundary is known to {} bytes",
@@ -58,18 +58,43 @@ impl Probe<'_> {
     /// is of an address written lately (a cache would answer it with what
     /// was written there); else the measured cache. The certificate always
     /// flushes, so limbo missed here is found there.
-    fn round_flush(&self, units: &[(u64, u64)]) -> u64 {
-        let vanished = self.ev.any_vanished();
-        if !self.write_through || !self.ev.any_alias() || vanished {
+    pub(super) fn round_flush(&self, units: &[(u64, u64)]) -> u64 {
+        if !self.aliases_show_at_once() {
             return self.flush;
         }
-        let lately = units.iter().any(|&(at, len)| {
-            self.ev.shifts_near(at + len - 1).into_iter().any(|shift| {
-                let from = at.max(shift);
-                self.io.written_lately(from - shift, at + len - shift, self.flush)
-            })
-        });
-        if lately { self.flush } else { 0 }
+        if units.iter().any(|&unit| self.partner_written_lately(unit)) { self.flush } else { 0 }
+    }
+
+    /// Like [`Probe::round_flush`] for `blocks`, but while the sizing of
+    /// the cache is owed (it comes with the certificate's flush), a block
+    /// whose partner read a cache could answer is not flushed for: it is
+    /// left unread, no evidence either way. Returns the flush and the
+    /// blocks to read now.
+    pub(super) fn read_back_plan(&mut self, blocks: &[u64]) -> (u64, Vec<u64>) {
+        if self.sizing_owed.is_none() || !self.aliases_show_at_once() {
+            let units: Vec<(u64, u64)> = blocks.iter().map(|&b| (b, BLOCK)).collect();
+            return (self.round_flush(&units), blocks.to_vec());
+        }
+        let (later, now): (Vec<u64>, Vec<u64>) =
+            blocks.iter().partition(|&&b| self.partner_written_lately((b, BLOCK)));
+        let _ = later;
+        (0, now)
+    }
+
+    /// Whether every bad block shows by its alias without a flush: writes
+    /// reach the storage at once, an alias was verified, nothing vanished.
+    fn aliases_show_at_once(&self) -> bool {
+        self.write_through && self.ev.any_alias() && !self.ev.any_vanished()
+    }
+
+    /// Whether a partner read of `unit`, at a verified shift, would be of
+    /// an address written lately: a cache may answer it with what was
+    /// written there.
+    fn partner_written_lately(&self, (at, len): (u64, u64)) -> bool {
+        self.ev.shifts_near(at + len - 1).into_iter().any(|shift| {
+            let from = at.max(shift);
+            self.io.written_lately(from - shift, at + len - shift, self.flush)
+        })
     }
 
     /// The read-back of blocks and sectors written earlier (and flushed):
@@ -83,6 +108,9 @@ impl Probe<'_> {
         let sector = self.io.sector;
         let mut units: Vec<(u64, u64)> = blocks.iter().map(|&b| (b, BLOCK)).collect();
         units.extend(sectors.iter().map(|&s| (s, sector)));
+        if self.sizing_owed.is_some() {
+            self.provisional.extend(&units);
+        }
         let mut order: Vec<u64> = (0..units.len() as u64).collect();
         shuffle(&mut order, self.io.stamp.nonce ^ u64::from(self.rounds));
         let mut held = Vec::new();
@@ -93,7 +121,8 @@ impl Probe<'_> {
             if seen == Ok(Seen::Own) {
                 held.push((at, len));
             }
-            if len == BLOCK && seen == Ok(Seen::Foreign(Foreign::Damaged)) && self.overlapped(at) {
+            let spoilt = matches!(seen, Ok(Seen::Foreign(Foreign::Damaged | Foreign::Other)));
+            if len == BLOCK && spoilt && self.overlapped(at) {
                 continue;
             }
             self.ev.absorb(at, len, seen, self.decoy);
@@ -110,23 +139,57 @@ impl Probe<'_> {
         self.settle_suspects()
     }
 
-    /// Whether a block that came back damaged holds, part way in, another
-    /// block of this run: the two share storage at a sector offset (a size
-    /// off the 4 KiB grid), and the one written later overwrote part of
-    /// the other. That is an alias, not a write that vanished: the higher
-    /// of the two is bad. When it is the other block, this one is left
-    /// unjudged, for a later round to look at again.
-    fn overlapped(&mut self, at: u64) -> bool {
-        let Ok(Some(hit)) = self.io.read_window(at) else { return false };
-        if hit.at >= at + BLOCK {
-            return false;
-        }
+    /// Whether a block that came back damaged or foreign shares storage,
+    /// at a sector offset (a size off the 4 KiB grid), with another block
+    /// of this run, which was written later and overwrote part of it: a
+    /// stamp that starts inside the block (its own header survived), or
+    /// one that starts in the 4 KiB before it (its header was overwritten).
+    /// That is an alias, not a write that vanished: the higher of the two
+    /// is bad. When it is the other block, this one is left unjudged, for a
+    /// later round to look at again.
+    pub(super) fn overlapped(&mut self, at: u64) -> bool {
+        let inside = match self.io.read_window(at) {
+            Ok(Some(hit)) if hit.at < at + BLOCK => Some(hit),
+            _ => None,
+        };
+        let before = || (at >= FLOOR + BLOCK).then_some(at - BLOCK);
+        let hit = match inside {
+            Some(hit) => hit,
+            None => match before().map(|from| self.io.read_window(from)) {
+                Some(Ok(Some(hit))) if hit.at > at - BLOCK && hit.at < at => hit,
+                _ => return self.overlapped_at_an_image(at),
+            },
+        };
         if hit.of > hit.at {
             self.ev.alias(hit.of, hit.of - hit.at);
         } else {
             self.ev.alias(at, hit.at - hit.of);
         }
         true
+    }
+
+    /// The last block of the card has no room after it for a window: a
+    /// stamp that starts inside it is looked for where its storage is
+    /// also read, at the verified shifts below it. A stamp found there is
+    /// evidence like a scan's (the higher of the two addresses is bad);
+    /// the block itself is left unjudged.
+    fn overlapped_at_an_image(&mut self, at: u64) -> bool {
+        if at + 2 * BLOCK <= self.io.size() {
+            return false;
+        }
+        for shift in self.ev.shifts_near(at).into_iter().take(2) {
+            let low = at - shift;
+            if low < FLOOR {
+                continue;
+            }
+            if let Ok(Some(hit)) = self.io.read_window(low) {
+                if hit.at < low + BLOCK {
+                    self.ev.seen_elsewhere(hit.at, hit.of);
+                    return true;
+                }
+            }
+        }
+        false
     }
 
     /// A block that held while a higher address read its stamp is good only
@@ -193,17 +256,17 @@ impl Probe<'_> {
     /// half boundary look for islands. Returns whether the boundary stands.
     pub(super) fn certify(&mut self) -> Result<bool, ProbeError> {
         let hi = self.ev.hi();
-        if !self.ev.any_good() {
-            return Ok(true);
-        }
         let before = (self.ev.lo_end(), hi);
+        if !self.ev.any_good() {
+            return self.settled_without_a_run(before);
+        }
         let below = block_of(self.ev.lo_end());
         let len = run_len(below, self.opts.scan_balance, self.opts.max_run);
         let half = (len / 2).max(BLOCK) / BLOCK * BLOCK;
         let start = below.saturating_sub(half).max(FLOOR);
         let end = (block_of(hi) + half).min(self.top);
         if below <= start || end <= start {
-            return Ok(true);
+            return self.settled_without_a_run(before);
         }
         let run = (start, end);
         let islands = if self.ev.any_alias() { Vec::new() } else { self.island_probes(end) };
@@ -231,7 +294,7 @@ impl Probe<'_> {
         let mut keep = check.clone();
         keep.extend(&islands);
         keep.extend(&past);
-        self.flush_now(self.flush, &keep)?;
+        self.flush_and_size(&keep)?;
         let mut read = check.clone();
         read.extend(&islands);
         self.read_phase(&read, &[])?;
@@ -288,6 +351,15 @@ impl Probe<'_> {
             .filter(|&b| b > hi && matches!(self.ev.bad_at(b), None | Some(Bad::Alias(_))))
             .filter(|&b| !matches!(self.ev.bad_at(b), Some(Bad::Alias(low)) if low >= hi))
             .collect();
+        Ok((self.ev.lo_end(), self.ev.hi()) == before)
+    }
+
+    /// A boundary with nothing for a certificate to check stands, unless
+    /// the first flush that no cache answers for, if still owed, changes it.
+    fn settled_without_a_run(&mut self, before: (u64, u64)) -> Result<bool, ProbeError> {
+        if self.sizing_owed.is_some() {
+            self.flush_and_size(&[])?;
+        }
         Ok((self.ev.lo_end(), self.ev.hi()) == before)
     }
 

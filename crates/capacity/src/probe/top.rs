@@ -16,7 +16,7 @@ use std::collections::HashSet;
 use super::evidence::{Bad, Hit, Top, block_of, by_distance, classify_top, within};
 use super::geometry::{BLOCK, FLOOR, ladder, lattice, run_len, sample, shuffle};
 use super::{CacheSeen, Probe, ProbeError};
-use crate::stamp::Seen;
+use crate::stamp::{Foreign, Seen};
 
 /// Blocks written at the top first.
 const TOP_BLOCKS: u64 = 32;
@@ -140,10 +140,13 @@ impl Probe<'_> {
             if let Some(pair) = self.absorb_run_hits(&hits, run)? {
                 // A wrap: the cache matters only to blocks that vanish.
                 let (probes, flushed) = self.measure_pair(pair, &lattice)?;
-                if !flushed {
-                    self.flush_now(self.flush, &probes)?;
+                if flushed {
+                    check.extend(&probes);
+                } else {
+                    let (flush, now) = self.read_back_plan(&probes);
+                    self.flush_now(flush, &probes)?;
+                    check.extend(&now);
                 }
-                check.extend(&probes);
                 self.read_phase(&check, tail)?;
                 return Ok(Next::Search);
             }
@@ -265,6 +268,7 @@ impl Probe<'_> {
         if self.io.write_block(marker).is_err() {
             return self.cache_not_sized(lattice);
         }
+        let marker_end = self.io.written;
         // Whether a write reaches the storage at once (a cache, if any,
         // only answers reads of the address written): then a partner read
         // needs no flush to see an alias.
@@ -278,6 +282,16 @@ impl Probe<'_> {
             self.rounds += 1;
             self.cache = None;
             self.flush = 0;
+            return Ok((self.write_probes(lattice)?, false));
+        }
+        if self.write_through {
+            // A cache that answers only reads of the addresses written: the
+            // search finds aliases through it without waiting for it, and
+            // only the certificate's read-back must wait (for what vanished
+            // into limbo, on a chain). Sizing the cache then serves that
+            // wait as well, instead of one cache's rewriting of its own.
+            self.sizing_owed = Some((marker, partner, marker_end));
+            self.flush = bound;
             return Ok((self.write_probes(lattice)?, false));
         }
         // Not where the partner's storage is: its second write below would
@@ -314,6 +328,74 @@ impl Probe<'_> {
             }
         }
         images.into_iter().flat_map(|at| [block_of(at), block_of(at + BLOCK - 1)]).collect()
+    }
+
+    /// The rewriting before a read-back that no cache may answer (`keep`
+    /// is left alone). When the sizing of a cache in front of a wrap is
+    /// still owed ([`Probe::measure_pair`]), it is done on the way: the
+    /// marker and then its partner are written once more, and the marker
+    /// read after growing rewrites; a first-in, first-out cache that let
+    /// go of the marker let go of all that came before it. What was read
+    /// back before is then read again: a cache may have answered for it.
+    pub(super) fn flush_and_size(&mut self, keep: &[u64]) -> Result<(), ProbeError> {
+        let Some((marker, partner, marker_end)) = self.sizing_owed.take() else {
+            return self.flush_now(self.flush, keep);
+        };
+        let bound = self.bound();
+        self.io.stage("sizing the write cache in front of the wrap");
+        let span: Vec<u64> = [marker, partner].iter().flat_map(|&a| [block_of(a), block_of(a + BLOCK - 1)]).collect();
+        let mut keep = keep.to_vec();
+        keep.extend(&span);
+        // Writing the partner again would damage the stamps of blocks
+        // written since that share its storage (at a sector offset too):
+        // then the marker is read as it is, aged by all written since.
+        // A partner off the 4 KiB grid shares blocks with its neighbours.
+        let crowded = partner % BLOCK != 0
+            || self
+                .partner_storage(partner)
+                .into_iter()
+                .any(|b| b != partner && !self.io.stamped_within(b, b + BLOCK).is_empty());
+        if crowded {
+            let age = self.io.written - marker_end;
+            self.measure(marker, &keep, &ladder(FIRST_AGE, bound), bound, (age, BLOCK))?;
+            // What was written after the marker is younger by up to `age`.
+            self.flush_now(age.min(self.flush), &keep)?;
+        } else if self.io.write_block(marker).is_err() || self.io.write_block(partner).is_err() {
+            self.flush = bound;
+            self.flush_now(bound, &keep)?;
+        } else {
+            // It answered for the marker one block after the partner's
+            // first write (`measure_pair`).
+            self.measure(marker, &keep, &ladder(FIRST_AGE, bound), bound, (BLOCK, BLOCK))?;
+        }
+        self.reread_provisional()
+    }
+
+    /// Reads again what was seen good before the first flush no cache could
+    /// answer for: limbo behind the cache shows now. Writes since may have
+    /// reached part of such a unit's storage through an alias at a sector
+    /// offset, so a unit that comes back damaged, or foreign but not
+    /// blank, is only taken back (neither good nor bad) unless the stamp
+    /// that overwrote it is found.
+    fn reread_provisional(&mut self) -> Result<(), ProbeError> {
+        let units = std::mem::take(&mut self.provisional);
+        for (at, len) in units {
+            if !self.ev.is_good(at) {
+                continue;
+            }
+            self.io.check_stop()?;
+            let seen = if len == BLOCK { self.io.read_block(at) } else { self.io.read_sector(at, self.decoy) };
+            match seen {
+                Ok(Seen::Own) => {}
+                Ok(Seen::Foreign(Foreign::Damaged | Foreign::Other)) => {
+                    if len != BLOCK || !self.overlapped(at) {
+                        self.ev.unmark_good(at, at + len);
+                    }
+                }
+                seen => self.ev.absorb(at, len, seen, self.decoy),
+            }
+        }
+        Ok(())
     }
 
     /// When the cache in front of a wrap cannot be sized: `lattice` is
