@@ -75,9 +75,7 @@ impl Probe<'_> {
             let units: Vec<(u64, u64)> = blocks.iter().map(|&b| (b, BLOCK)).collect();
             return (self.round_flush(&units), blocks.to_vec());
         }
-        let (later, now): (Vec<u64>, Vec<u64>) =
-            blocks.iter().partition(|&&b| self.partner_written_lately((b, BLOCK)));
-        let _ = later;
+        let now = blocks.iter().copied().filter(|&b| !self.partner_written_lately((b, BLOCK))).collect();
         (0, now)
     }
 
@@ -456,6 +454,9 @@ impl Probe<'_> {
     pub(super) fn refine(&mut self) -> Result<(), ProbeError> {
         let sector = self.io.sector;
         let Some((first, why)) = self.ev.first_bad() else { return Ok(()) };
+        if sector < BLOCK && first % BLOCK != 0 && first > FLOOR {
+            return self.refine_below(first);
+        }
         if sector >= BLOCK || first % BLOCK != 0 || first < FLOOR {
             return Ok(());
         }
@@ -499,6 +500,29 @@ impl Probe<'_> {
             self.ev.mark_bad(first, why);
         }
         Ok(())
+    }
+
+    /// A first bad address off the 4 KiB grid (an alias found to the
+    /// sector): the sectors between the last block seen good and it are
+    /// tested one by one.
+    fn refine_below(&mut self, first: u64) -> Result<(), ProbeError> {
+        let sector = self.io.sector;
+        let from = self.ev.lo_end();
+        if from >= first || from < FLOOR || block_of(first) != from {
+            return Ok(());
+        }
+        let sectors: Vec<u64> = (from..first).step_by(sector as usize).collect();
+        self.io.stage(&format!("the {} sectors from byte {from}", sectors.len()));
+        let unreadable = self.io.backup_sectors(&sectors)?;
+        let mut written = Vec::new();
+        for &s in sectors.iter().rev() {
+            if !unreadable.contains(&s) && self.io.write_sector(s).is_ok() {
+                written.push(s);
+            }
+        }
+        let units: Vec<(u64, u64)> = written.iter().map(|&s| (s, sector)).collect();
+        self.flush_now(self.round_flush(&units), &[from])?;
+        self.read_phase(&[], &written)
     }
 
     /// Reads every `step` bytes of `[from, to)`, outside `run`, and returns

@@ -8,7 +8,8 @@
 //! 2 MiB. The full-scale sweep (real sizes 3.5–32 GiB, announced up to 512
 //! GiB) runs on FUSE fakes in `cargo xtask bench capacity --sweep`.
 //! `STORAGE_SCORE_CAPACITY_CASES` and `STORAGE_SCORE_CAPACITY_SEED` change
-//! the number of cases and the draw.
+//! the number of cases and the draw; `STORAGE_SCORE_CAPACITY_LIST_INEXACT`
+//! lists the cards that came out right but short of the truth.
 
 use super::*;
 use crate::probe::BLOCK;
@@ -146,6 +147,9 @@ fn random_counterfeits_are_called_right_and_never_larger() {
         if report.usable_bytes == real {
             exact += 1;
         } else if !larger {
+            if std::env::var_os("STORAGE_SCORE_CAPACITY_LIST_INEXACT").is_some() {
+                eprintln!("not exact: {name} cache {cache} fill {case}: {} usable {} (real {real})", report.verdict.as_str(), report.usable_bytes);
+            }
             worst = worst.max(real - report.usable_bytes);
         }
     }
@@ -214,5 +218,25 @@ fn wraps_off_the_4_kib_grid_whose_blocks_overlap_at_a_sector_offset() {
             let report = probe_small(SimDisk::of(card.clone()).with_cache(cache), fill);
             assert_eq!((report.verdict, report.usable_bytes), (Verdict::Wraparound, real), "{report:#?}");
         }
+    }
+}
+
+#[test]
+fn an_alias_found_to_the_sector_leaves_no_sector_below_it_untested() {
+    // Drawn by the property test (seed 31), each behind a cache that
+    // answers only reads of what was written: wraps whose first alias was
+    // found to the sector, off the 4 KiB grid, while the last block seen
+    // good ended below it. The sectors in between were never tested, and
+    // the usable size came out up to 3 KiB short.
+    let cards = [
+        (Card::wrap_rotated(24_611_840, 5_444_608, 1_663_488), 10_866_688, 96),
+        (Card::wrap_skipping(39_741_440, 23_356_416, 13_917_696), 10_633_216, 1504),
+        (Card::wrap_rotated(30_999_552, 7_716_352, 6_234_112), 9_256_960, 880),
+        (Card::wrap_rotated(19_104_256, 8_293_376, 4_730_368), 3_481_600, 909),
+    ];
+    for (card, cache, fill) in cards {
+        let real = card.usable();
+        let report = probe_small(SimDisk::of(card).with_cache(cache), fill);
+        assert_eq!((report.verdict, report.usable_bytes), (Verdict::Wraparound, real), "{report:#?}");
     }
 }
