@@ -122,6 +122,11 @@ impl Evidence {
         self.good.insert(start, end);
     }
 
+    /// The units seen good that end above `from` and start below `to`.
+    pub fn good_within(&self, from: u64, to: u64) -> Vec<(u64, u64)> {
+        self.good.range(..to).filter(|&(_, &end)| end > from).map(|(&start, &end)| (start, end - start)).collect()
+    }
+
     /// Whether the unit starting at `at` was seen good.
     pub fn is_good(&self, at: u64) -> bool {
         self.good.contains_key(&at)
@@ -246,6 +251,11 @@ impl Evidence {
     /// Whether any write was seen to vanish.
     pub fn any_vanished(&self) -> bool {
         self.bad.values().any(|b| matches!(b, Bad::Vanished(_) | Bad::LastWrite))
+    }
+
+    /// Whether limbo was seen answering with the last write.
+    pub fn any_last_write(&self) -> bool {
+        self.bad.values().any(|b| matches!(b, Bad::LastWrite))
     }
 
     /// Whether a verified alias was seen anywhere.

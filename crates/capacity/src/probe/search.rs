@@ -25,7 +25,13 @@ impl Probe<'_> {
                 return Ok(());
             }
             let before = (self.ev.lo_end(), self.ev.hi());
-            let mut probes = lattice(lo, hi, round_size(self.flush));
+            // Behind a large cache each round costs a cache's worth of
+            // rewriting: when every block left costs less than a quarter of
+            // that, one round takes them all.
+            let blocks_left = (hi - lo) / BLOCK;
+            let per_round =
+                if self.flush > 0 && 4 * blocks_left * BLOCK <= self.flush { blocks_left } else { round_size(self.flush) };
+            let mut probes = lattice(lo, hi, per_round);
             if hi - BLOCK > lo && hi - BLOCK >= FLOOR && !probes.contains(&(hi - BLOCK)) {
                 probes.push(hi - BLOCK);
             }
@@ -125,7 +131,15 @@ impl Probe<'_> {
             }
             self.ev.absorb(at, len, seen, self.decoy);
         }
-        for (at, len) in held {
+        self.partner_reads(&held)?;
+        self.settle_suspects()
+    }
+
+    /// Reads the partner of each unit that held its stamp, at each verified
+    /// shift near it: where the lower address holds the unit's stamp, the
+    /// unit is an alias (from the first sector that shares storage).
+    pub(super) fn partner_reads(&mut self, held: &[(u64, u64)]) -> Result<(), ProbeError> {
+        for &(at, len) in held {
             for shift in self.ev.shifts_near(at + len - 1) {
                 self.io.check_stop()?;
                 if let Some(from) = self.io.alias_from(at, len, at.max(shift), shift) {
@@ -134,7 +148,7 @@ impl Probe<'_> {
                 }
             }
         }
-        self.settle_suspects()
+        Ok(())
     }
 
     /// Whether a block that came back damaged or foreign shares storage,
@@ -326,12 +340,23 @@ impl Probe<'_> {
                 self.ev.seen_elsewhere(hit.at, hit.of);
             }
         }
-        // The blocks below the boundary against the shifts just seen.
+        // The blocks below the boundary against the shifts just seen, and
+        // every unit seen good above each shift: a piece whose shift was
+        // not seen before may reach further down than this run (a search
+        // that only looks at the run walks down half a run per
+        // certificate).
         shifts.sort_unstable();
         shifts.dedup();
-        for &b in &held {
+        let mut units: Vec<(u64, u64)> = held.iter().map(|&b| (b, BLOCK)).collect();
+        if let Some(&lowest) = shifts.first() {
+            units.extend(self.ev.good_within(lowest, self.ev.hi()));
+        }
+        units.sort_unstable();
+        units.dedup();
+        for (at, len) in units {
             for &shift in &shifts {
-                if let Some(from) = self.io.alias_from(b, BLOCK, b.max(shift), shift) {
+                self.io.check_stop()?;
+                if let Some(from) = self.io.alias_from(at, len, at.max(shift), shift) {
                     self.ev.alias(from, shift);
                 }
             }
@@ -458,6 +483,15 @@ impl Probe<'_> {
             return self.refine_below(first);
         }
         if sector >= BLOCK || first % BLOCK != 0 || first < FLOOR {
+            return Ok(());
+        }
+        // A block whose first sector holds nothing of this run (blank, old
+        // data, another run's block) is bad from its first byte, and the
+        // good block below it is good to its last (no limbo here answers
+        // with the last write, which could have passed it for good): the
+        // size is already known to the sector, without another flush.
+        let blank = matches!(why, Bad::Vanished(Foreign::Zeros | Foreign::Ones | Foreign::Other | Foreign::OtherRun));
+        if blank && self.decoy.is_none() && !self.ev.any_last_write() && self.ev.lo_end() == first {
             return Ok(());
         }
         let below = first - BLOCK;

@@ -379,6 +379,7 @@ impl Probe<'_> {
     /// that overwrote it is found.
     fn reread_provisional(&mut self) -> Result<(), ProbeError> {
         let units = std::mem::take(&mut self.provisional);
+        let mut held = Vec::new();
         for (at, len) in units {
             if !self.ev.is_good(at) {
                 continue;
@@ -386,7 +387,7 @@ impl Probe<'_> {
             self.io.check_stop()?;
             let seen = if len == BLOCK { self.io.read_block(at) } else { self.io.read_sector(at, self.decoy) };
             match seen {
-                Ok(Seen::Own) => {}
+                Ok(Seen::Own) => held.push((at, len)),
                 Ok(Seen::Foreign(Foreign::Damaged | Foreign::Other)) => {
                     if len != BLOCK || !self.overlapped(at) {
                         self.ev.unmark_good(at, at + len);
@@ -395,7 +396,9 @@ impl Probe<'_> {
                 seen => self.ev.absorb(at, len, seen, self.decoy),
             }
         }
-        Ok(())
+        // The rewriting read stamps where they were not written: the
+        // shifts verified since may reach these units too.
+        self.partner_reads(&held)
     }
 
     /// When the cache in front of a wrap cannot be sized: `lattice` is
