@@ -58,7 +58,8 @@ tasks:
       Only the verify-capacity vs f3probe comparison: on one card of each
       kind; with --sweep on N (270) counterfeits drawn at random (real sizes
       3.5-32 GiB announced as 16-512 GiB, plain and offset wraps, limbo,
-      chains); with --slow on a 64 GiB card writing at 20 MB/s.
+      chains); with --slow on 64 GiB cards writing at 20 MB/s (genuine, a
+      wrap, the wrap behind a 256 MiB cache) and limbo behind a 128 MiB cache.
   fuzz [--runs N] [--target NAME]
       Every cargo-fuzz target in fuzz/ (the register decoders, debugfs ios,
       USB speed, `score` input) for N executions each (default 10000000),

@@ -16,9 +16,11 @@
 //! - the sweep (`--sweep [N] [--seed S]`): N (default 270) counterfeits
 //!   drawn at random, real sizes 3.5–32 GiB announced as 16–512 GiB, plain
 //!   and offset wraps, limbo of each kind, chains (`capacity-sweep.json`);
-//! - the slow card (`--slow`): a genuine 64 GiB card and 7.40 GiB of flash
-//!   announced as 64 GiB, writing at 20 MB/s and reading at 40 MB/s and at
-//!   most 2000 requests a second (`capacity-slow.json`).
+//! - the slow cards (`--slow`): a genuine 64 GiB card and 7.40 GiB of
+//!   flash announced as 64 GiB, the wrap again behind a 256 MiB cache, and
+//!   1000 MiB of limbo announced as 4 GiB behind a 128 MiB cache, writing
+//!   at 20 MB/s and reading at 40 MB/s and at most 2000 requests a second
+//!   (`capacity-slow.json`).
 
 mod card;
 mod report;
@@ -148,12 +150,17 @@ fn standard() -> Vec<Case> {
     ]
 }
 
-/// The slow cards: 20 MB/s writes, 40 MB/s and 2000 requests/s reads.
+/// The slow cards: 20 MB/s writes, 40 MB/s and 2000 requests/s reads;
+/// the wrap and limbo also behind the largest caches the default mode
+/// looks through, to show what those cost in time.
 fn slow() -> Vec<Case> {
     let pace = ["write-bps=20000000", "read-bps=40000000", "read-iops=2000"];
+    let with_cache = |cache: &'static str| [pace[0], pace[1], pace[2], cache];
     vec![
         Case::new("genuine", 64 * GIB, 64 * GIB, "genuine", &pace, "genuine"),
         Case::new("wrap", 64 * GIB, 7_945_689_088, "wrap", &pace, "wraparound"),
+        Case::new("cache", 64 * GIB, 7_945_689_088, "wrap", &with_cache("cache=256M"), "wraparound"),
+        Case::new("cache", 4 * GIB, 1000 * MIB, "limbo-00", &with_cache("cache=128M"), "limbo"),
     ]
 }
 
