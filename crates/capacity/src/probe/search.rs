@@ -29,8 +29,11 @@ impl Probe<'_> {
             // rewriting: when every block left costs less than a quarter of
             // that, one round takes them all.
             let blocks_left = (hi - lo) / BLOCK;
-            let per_round =
-                if self.flush > 0 && 4 * blocks_left * BLOCK <= self.flush { blocks_left } else { round_size(self.flush) };
+            let per_round = if self.flush > 0 && 4 * blocks_left * BLOCK <= self.flush {
+                blocks_left
+            } else {
+                round_size(self.flush)
+            };
             let mut probes = lattice(lo, hi, per_round);
             if hi - BLOCK > lo && hi - BLOCK >= FLOOR && !probes.contains(&(hi - BLOCK)) {
                 probes.push(hi - BLOCK);

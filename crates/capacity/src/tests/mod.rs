@@ -294,5 +294,3 @@ fn a_journal_of_another_card_in_the_same_slot_is_not_replayed() {
     let left = replay_unfinished(&dir, "/dev/other", "another card", &mut other).expect("replay");
     assert!(matches!(left.as_slice(), [Leftover::OtherDevice { .. }]), "{left:?}");
 }
-
-

@@ -148,7 +148,11 @@ fn random_counterfeits_are_called_right_and_never_larger() {
             exact += 1;
         } else if !larger {
             if std::env::var_os("STORAGE_SCORE_CAPACITY_LIST_INEXACT").is_some() {
-                eprintln!("not exact: {name} cache {cache} fill {case}: {} usable {} (real {real})", report.verdict.as_str(), report.usable_bytes);
+                eprintln!(
+                    "not exact: {name} cache {cache} fill {case}: {} usable {} (real {real})",
+                    report.verdict.as_str(),
+                    report.usable_bytes
+                );
             }
             worst = worst.max(real - report.usable_bytes);
         }
