@@ -25,15 +25,18 @@
 //!    rewrite at least as large as the measured cache; a block is bad when
 //!    it does not read its own stamp, or when the lower address at a known
 //!    shift reads it.
-//! 4. **Certificate**: a run just below the boundary, and reads below it:
-//!    if any read lands in the run, the boundary was an illusion (an island
-//!    of a chain) and the search goes on. Above a limbo boundary, blocks
-//!    every half-boundary look for islands that alias the real storage.
+//! 4. **Certificate** ([`certificate`]): a run just below the boundary,
+//!    and reads below it: if any read lands in the run, the boundary was an
+//!    illusion (an island of a chain) and the search goes on, with every
+//!    block seen good read against the shift just found. Above a limbo
+//!    boundary, blocks every half-boundary look for islands that alias the
+//!    real storage.
 //! 5. **Sectors**: the first bad block is tested sector by sector.
 //!
 //! Every write of a stamp is journaled first ([`crate::journal`]); the
 //! flushes rewrite bytes with their own content ([`io`]).
 
+mod certificate;
 mod evidence;
 mod geometry;
 mod io;

@@ -333,10 +333,11 @@ impl Probe<'_> {
     /// The rewriting before a read-back that no cache may answer (`keep`
     /// is left alone). When the sizing of a cache in front of a wrap is
     /// still owed ([`Probe::measure_pair`]), it is done on the way: the
-    /// marker and then its partner are written once more, and the marker
-    /// read after growing rewrites; a first-in, first-out cache that let
-    /// go of the marker let go of all that came before it. What was read
-    /// back before is then read again: a cache may have answered for it.
+    /// marker and then its partner are written once more (when nothing of
+    /// this run shares the partner's storage), and the marker read after
+    /// growing rewrites; a first-in, first-out cache that let go of the
+    /// marker let go of all that came before it. What was read back before
+    /// is then read again: a cache may have answered for it.
     pub(super) fn flush_and_size(&mut self, keep: &[u64]) -> Result<(), ProbeError> {
         let Some((marker, partner, marker_end)) = self.sizing_owed.take() else {
             return self.flush_now(self.flush, keep);
