@@ -257,7 +257,7 @@ impl<'a> Probe<'a> {
 
     /// Whether more than a block lies between the highest block seen good
     /// and the lowest seen bad.
-    fn gap_open(&self) -> bool {
+    pub(super) fn gap_open(&self) -> bool {
         let lo = evidence::block_of(self.ev.lo_end() - 1);
         evidence::block_of(self.ev.hi()) > lo + BLOCK
     }

@@ -3,6 +3,8 @@
 //! reads, suspects), the scan and the flush. The certificate is in
 //! [`super::certificate`].
 
+use std::collections::HashSet;
+
 use super::evidence::{Bad, Hit, block_of, within};
 use super::geometry::{BLOCK, FLOOR, carve, lattice, read_points, round_size, shuffle};
 use super::{MAX_ROUNDS, Probe, ProbeError};
@@ -16,11 +18,11 @@ impl Probe<'_> {
     /// lowest seen bad, until they are one block apart.
     pub(super) fn search(&mut self) -> Result<(), ProbeError> {
         while self.rounds < MAX_ROUNDS {
-            let lo = block_of(self.ev.lo_end() - 1);
-            let hi = block_of(self.ev.hi());
-            if hi <= lo + BLOCK {
+            if !self.gap_open() {
                 return Ok(());
             }
+            let lo = block_of(self.ev.lo_end() - 1);
+            let hi = block_of(self.ev.hi());
             let before = (self.ev.lo_end(), self.ev.hi());
             // Behind a large cache each round costs a cache's worth of
             // rewriting: when every block left costs less than a quarter of
@@ -121,7 +123,7 @@ impl Probe<'_> {
         for i in order {
             self.io.check_stop()?;
             let (at, len) = units[i as usize];
-            let seen = if len == BLOCK { self.io.read_block(at) } else { self.io.read_sector(at, self.decoy) };
+            let seen = self.read_unit(at, len);
             if seen == Ok(Seen::Own) {
                 held.push((at, len));
             }
@@ -133,6 +135,12 @@ impl Probe<'_> {
         }
         self.partner_reads(&held)?;
         self.settle_suspects()
+    }
+
+    /// Reads back a unit written by this run: a block, or a sector (which
+    /// may read as the decoy's matching sector).
+    pub(super) fn read_unit(&mut self, at: u64, len: u64) -> Result<Seen, ()> {
+        if len == BLOCK { self.io.read_block(at) } else { self.io.read_sector(at, self.decoy) }
     }
 
     /// Reads the partner of each unit that held its stamp, at each verified
@@ -236,8 +244,7 @@ impl Probe<'_> {
             for &d in decoys.iter().filter(|d| !unreadable.contains(d)) {
                 let _ = self.io.write_block(d);
             }
-            let seen =
-                if end - start == BLOCK { self.io.read_block(start) } else { self.io.read_sector(start, self.decoy) };
+            let seen = self.read_unit(start, end - start);
             match seen {
                 Ok(Seen::Own) => {
                     self.ev.settle(start, Some(true));
@@ -284,16 +291,7 @@ impl Probe<'_> {
         let from = if below >= FLOOR && self.ev.lo_end() == first { below } else { first };
         let sectors: Vec<u64> = (from..(first + BLOCK).min(self.io.size())).step_by(sector as usize).collect();
         self.io.stage(&format!("the {} sectors from byte {from}", sectors.len()));
-        let unreadable = self.io.backup_sectors(&sectors)?;
-        let mut written = Vec::new();
-        for &s in sectors.iter().rev() {
-            if unreadable.contains(&s) {
-                continue;
-            }
-            if self.io.write_sector(s).is_ok() {
-                written.push(s);
-            }
-        }
+        let (unreadable, written) = self.write_sectors_down(&sectors)?;
         let vanished = matches!(why, Bad::Vanished(_) | Bad::LastWrite);
         let above = first + BLOCK;
         let decoy = self.decoy.or_else(|| (vanished && above + BLOCK <= self.top).then_some(above));
@@ -322,6 +320,19 @@ impl Probe<'_> {
         Ok(())
     }
 
+    /// Backs up and writes `sectors`, the highest first; returns those that
+    /// could not be read (and were not written) and those written.
+    fn write_sectors_down(&mut self, sectors: &[u64]) -> Result<(HashSet<u64>, Vec<u64>), ProbeError> {
+        let unreadable = self.io.backup_sectors(sectors)?;
+        let mut written = Vec::new();
+        for &s in sectors.iter().rev() {
+            if !unreadable.contains(&s) && self.io.write_sector(s).is_ok() {
+                written.push(s);
+            }
+        }
+        Ok((unreadable, written))
+    }
+
     /// A first bad address off the 4 KiB grid (an alias found to the
     /// sector): the sectors between the last block seen good and it are
     /// tested one by one.
@@ -333,13 +344,7 @@ impl Probe<'_> {
         }
         let sectors: Vec<u64> = (from..first).step_by(sector as usize).collect();
         self.io.stage(&format!("the {} sectors from byte {from}", sectors.len()));
-        let unreadable = self.io.backup_sectors(&sectors)?;
-        let mut written = Vec::new();
-        for &s in sectors.iter().rev() {
-            if !unreadable.contains(&s) && self.io.write_sector(s).is_ok() {
-                written.push(s);
-            }
-        }
+        let (_, written) = self.write_sectors_down(&sectors)?;
         let units: Vec<(u64, u64)> = written.iter().map(|&s| (s, sector)).collect();
         self.flush_now(self.round_flush(&units), &[from])?;
         self.read_phase(&[], &written)

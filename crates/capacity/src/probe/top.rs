@@ -260,7 +260,7 @@ impl Probe<'_> {
     /// and a little more rewriting covers that.
     fn measure_pair(&mut self, (marker, partner): (u64, u64), lattice: &[u64]) -> Result<(Vec<u64>, bool), ProbeError> {
         let bound = self.bound();
-        let span: Vec<u64> = [marker, partner].iter().flat_map(|&a| [block_of(a), block_of(a + BLOCK - 1)]).collect();
+        let span = pair_span(marker, partner);
         if partner < FLOOR || !self.io.backup_blocks(&span)?.is_empty() {
             return self.cache_not_sized(lattice);
         }
@@ -344,7 +344,7 @@ impl Probe<'_> {
         };
         let bound = self.bound();
         self.io.stage("sizing the write cache in front of the wrap");
-        let span: Vec<u64> = [marker, partner].iter().flat_map(|&a| [block_of(a), block_of(a + BLOCK - 1)]).collect();
+        let span = pair_span(marker, partner);
         let mut keep = keep.to_vec();
         keep.extend(&span);
         // Writing the partner again would damage the stamps of blocks
@@ -386,7 +386,7 @@ impl Probe<'_> {
                 continue;
             }
             self.io.check_stop()?;
-            let seen = if len == BLOCK { self.io.read_block(at) } else { self.io.read_sector(at, self.decoy) };
+            let seen = self.read_unit(at, len);
             match seen {
                 Ok(Seen::Own) => held.push((at, len)),
                 Ok(Seen::Foreign(Foreign::Damaged | Foreign::Other)) => {
@@ -478,6 +478,11 @@ impl Probe<'_> {
     pub(super) fn bound(&self) -> u64 {
         self.opts.cache_bound.min(4 * (self.top - FLOOR)).max(BLOCK)
     }
+}
+
+/// The blocks that hold the marker and its partner (each may straddle two).
+fn pair_span(marker: u64, partner: u64) -> Vec<u64> {
+    [marker, partner].iter().flat_map(|&a| [block_of(a), block_of(a + BLOCK - 1)]).collect()
 }
 
 /// Whether the scan's hits are limbo answering with the last write: more

@@ -151,8 +151,9 @@ fn standard() -> Vec<Case> {
 }
 
 /// The slow cards: 20 MB/s writes, 40 MB/s and 2000 requests/s reads;
-/// the wrap and limbo also behind the largest caches the default mode
-/// looks through, to show what those cost in time.
+/// the wrap also behind the largest cache the default mode looks through,
+/// and limbo behind the largest it stays under 512 MiB for, to show what
+/// those cost in time.
 fn slow() -> Vec<Case> {
     let pace = ["write-bps=20000000", "read-bps=40000000", "read-iops=2000"];
     let with_cache = |cache: &'static str| [pace[0], pace[1], pace[2], cache];
