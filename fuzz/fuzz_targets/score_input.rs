@@ -8,7 +8,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
     if let Ok(parsed) = input::parse_score_input(text) {
         let _ = score::pibenchmarks(&parsed.measurements, parsed.comparable());
-        let v = verdict::verdict_for(parsed.device.as_ref(), &parsed.measurements, parsed.profile.as_deref());
+        let v = verdict::verdict_for(parsed.device.as_ref(), &parsed.measurements, &storage_scoring::run_profile::RunProfile::of(parsed.profile.as_deref()));
         assert!(v.summary.is_some());
     }
 });

@@ -178,7 +178,7 @@ pub fn resolution(key: &str, value: f64) -> f64 {
 /// Notes a reader of the comparison needs: figures not made the same way.
 pub fn notes(base: &Report, other: &Report) -> Vec<String> {
     let mut notes = Vec::new();
-    let profile = |r: &Report| r.profile.clone().unwrap_or_else(|| "compat".to_owned());
+    let profile = |r: &Report| crate::run_profile::RunProfile::of(r.profile.as_deref());
     if profile(base) != profile(other) {
         notes.push(format!(
             "the profiles differ ({} and {}): the tests ran for different lengths, so a difference may be the profile's",

@@ -11,6 +11,7 @@ pub mod input;
 pub mod manufacturers;
 pub mod privacy;
 pub mod profile;
+pub mod run_profile;
 pub mod schema;
 pub mod score;
 pub mod stats;

@@ -96,7 +96,7 @@ pub fn run(args: &RunArgs, roots: &Roots) -> Result<(), Failure> {
     report.verdict = Some(storage_scoring::verdict::verdict_under(
         report.device.as_ref(),
         &proven,
-        report.profile.as_deref(),
+        &storage_scoring::run_profile::RunProfile::of(report.profile.as_deref()),
         report.thermal.as_ref(),
     ));
 

@@ -2,6 +2,7 @@
 //! object, and give the verdict when the input carries identification.
 
 use serde::Serialize;
+use storage_scoring::run_profile::RunProfile;
 use storage_scoring::schema::{Score, Verdict};
 
 use crate::{Failure, ScoreArgs, render};
@@ -18,10 +19,9 @@ pub fn score(args: &ScoreArgs) -> Result<(), Failure> {
     let input =
         storage_scoring::input::parse_score_input(&text).map_err(|e| Failure::Usage(format!("{}: {e}", args.file)))?;
     let score = storage_scoring::score::pibenchmarks(&input.measurements, input.comparable());
-    let verdict = input
-        .device
-        .as_ref()
-        .map(|d| storage_scoring::verdict::verdict_for(Some(d), &input.measurements, input.profile.as_deref()));
+    let verdict = input.device.as_ref().map(|d| {
+        storage_scoring::verdict::verdict_for(Some(d), &input.measurements, &RunProfile::of(input.profile.as_deref()))
+    });
     if args.json {
         let doc = ScoreDoc { score, verdict };
         let json = serde_json::to_string_pretty(&doc).map_err(|e| Failure::Run(format!("cannot encode JSON: {e}")))?;

@@ -23,7 +23,7 @@ use serde_json::{Map, Value, json};
 
 pub use error::{InputError, TextProblem};
 pub use figures::{MAX_IOPS, MAX_MB_S, as_mb_s, unit_limit};
-pub use strings::{FREE_TEXT_KEYS, MAX_NAME_CHARS, MAX_TEXT_CHARS};
+pub use strings::{FORBIDDEN_IN_NAMES, FREE_TEXT_KEYS, MAX_NAME_CHARS, MAX_TEXT_CHARS};
 
 use crate::schema::{Device, MEASUREMENT_KEYS, Measurements, Report, SCHEMA};
 
@@ -56,7 +56,7 @@ impl ScoreInput {
     /// `compat` profile and for input that names none (a bare measurements
     /// object is taken at its word), false for `quick` or any other profile.
     pub fn comparable(&self) -> bool {
-        matches!(self.profile.as_deref(), None | Some("compat"))
+        crate::run_profile::RunProfile::of(self.profile.as_deref()).comparable()
     }
 }
 

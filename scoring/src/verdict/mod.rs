@@ -33,13 +33,14 @@ pub use host::{
 use checks::Earned;
 use wording::{SummaryFacts, join_and, to_strings};
 
+use crate::run_profile::RunProfile;
 use crate::schema::{Device, Measurements, Report, Thermal, Verdict};
 
 /// The verdict for a full-length (`compat`) run.
 ///
 /// Never panics; figures that are not finite count as not measured.
 pub fn verdict(device: Option<&Device>, m: &Measurements) -> Verdict {
-    verdict_for(device, m, None)
+    verdict_for(device, m, &RunProfile::Compat)
 }
 
 /// The verdict for a saved report: its device, measurements, profile and
@@ -48,14 +49,15 @@ pub fn report_verdict(report: &Report) -> Verdict {
     verdict_under(
         report.device.as_ref(),
         &report.measurements.unwrap_or_default(),
-        report.profile.as_deref(),
+        &RunProfile::of(report.profile.as_deref()),
         report.thermal.as_ref(),
     )
 }
 
-/// The verdict for a run of `profile` (`compat` when `None`). The `quick`
-/// profile shortens the tests, so its verdict is marked indicative.
-pub fn verdict_for(device: Option<&Device>, m: &Measurements, profile: Option<&str>) -> Verdict {
+/// The verdict for a run of `profile`. The `quick` profile shortens the
+/// tests (and a profile this version does not know may too), so its
+/// verdict is marked indicative.
+pub fn verdict_for(device: Option<&Device>, m: &Measurements, profile: &RunProfile) -> Verdict {
     verdict_under(device, m, profile, None)
 }
 
@@ -66,7 +68,7 @@ pub fn verdict_for(device: Option<&Device>, m: &Measurements, profile: Option<&s
 pub fn verdict_under(
     device: Option<&Device>,
     m: &Measurements,
-    profile: Option<&str>,
+    profile: &RunProfile,
     thermal: Option<&Thermal>,
 ) -> Verdict {
     let mut verdict = judge_verdict(device, m, profile);
@@ -118,15 +120,14 @@ fn not_judged_while_throttled(verdict: &mut Verdict, thermal: &Thermal) {
     });
 }
 
-fn judge_verdict(device: Option<&Device>, m: &Measurements, profile: Option<&str>) -> Verdict {
+fn judge_verdict(device: Option<&Device>, m: &Measurements, profile: &RunProfile) -> Verdict {
     let mut notes = Vec::new();
-    let indicative = profile == Some("quick");
+    let indicative = profile.indicative();
     if indicative {
-        notes.push(
-            "the quick profile shortens every test: this verdict is indicative only; run the compat profile to judge \
-             the class"
-                .to_owned(),
-        );
+        notes.push(format!(
+            "the {profile} profile shortens every test: this verdict is indicative only; run the compat profile to \
+             judge the class"
+        ));
     }
 
     // What the card claims: SSR fields first, the stored label otherwise.

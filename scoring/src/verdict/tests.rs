@@ -376,7 +376,7 @@ fn margin_makes_close_figures_inconclusive() {
 #[test]
 fn quick_profile_is_indicative() {
     let device = sd_card(ssr(0, 10, 10, 1), None);
-    let v = verdict_for(Some(&device), &meas(Some(20.0), None, None), Some("quick"));
+    let v = verdict_for(Some(&device), &meas(Some(20.0), None, None), &RunProfile::Quick);
     assert!(v.indicative);
     assert!(
         v.summary.unwrap().starts_with("indicative only (quick profile, shortened tests): meets its claimed class")
@@ -474,7 +474,7 @@ fn figures_measured_while_throttled_are_not_judged() {
     use crate::health::{Thermal, ThermalSnapshot, ThrottleFlag};
     let device = sd_card(ssr(2, 10, 30, 3), None);
     let m = meas(Some(5.0), Some(900.0), Some(100.0));
-    let judged = verdict_for(Some(&device), &m, None);
+    let judged = verdict_for(Some(&device), &m, &RunProfile::Compat);
     assert!(judged.checks.iter().any(|c| c.pass == Some(false)));
 
     let snapshot = |since: &[ThrottleFlag]| ThermalSnapshot {
@@ -488,7 +488,7 @@ fn figures_measured_while_throttled_are_not_judged() {
         ..Thermal::default()
     };
     thermal.assess();
-    let v = verdict_under(Some(&device), &m, None, Some(&thermal));
+    let v = verdict_under(Some(&device), &m, &RunProfile::Compat, Some(&thermal));
     let measured: Vec<&Check> = v.checks.iter().filter(|c| c.measured.is_some()).collect();
     assert!(!measured.is_empty());
     for c in measured {
@@ -510,7 +510,7 @@ fn figures_measured_while_throttled_are_not_judged() {
     // Not throttled: judged as usual.
     thermal.after = Some(snapshot(&[]));
     thermal.assess();
-    assert_eq!(verdict_under(Some(&device), &m, None, Some(&thermal)), judged);
+    assert_eq!(verdict_under(Some(&device), &m, &RunProfile::Compat, Some(&thermal)), judged);
 }
 
 /// With per-figure windows, only the figure measured while throttled is
@@ -534,7 +534,7 @@ fn only_the_throttled_figure_is_not_judged() {
     };
     thermal.assess();
     assert_eq!(thermal.throttled_during, Some(true));
-    let v = verdict_under(Some(&device), &m, None, Some(&thermal));
+    let v = verdict_under(Some(&device), &m, &RunProfile::Compat, Some(&thermal));
     for c in v.checks.iter().filter(|c| c.measured.is_some()) {
         if c.key == SEQ_WRITE {
             assert_eq!(c.pass, None, "{c:?}");
