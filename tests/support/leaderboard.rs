@@ -72,6 +72,10 @@ pub struct Options {
     pub listen: Option<String>,
     /// More arguments (`--trusted-proxy CIDR`, `--max-connections N`).
     pub args: Vec<String>,
+    /// `--quota-mib` (through its variable, which servers that predate it
+    /// ignore); 0 (off) when `None`, as most tests send many results from
+    /// one network.
+    pub quota_mib: Option<u32>,
 }
 
 /// A running server, stopped on drop.
@@ -114,6 +118,7 @@ impl Leaderboard {
             .args(&options.args)
             .env_remove("STORAGE_SCORE_LEADERBOARD_DB")
             .env_remove("STORAGE_SCORE_LEADERBOARD_ADMIN_TOKEN")
+            .env("STORAGE_SCORE_LEADERBOARD_QUOTA_MIB", options.quota_mib.unwrap_or(0).to_string())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());

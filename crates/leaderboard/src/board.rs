@@ -18,7 +18,7 @@
 //! `Raspberry Pi 3 Model B Plus Rev 1.3`, `Raspberry Pi Zero 2 W Rev 1.0`.
 
 /// A canonical board.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Board {
     /// The model as shown: `Raspberry Pi 4 Model B`.
     pub model: String,
@@ -31,7 +31,81 @@ pub struct Board {
     pub family_key: String,
     /// Which SD host the family's slot has, for its published IOPS ceilings.
     pub sd_host: Option<SdHost>,
+    /// What the board's own buses carry, when the server knows the board.
+    pub buses: Option<Buses>,
 }
+
+/// The fastest each of a known board's buses carries, as raw link rates in
+/// MB/s (10^6 B/s) with the bus in words; `None`: the board has no such
+/// bus. A report's own link speed never lifts a figure above these
+/// ([`crate::ceilings`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Buses {
+    /// The SD slot's fastest mode (an overclocked clock included).
+    pub sd: (f64, &'static str),
+    /// On-board or module eMMC.
+    pub emmc: Option<(f64, &'static str)>,
+    /// The fastest USB port.
+    pub usb: (f64, &'static str),
+    /// A PCIe link a drive can sit on (an M.2 slot, an FPC connector).
+    pub pcie: Option<(f64, &'static str)>,
+}
+
+impl Buses {
+    /// The fastest of all the board's buses.
+    pub fn fastest(&self) -> (f64, &'static str) {
+        [Some(self.sd), self.emmc, Some(self.usb), self.pcie]
+            .into_iter()
+            .flatten()
+            .fold((0.0, ""), |best, bus| if bus.0 > best.0 { bus } else { best })
+    }
+}
+
+// The buses of the boards the server knows. Sources: Raspberry Pi's
+// product briefs and documentation (raspberrypi.com/documentation/computers/
+// raspberry-pi.html: the Pi 5's single-lane PCIe 2.0 connector, which
+// `dtparam=pciex1_gen=3` runs at Gen 3; the Pi 4's VL805 USB 3 controller
+// on its only PCIe lane; USB 2 only up to the Pi 3), the SD host
+// controllers' modes (bcm2835-sdhost: 4-bit high speed, 50 MHz, up to
+// 100 MHz with `sd_overclock`; the Pi 4's emmc2: DDR50; the Pi 5: SDR104),
+// Orange Pi's user manual of the Orange Pi 5 (RK3588S: SDR104 slot, USB
+// 3.0, an M.2 socket at PCIe 2.0 x1) and Radxa's ROCK 5B documentation
+// (an M.2 M-key socket at PCIe 3.0 x4).
+const USB2: (f64, &str) = (60.0, "USB 2.0 at 480 Mb/s, the board's fastest USB port");
+const USB3: (f64, &str) = (625.0, "USB 3.0 at 5 Gb/s, the board's fastest USB port");
+const SDHOST: (f64, &str) = (50.0, "the board's SD slot (bcm2835-sdhost, 4-bit at up to 100 MHz overclocked)");
+const SDR104: (f64, &str) = (104.0, "the board's SD slot at UHS-I SDR104");
+const PI1_3: Buses = Buses { sd: SDHOST, emmc: Some(SDHOST), usb: USB2, pcie: None };
+const PI4: Buses = Buses { sd: (50.0, "the board's SD slot (emmc2, UHS-I DDR50)"), emmc: None, usb: USB3, pcie: None };
+const CM4: Buses = Buses {
+    sd: (50.0, "the module's SD interface (emmc2, UHS-I DDR50)"),
+    emmc: Some((104.0, "the module's eMMC (8-bit DDR52)")),
+    usb: (60.0, "USB 2.0 at 480 Mb/s, the module's USB port"),
+    pcie: Some((500.0, "PCIe 2.0 x1, the module's PCIe lane")),
+};
+const PI5: Buses = Buses {
+    sd: SDR104,
+    emmc: Some((400.0, "the module's eMMC (HS400)")),
+    usb: USB3,
+    pcie: Some((985.0, "PCIe 3.0 x1, the board's PCIe connector at its fastest (dtparam=pciex1_gen=3)")),
+};
+const ORANGE_PI_5: Buses = Buses {
+    sd: SDR104,
+    emmc: Some((400.0, "the board's eMMC socket (HS400)")),
+    usb: USB3,
+    pcie: Some((500.0, "PCIe 2.0 x1, the board's M.2 socket")),
+};
+const ROCK_5B: Buses = Buses {
+    sd: SDR104,
+    emmc: Some((400.0, "the board's eMMC socket (HS400)")),
+    usb: USB3,
+    pcie: Some((3938.0, "PCIe 3.0 x4, the board's M.2 M-key socket")),
+};
+
+/// Boards other than Raspberry Pis that the server knows, by their folded
+/// device-tree model.
+const OTHER_BOARDS: [(&str, Buses); 3] =
+    [("orange pi 5", ORANGE_PI_5), ("radxa rock 5b", ROCK_5B), ("radxa rock 5 model b", ROCK_5B)];
 
 /// The SD slot of a Raspberry Pi family (see `storage_scoring::verdict`'s
 /// host ceilings and [`crate::ceilings`]).
@@ -58,6 +132,7 @@ impl Board {
         let (model, revision) = split_revision(&text);
         match raspberry_pi(model) {
             Some((model, family, sd_host)) => Board {
+                buses: Some(pi_buses(&model, sd_host)),
                 key: model.to_lowercase(),
                 family_key: family.to_lowercase(),
                 model,
@@ -70,14 +145,27 @@ impl Board {
     }
 
     fn plain(model: &str, revision: Option<String>) -> Board {
+        let key = model.to_lowercase();
         Board {
+            buses: OTHER_BOARDS.iter().find(|(known, _)| *known == key).map(|(_, buses)| *buses),
             model: model.to_owned(),
             revision,
             family: model.to_owned(),
-            key: model.to_lowercase(),
-            family_key: model.to_lowercase(),
+            family_key: key.clone(),
+            key,
             sd_host: None,
         }
+    }
+}
+
+/// A Raspberry Pi model's buses: its family's, the Compute Module 4's PCIe
+/// lane and eMMC apart.
+fn pi_buses(model: &str, host: SdHost) -> Buses {
+    match host {
+        SdHost::Sdhost => PI1_3,
+        SdHost::Emmc2 if model.contains("Compute Module") => CM4,
+        SdHost::Emmc2 => PI4,
+        SdHost::Pi5 => PI5,
     }
 }
 
@@ -155,6 +243,12 @@ mod tests {
         assert_eq!(a.key, b.key);
         assert_eq!((a.revision.as_deref(), b.revision.as_deref()), (Some("1.4"), Some("1.5")));
         assert_eq!(a.sd_host, Some(SdHost::Emmc2));
+        let buses = a.buses.unwrap();
+        assert_eq!((buses.usb.0, buses.pcie), (625.0, None), "a Pi 4 has USB 3 and no PCIe slot");
+        assert_eq!(Board::of(Some("Raspberry Pi 3 Model B Rev 1.2")).buses.unwrap().usb.0, 60.0);
+        assert!(Board::of(Some("Raspberry Pi Compute Module 4 Rev 1.0")).buses.unwrap().pcie.is_some());
+        assert_eq!(Board::of(Some("Orange Pi 5")).buses.unwrap().sd.0, 104.0);
+        assert_eq!(Board::of(Some("Some PC")).buses, None);
     }
 
     #[test]

@@ -69,7 +69,9 @@ impl Card {
             ),
             (None, None) => (
                 None,
-                device.vendor.clone().or_else(|| device.usb.as_ref().and_then(|u| u.manufacturer.clone())),
+                // The vendor is part of the key (as the OEM ID); the USB
+                // bridge's manufacturer string is not, so it names nothing.
+                device.vendor.clone(),
                 device.vendor.clone().unwrap_or_default(),
                 device.model.clone().unwrap_or_default(),
                 device.firmware.clone().unwrap_or_default(),
@@ -93,14 +95,16 @@ impl Card {
     }
 
     /// A short, URL-safe key for the card page: 16 hex digits of SHA-256
-    /// over the identifying fields.
+    /// over the identifying fields, their text compared as [`key_text`]
+    /// does (`TransMemory`, `TRANSMEMORY` and a Cyrillic look-alike are one
+    /// card).
     pub fn key(&self) -> String {
         let identity = serde_json::json!([
             self.kind,
             self.manufacturer_id,
-            self.oem_id,
-            self.product_name,
-            self.product_revision,
+            key_text(&self.oem_id),
+            key_text(&self.product_name),
+            key_text(&self.product_revision),
             self.capacity_bytes
         ]);
         short_hash(&identity.to_string())
@@ -139,6 +143,21 @@ impl Card {
     pub fn search_text(&self) -> String {
         format!("{} {} {}", self.maker(), self.product_name, self.product_revision).to_lowercase()
     }
+}
+
+/// A name as keys compare it: NFKC, case folded, spaces collapsed
+/// ([`crate::identity::fold`]), then its confusable skeleton (Unicode
+/// UTS #39, section 4: each character mapped to the prototype it is
+/// confusable with, so a Cyrillic `М` and a Latin `M`, or `0` and `O`,
+/// compare equal).
+pub fn key_text(text: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    // The skeleton before and after case folding: a Cyrillic `М` is
+    // confusable with a Latin `M`, but its lower case `м` is not with `m`.
+    let normal: String = text.nfkc().collect();
+    let skeleton: String = unicode_security::skeleton(&normal).collect();
+    let folded: String = unicode_security::skeleton(&skeleton.to_lowercase()).collect();
+    folded.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The key of a whole leaderboard row: card × board × bus × formula.
@@ -201,6 +220,32 @@ mod tests {
         let mut c = a.clone();
         c.class_label = Some("A1".into());
         assert_eq!(a.key(), c.key(), "the class label is not part of the identity");
+    }
+
+    #[test]
+    fn case_and_look_alikes_are_one_card() {
+        let usb = |model: &str| {
+            Card::of(Some(&Device {
+                kind: DeviceKind::Usb,
+                vendor: Some("TOSHIBA".into()),
+                model: Some(model.into()),
+                ..Device::default()
+            }))
+        };
+        let key = usb("TransMemory").key();
+        assert_eq!(usb("transmemory").key(), key);
+        assert_eq!(usb("TRANSMEMORY").key(), key);
+        // Cyrillic Т, А, М, Е, О (one script: NFKC and the script check let it through).
+        assert_eq!(usb("\u{422}R\u{410}NS\u{41c}\u{415}\u{41c}\u{41e}RY").key(), key);
+        assert_eq!(usb("Trans  Memory").key(), usb("trans memory").key());
+        assert_ne!(usb("TransMemory2").key(), key);
+        // The maker comes from the key's fields only, never a USB string.
+        let mut device = Device { kind: DeviceKind::Usb, model: Some("X".into()), ..Device::default() };
+        device.usb = Some(storage_scoring::schema::UsbInfo {
+            manufacturer: Some("COUNTERFEIT do not buy".into()),
+            ..Default::default()
+        });
+        assert_eq!(Card::of(Some(&device)).manufacturer, None);
     }
 
     #[test]

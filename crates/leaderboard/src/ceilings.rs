@@ -13,11 +13,20 @@
 //!     the board's own slot), with half as much again as headroom: these
 //!     are the best any card reached in published measurements, not limits
 //!     of the silicon, and a new card may beat them a little;
-//!   - when the report carries no host facts, the fastest bus its kind has:
-//!     UHS-I SDR104 (104 MB/s) for an SD card unless its registers claim
-//!     more (V60/V90 need UHS-II; an SD 7 or 8 card may be SD Express),
-//!     HS400 (400 MB/s) for eMMC, the link speed or USB4 for USB, SATA's
-//!     6 Gb/s.
+//!   - on a board the server knows ([`crate::board::Buses`]), never more
+//!     than that board's own bus of the device's kind carries, whatever
+//!     link speed the report declares above it: a Pi 4's USB 3 port is
+//!     5 Gb/s and it has no PCIe slot, a Pi 3 has USB 2 only, and an SD
+//!     card's registers never lift a ceiling beyond what the board's slot
+//!     runs. A device behind a USB bridge meets the board's USB port;
+//!     a kind without link facts (NVMe without `pcie_link_*`, `other`)
+//!     meets the board's fastest bus for that kind;
+//!   - on a board it does not know, when the report carries no host facts,
+//!     the fastest bus its kind has: UHS-I SDR104 (104 MB/s) for an SD card
+//!     unless its registers claim more (V60/V90 need UHS-II; an SD 7 or 8
+//!     card may be SD Express), HS400 (400 MB/s) for eMMC, the link speed
+//!     or USB4 for USB, SATA's 6 Gb/s, PCIe 5.0 x4 for NVMe, PCIe 5.0 x16
+//!     for any other kind.
 //!
 //! IOPS and KiB/s figures are compared as 4 KiB transfers.
 
@@ -25,7 +34,7 @@ use storage_scoring::input::as_mb_s;
 use storage_scoring::schema::{Device, DeviceKind, HostIos, MEASUREMENT_KEYS, Measurements};
 use storage_scoring::verdict::{host_iops_ceiling, sd_bus_ceiling};
 
-use crate::board::{Board, SdHost};
+use crate::board::{Board, Buses, SdHost};
 use crate::error::ApiError;
 
 /// Over a bus ceiling by more than this share is impossible, not noise.
@@ -132,7 +141,48 @@ fn fastest_bus(device: &Device) -> Option<(f64, String)> {
                 (104.0, "UHS-I SDR104, the fastest bus of an SD card that claims no UHS-II".to_owned())
             })
         }
-        kind => any_bus_of(kind).map(|(mb_s, what)| (mb_s, what.to_owned())),
+        // PCIe 5.0 x4 (4 × 3938 MB/s), the widest link an M.2 NVMe drive has.
+        DeviceKind::Nvme => Some((15_754.0, "PCIe 5.0 x4, the fastest link of an NVMe drive".to_owned())),
+        kind => any_bus_of(kind).map(|(mb_s, what)| (mb_s, what.to_owned())).or_else(|| {
+            // PCIe 5.0 x16: no storage device of any kind is on a faster bus.
+            Some((63_015.0, format!("PCIe 5.0 x16, the fastest bus any {} device could be on", kind.as_str())))
+        }),
+    }
+}
+
+/// The bus of a known board that a device of this kind sits on.
+fn board_bus(device: &Device, buses: &Buses) -> (f64, &'static str) {
+    if device.usb.is_some() {
+        // Behind a USB bridge, whatever the kind of the drive in it.
+        return buses.usb;
+    }
+    match device.kind {
+        DeviceKind::Sd => buses.sd,
+        DeviceKind::Emmc => buses.emmc.unwrap_or(buses.sd),
+        DeviceKind::Usb => buses.usb,
+        // Without a PCIe slot, an NVMe drive can only be in a USB enclosure.
+        DeviceKind::Nvme => buses.pcie.unwrap_or(buses.usb),
+        DeviceKind::Sata => match buses.pcie {
+            Some(pcie) if pcie.0 > buses.usb.0 => pcie,
+            _ => buses.usb,
+        },
+        _ => buses.fastest(),
+    }
+}
+
+/// The most a result's bus can carry, and how that was worked out: the
+/// report's own link, never above its board's bus for the kind; the
+/// board's bus when the report names none; else the fastest of the kind.
+pub fn ceiling(device: &Device, bus: &Bus, board: &Board) -> Option<(f64, String)> {
+    let declared = bus.ceiling_mb_s.map(|c| (c, bus.how.clone()));
+    let boards = board.buses.as_ref().map(|buses| {
+        let (mb_s, what) = board_bus(device, buses);
+        (mb_s, format!("{what} on the {}", board.model))
+    });
+    match (declared, boards) {
+        (Some(declared), Some(boards)) => Some(if boards.0 < declared.0 { boards } else { declared }),
+        (Some(one), None) | (None, Some(one)) => Some(one),
+        (None, None) => fastest_bus(device).map(|(c, what)| (c, format!("{what} (the report names no host bus)"))),
     }
 }
 
@@ -158,12 +208,7 @@ pub fn beyond_any_bus(device: Option<&Device>, m: &Measurements) -> Result<(), A
 pub fn flags(device: Option<&Device>, bus: &Bus, board: &Board, m: &Measurements) -> Vec<String> {
     let Some(device) = device else { return Vec::new() };
     let mut reasons = Vec::new();
-    // The bus: the report's own, else the fastest of its kind.
-    let ceiling = match bus.ceiling_mb_s {
-        Some(c) => Some((c, bus.how.clone())),
-        None => fastest_bus(device).map(|(c, what)| (c, format!("{what} (the report names no host bus)"))),
-    };
-    if let Some((ceiling, how)) = ceiling {
+    if let Some((ceiling, how)) = ceiling(device, bus, board) {
         for key in MEASUREMENT_KEYS {
             let Some(v) = m.get(key) else { continue };
             let rate = as_mb_s(key, v);
@@ -316,6 +361,47 @@ mod tests {
         express.sd.as_mut().unwrap().scr = Some(SdScr { spec_version: "8.xx".into(), ..SdScr::default() });
         assert!(
             flags(Some(&express), &Bus::of(Some(&express)), &other, &figures(&[("seq_read_mib_s", 1500.0)])).is_empty()
+        );
+    }
+
+    /// The impossible cards: each is flagged, so none is ranked.
+    #[test]
+    fn a_known_board_caps_what_a_report_declares() {
+        let pi4 = Board::of(Some("Raspberry Pi 4 Model B Rev 1.4"));
+        let pi5 = Board::of(Some("Raspberry Pi 5 Model B Rev 1.0"));
+        let usb = |mbps: u32| Device {
+            kind: DeviceKind::Usb,
+            usb: Some(UsbInfo { speed_mbps: Some(mbps), ..UsbInfo::default() }),
+            ..Device::default()
+        };
+        let fast = figures(&[("seq_read_mib_s", 1500.0)]);
+        // A USB stick at 1500 MiB/s on a Pi 4, on a 20 Gb/s link it declares.
+        let stick = usb(20_000);
+        let reasons = flags(Some(&stick), &Bus::of(Some(&stick)), &pi4, &fast);
+        assert!(reasons[0].contains("beyond the 625.0 MB/s that USB 3.0 at 5 Gb/s"), "{reasons:?}");
+        // The same stick on a PC: its 20 Gb/s link carries it.
+        assert!(flags(Some(&stick), &Bus::of(Some(&stick)), &Board::of(Some("Some PC")), &fast).is_empty());
+        // NVMe without link facts: a Pi 4 has no PCIe slot, a Pi 5 one lane.
+        let nvme = Device { kind: DeviceKind::Nvme, ..Device::default() };
+        let iops = figures(&[("rand_read_4k_qd64_iops", 99_000_000.0)]);
+        for board in [&pi4, &pi5, &Board::of(None)] {
+            assert_eq!(flags(Some(&nvme), &Bus::of(Some(&nvme)), board, &iops).len(), 1, "{}", board.model);
+        }
+        let ssd = figures(&[("seq_read_mib_s", 800.0)]);
+        assert!(flags(Some(&nvme), &Bus::of(Some(&nvme)), &pi5, &ssd).is_empty(), "Gen 3 x1 carries 800 MiB/s");
+        assert_eq!(flags(Some(&nvme), &Bus::of(Some(&nvme)), &pi4, &ssd).len(), 1);
+        // `other`: the board's fastest bus, or PCIe 5.0 x16.
+        let other = Device { kind: DeviceKind::Other, ..Device::default() };
+        assert_eq!(flags(Some(&other), &Bus::of(Some(&other)), &Board::of(None), &iops).len(), 1);
+        assert_eq!(flags(Some(&other), &Bus::of(Some(&other)), &pi4, &ssd).len(), 1);
+        // An SD card that claims SD Express on an Orange Pi 5: the slot is UHS-I.
+        let mut express = sd(None);
+        express.sd.as_mut().unwrap().scr = Some(SdScr { spec_version: "8.xx".into(), ..SdScr::default() });
+        let opi5 = Board::of(Some("Orange Pi 5"));
+        let reasons = flags(Some(&express), &Bus::of(Some(&express)), &opi5, &figures(&[("seq_read_mib_s", 900.0)]));
+        assert!(
+            reasons[0].contains("104.0 MB/s that the board's SD slot at UHS-I SDR104 on the Orange Pi 5"),
+            "{reasons:?}"
         );
     }
 

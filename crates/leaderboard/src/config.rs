@@ -36,7 +36,28 @@ pub struct Args {
     /// Open connections served at once; more are answered 503 and closed.
     #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_connections: u32,
+    /// Open connections one client network (/24, or --v6-prefix) may hold,
+    /// and never more than a quarter of --max-connections; more are
+    /// answered 503 and closed. Trusted proxies are not capped.
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_connections_per_network: u32,
+    /// The IPv6 prefix that makes one network (one submitter, one rate
+    /// limit, one quota): 48 counts a home's whole /48 once.
+    #[arg(long, value_name = "BITS", default_value_t = crate::peer::DEFAULT_V6_PREFIX, value_parser = clap::value_parser!(u8).range(16..=128))]
+    pub v6_prefix: u8,
+    /// Seconds a response may take to send, from its first byte; a client
+    /// reading slower is cut off.
+    #[arg(long, value_name = "SECS", default_value_t = crate::server::RESPONSE_DEADLINE.as_secs(), value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub response_deadline: u64,
+    /// MiB of reports one network may store per day (24 hours); beyond it a
+    /// submission is answered 429 with Retry-After. 0 turns the quota off.
+    #[arg(long, value_name = "MIB", env = "STORAGE_SCORE_LEADERBOARD_QUOTA_MIB", default_value_t = 4)]
+    pub quota_mib: u32,
 }
+
+/// The shortest admin token accepted: 32 characters, 128 bits or more of a
+/// random hex or base64 string, beyond guessing at any request rate.
+pub const MIN_ADMIN_TOKEN: usize = 32;
 
 /// Where results are stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,14 +89,21 @@ pub struct Config {
     pub rate_limit: u32,
     pub trusted_proxies: Vec<Cidr>,
     pub max_connections: usize,
+    pub max_connections_per_network: usize,
+    pub networks: crate::peer::Networks,
+    pub response_deadline: std::time::Duration,
+    /// Bytes of reports one network may store per day; 0: no quota.
+    pub quota_bytes: i64,
     pub admin_token: Option<String>,
 }
 
 impl Config {
     pub fn from_args(args: Args) -> Result<Config, String> {
         let admin_token = std::env::var(ADMIN_TOKEN_ENV).ok().filter(|t| !t.trim().is_empty());
-        if admin_token.as_deref().is_some_and(|t| t.len() < 16) {
-            return Err(format!("{ADMIN_TOKEN_ENV}: at least 16 characters are needed; make a longer token"));
+        if admin_token.as_deref().is_some_and(|t| t.trim().len() < MIN_ADMIN_TOKEN) {
+            return Err(format!(
+                "{ADMIN_TOKEN_ENV}: at least {MIN_ADMIN_TOKEN} characters are needed; make one with `openssl rand -hex 32`"
+            ));
         }
         Ok(Config {
             listen: args.listen,
@@ -83,6 +111,10 @@ impl Config {
             rate_limit: args.rate_limit,
             trusted_proxies: args.trusted_proxy,
             max_connections: args.max_connections as usize,
+            max_connections_per_network: args.max_connections_per_network as usize,
+            networks: crate::peer::Networks { v6_prefix: args.v6_prefix },
+            response_deadline: std::time::Duration::from_secs(args.response_deadline),
+            quota_bytes: i64::from(args.quota_mib) * 1024 * 1024,
             admin_token,
         })
     }

@@ -100,6 +100,11 @@ pub fn normalize_name(path: &str, text: &str) -> Result<String, ApiError> {
         )))
     };
     for c in normal.chars() {
+        // Checked again after the fold: a full-width `＜` passes a check of
+        // the text as sent and becomes a real `<` in NFKC.
+        if storage_scoring::input::FORBIDDEN_IN_NAMES.contains(&c) {
+            return refuse(format!("holds the markup or quoting character {c:?} once folded (NFKC)"));
+        }
         if c.is_control() || is_invisible(c) {
             return refuse(format!("holds the invisible or format character U+{:04X}", u32::from(c)));
         }
@@ -277,6 +282,18 @@ mod tests {
         assert!(mmc_oem_id("o", "0x4a").is_ok() && mmc_oem_id("o", "0x4a4a4a").is_err());
         assert!(revision("r", "6.1").is_ok() && revision("r", "15.15").is_ok());
         assert!(revision("r", "6.1b").is_err() && revision("r", "16.0").is_err());
+    }
+
+    #[test]
+    fn markup_is_refused_after_the_fold() {
+        for (path, text) in
+            [("label", "＜img src＝x onerror＝alert(1)＞"), ("system.board", "＜script＞"), ("label", "ｘ＂ｙ")]
+        {
+            let e = normalize_name(path, text).unwrap_err();
+            assert_eq!(e.status.as_u16(), 422, "{text}");
+            assert!(e.message.starts_with(&format!("{path}: holds the markup or quoting character")), "{}", e.message);
+        }
+        assert_eq!(normalize_name("label", "ＳａｎＤｉｓｋ Ｅｘｔｒｅｍｅ").unwrap(), "SanDisk Extreme");
     }
 
     #[test]

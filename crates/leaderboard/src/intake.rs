@@ -25,6 +25,7 @@
 use sha2::{Digest, Sha256};
 use storage_scoring::input::InputError;
 use storage_scoring::privacy::{Redaction, redact};
+use storage_scoring::run_profile::RunProfile;
 use storage_scoring::schema::{Report, Score, Verdict};
 use storage_scoring::{score, verdict};
 
@@ -108,9 +109,20 @@ impl Accepted {
     }
 }
 
+/// The most a report's `notes` may hold, in all (bytes of UTF-8): what
+/// one run writes is a few hundred; the rest would be stored, and shown,
+/// for a spammer.
+pub const MAX_NOTES_BYTES: usize = 4096;
+
 /// Checks a submitted body and prepares it for storage.
 pub fn accept(body: &[u8]) -> Result<Accepted, ApiError> {
     let mut report = storage_scoring::input::parse_report(body).map_err(|e| refusal(&e))?;
+    let notes: usize = report.notes.iter().map(String::len).sum();
+    if notes > MAX_NOTES_BYTES {
+        return Err(ApiError::unprocessable(format!(
+            "notes: {notes} bytes in all, at most {MAX_NOTES_BYTES} are accepted; send the report as storage-score wrote it"
+        )));
+    }
     identity::settle(&mut report)?;
     let measurements = report.measurements.unwrap_or_default();
     ceilings::beyond_any_bus(report.device.as_ref(), &measurements)?;
@@ -140,9 +152,11 @@ fn assess(mut report: Report, mut reasons: Vec<String>) -> Result<Accepted, ApiE
     let mut report = redact(&report, &Redaction::server()).map_err(|e| ApiError::bad_request(format!("body: {e}")))?;
 
     let measurements = report.measurements.unwrap_or_default();
-    let comparable = matches!(report.profile.as_deref(), None | Some("compat"));
+    // One profile for the score, the verdict and the flag, as the client reads it.
+    let profile = RunProfile::of(report.profile.as_deref());
+    let comparable = profile.comparable();
     let score = score::pibenchmarks(&measurements, comparable);
-    let verdict = verdict::verdict_under(report.device.as_ref(), &measurements, None, report.thermal.as_ref());
+    let verdict = verdict::verdict_under(report.device.as_ref(), &measurements, &profile, report.thermal.as_ref());
     let card = Card::of(report.device.as_ref());
     let bus = Bus::of(report.device.as_ref());
     let board = Board::of(report.system.as_ref().and_then(|s| s.board.as_deref()));
@@ -155,8 +169,7 @@ fn assess(mut report: Report, mut reasons: Vec<String>) -> Result<Accepted, ApiE
     }
     if !comparable {
         reasons.push(format!(
-            "quick profile: the {} profile's figures are not comparable with PiBenchmarks results",
-            report.profile.as_deref().unwrap_or("")
+            "quick profile: the {profile} profile's figures are not comparable with PiBenchmarks results"
         ));
     }
     if report.thermal.as_ref().and_then(|t| t.throttled_during) == Some(true) {
@@ -403,5 +416,17 @@ mod tests {
         let reasons = submit(&r).unwrap().reasons;
         assert!(reasons[0].starts_with("incomplete run: not measured: rand_write_4k_qd1_kib_s"));
         assert!(reasons[1].starts_with("quick profile"));
+    }
+
+    /// The server's verdict is the client's: a quick report's is indicative.
+    #[test]
+    fn the_verdict_of_a_quick_report_is_the_clients() {
+        let mut r = report();
+        r["profile"] = serde_json::json!("quick");
+        let accepted = submit(&r).unwrap();
+        let report: Report = serde_json::from_value(r).unwrap();
+        let client = verdict::report_verdict(&report);
+        assert_eq!(accepted.verdict, client);
+        assert!(accepted.verdict.indicative, "{:?}", accepted.verdict);
     }
 }

@@ -59,6 +59,26 @@ pub struct App<S> {
     pub limiter: Option<RateLimiter>,
     /// `--trusted-proxy`: peers whose `X-Forwarded-For` names the client.
     pub trusted_proxies: Vec<peer::Cidr>,
+    /// How client addresses group into networks (`--v6-prefix`).
+    pub networks: peer::Networks,
+    /// Failed admin tokens per network: a few a minute, then 429.
+    pub admin_failures: RateLimiter,
+    /// `--quota-mib`: bytes of reports a network may store per day (0: any).
+    pub quota_bytes: i64,
+}
+
+impl<S> App<S> {
+    fn new(store: S, config: &Config, limiter: Option<RateLimiter>) -> App<S> {
+        App {
+            store,
+            admin_token: config.admin_token.clone(),
+            limiter,
+            trusted_proxies: config.trusted_proxies.clone(),
+            networks: config.networks,
+            admin_failures: RateLimiter::new(ADMIN_FAILURES_PER_MINUTE),
+            quota_bytes: config.quota_bytes,
+        }
+    }
 }
 
 /// Every route of docs/leaderboard.md#api.
@@ -111,24 +131,34 @@ pub async fn serve(config: Config) -> Result<(), String> {
     if let Some(warning) = warning {
         eprintln!("storage-score-leaderboard: warning: {warning}");
     }
-    let trusted_proxies = config.trusted_proxies.clone();
-    let admin_token = config.admin_token.clone();
+    let limits = server::Limits {
+        total: cap,
+        // Never more than a quarter of all: one network cannot starve the rest.
+        per_network: config.max_connections_per_network.min((cap / 4).max(1)),
+        networks: config.networks,
+        trusted_proxies: config.trusted_proxies.clone(),
+        response_deadline: config.response_deadline,
+    };
     match &config.database {
         Database::Sqlite(path) => {
             let store = SqliteStore::open(path).map_err(|e| format!("{e}; check --db"))?;
-            run(listener, address, cap, App { store, admin_token, limiter, trusted_proxies }).await
+            run(listener, address, limits, App::new(store, &config, limiter)).await
         }
         Database::Postgres(url) => {
             let store = PgStore::open(url).await.map_err(|e| format!("{e}; check --db and that the server runs"))?;
-            run(listener, address, cap, App { store, admin_token, limiter, trusted_proxies }).await
+            run(listener, address, limits, App::new(store, &config, limiter)).await
         }
     }
 }
 
+/// Wrong admin tokens a network may send per minute before it is answered
+/// 429 (docs/leaderboard.md#moderation).
+pub const ADMIN_FAILURES_PER_MINUTE: u32 = 5;
+
 async fn run<S: Storage>(
     listener: tokio::net::TcpListener,
     address: SocketAddr,
-    max_connections: usize,
+    limits: server::Limits,
     app: App<S>,
 ) -> Result<(), String> {
     let app = Arc::new(app);
@@ -136,7 +166,7 @@ async fn run<S: Storage>(
     // SIGTERM sent right after it must drain and exit 0, not kill.
     let stop = stop_signal()?;
     eprintln!("listening on http://{address}");
-    server::serve(listener, router(Arc::clone(&app)), max_connections, stop).await?;
+    server::serve(listener, router(Arc::clone(&app)), limits, stop).await?;
     app.store.close().await;
     eprintln!("stopped");
     Ok(())

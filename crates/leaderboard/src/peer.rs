@@ -6,8 +6,11 @@
 //!   the first address that is not itself a trusted proxy is the client
 //!   (the left part is whatever the client wrote, and proves nothing).
 //!   Without the option, forwarding headers are ignored.
-//! - A submitter is a network, not an address: a /24 for IPv4, a /64 for
-//!   IPv6 (one home, one office, one cloud host get one of those). An
+//! - A submitter is a network, not an address: a /24 for IPv4, a /48 for
+//!   IPv6 (`--v6-prefix`, [`DEFAULT_V6_PREFIX`]). A home or an office is
+//!   handed a /48 or a /56 by its provider, and any of the 65 536 /64s in
+//!   it is the same person's (RFC 6177 and RIPE-690 recommend /48 to /56
+//!   per site); counting per /64 let one home be many submitters. An
 //!   IPv4-mapped IPv6 address counts as IPv4.
 //! - The server stores no address: a submitter id is a keyed hash of the
 //!   network under a secret salt that the database keeps, so ids compare
@@ -123,19 +126,47 @@ fn parse_hop(hop: &str) -> Option<IpAddr> {
     None
 }
 
-/// The network a submitter is counted as: its /24 or /64, as an address.
-pub fn network_of(ip: IpAddr) -> IpAddr {
-    match canonical(ip) {
-        IpAddr::V4(v4) => IpAddr::V4(mask_v4(v4, 24)),
-        IpAddr::V6(v6) => IpAddr::V6(mask_v6(v6, 64)),
+/// The IPv6 prefix a network is counted by unless `--v6-prefix` says otherwise.
+pub const DEFAULT_V6_PREFIX: u8 = 48;
+
+/// The IPv4 prefix a network is counted by.
+pub const V4_PREFIX: u8 = 24;
+
+/// How addresses group into networks: a /24 for IPv4, a configurable
+/// prefix for IPv6.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Networks {
+    pub v6_prefix: u8,
+}
+
+impl Default for Networks {
+    fn default() -> Self {
+        Networks { v6_prefix: DEFAULT_V6_PREFIX }
     }
 }
 
-/// The submitter id of a client: 32 hex digits of SHA-256 over the salt
-/// and its network.
-pub fn submitter_id(salt: &[u8], ip: IpAddr) -> String {
-    let network = network_of(ip);
-    let prefix = if network.is_ipv4() { 24 } else { 64 };
+impl Networks {
+    /// The network an address is counted as, as an address, and its prefix.
+    pub fn of(&self, ip: IpAddr) -> (IpAddr, u8) {
+        match canonical(ip) {
+            IpAddr::V4(v4) => (IpAddr::V4(mask_v4(v4, V4_PREFIX)), V4_PREFIX),
+            IpAddr::V6(v6) => (IpAddr::V6(mask_v6(v6, self.v6_prefix)), self.v6_prefix),
+        }
+    }
+
+    /// The network an address is counted as.
+    pub fn network_of(&self, ip: IpAddr) -> IpAddr {
+        self.of(ip).0
+    }
+
+    /// The submitter id of a client: 32 hex digits of SHA-256 over the
+    /// salt and its network.
+    pub fn submitter_id(&self, salt: &[u8], ip: IpAddr) -> String {
+        submitter_id_of(salt, self.of(ip))
+    }
+}
+
+fn submitter_id_of(salt: &[u8], (network, prefix): (IpAddr, u8)) -> String {
     let mut hasher = Sha256::new();
     hasher.update(b"storage-score submitter v1\0");
     hasher.update(salt);
@@ -162,15 +193,24 @@ mod tests {
     }
 
     #[test]
-    fn networks_per_24_and_64() {
+    fn networks_per_24_and_48() {
         let salt = b"salt";
-        assert_eq!(submitter_id(salt, ip("127.0.1.1")), submitter_id(salt, ip("127.0.1.200")));
-        assert_ne!(submitter_id(salt, ip("127.0.1.1")), submitter_id(salt, ip("127.0.2.1")));
-        assert_eq!(submitter_id(salt, ip("2001:db8:1:2::1")), submitter_id(salt, ip("2001:db8:1:2:ffff::9")));
-        assert_ne!(submitter_id(salt, ip("2001:db8:1:2::1")), submitter_id(salt, ip("2001:db8:1:3::1")));
-        assert_eq!(submitter_id(salt, ip("::ffff:10.1.2.3")), submitter_id(salt, ip("10.1.2.99")));
-        assert_ne!(submitter_id(b"other", ip("10.1.2.3")), submitter_id(salt, ip("10.1.2.3")));
-        assert_eq!(submitter_id(salt, ip("10.1.2.3")).len(), 32);
+        let nets = Networks::default();
+        let id = |text: &str| nets.submitter_id(salt, ip(text));
+        assert_eq!(id("127.0.1.1"), id("127.0.1.200"));
+        assert_ne!(id("127.0.1.1"), id("127.0.2.1"));
+        assert_eq!(id("2001:db8:1:2::1"), id("2001:db8:1:2:ffff::9"));
+        // Two /64s of one /48: one home, one submitter.
+        assert_eq!(id("2001:db8:1:2::1"), id("2001:db8:1:3::1"));
+        assert_eq!(id("2001:db8:1:2::1"), id("2001:db8:1:ffff::1"));
+        assert_ne!(id("2001:db8:1:2::1"), id("2001:db8:2:2::1"));
+        assert_eq!(id("::ffff:10.1.2.3"), id("10.1.2.99"));
+        assert_ne!(nets.submitter_id(b"other", ip("10.1.2.3")), id("10.1.2.3"));
+        assert_eq!(id("10.1.2.3").len(), 32);
+        // --v6-prefix 64 counts each /64 apart.
+        let per_64 = Networks { v6_prefix: 64 };
+        assert_ne!(per_64.submitter_id(salt, ip("2001:db8:1:2::1")), per_64.submitter_id(salt, ip("2001:db8:1:3::1")));
+        assert_eq!(nets.network_of(ip("2001:db8:1:2::1")), ip("2001:db8:1::"));
     }
 
     #[test]

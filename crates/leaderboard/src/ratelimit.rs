@@ -27,6 +27,16 @@ impl RateLimiter {
         RateLimiter { per_minute: f64::from(per_minute), buckets: Mutex::new(HashMap::new()) }
     }
 
+    /// Whether `client` has no token left now: the seconds until one is
+    /// due, without taking any.
+    pub fn exhausted(&self, client: IpAddr, now: Instant) -> Option<u64> {
+        let buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
+        let bucket = buckets.get(&client)?;
+        let elapsed = now.saturating_duration_since(bucket.updated).as_secs_f64();
+        let tokens = (bucket.tokens + elapsed * self.per_minute / 60.0).min(self.per_minute);
+        (tokens < 1.0).then(|| ((1.0 - tokens) * 60.0 / self.per_minute).ceil().max(1.0) as u64)
+    }
+
     /// Takes a token for `client`, or says how many seconds until one is due.
     pub fn take(&self, client: IpAddr, now: Instant) -> Result<(), u64> {
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());

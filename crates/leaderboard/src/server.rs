@@ -10,15 +10,25 @@
 //! - A connection has 30 s to send each request's headers, between requests
 //!   too: an idle or trickling socket is closed then (hyper's header read
 //!   timeout). The body has 30 s as well ([`crate::api::BODY_TIMEOUT`]).
+//! - One network (an IPv4 /24, an IPv6 /48: [`crate::peer::Networks`]) holds
+//!   at most `--max-connections-per-network` (default 32) of them, and never
+//!   more than a quarter of the cap, so that
+//!   idle sockets from one place cannot take the slots of everyone else;
+//!   trusted proxies are not capped (their clients are many networks).
 //! - A write that makes no progress for 30 s (a client that stopped
-//!   reading, say in the middle of an export) closes the connection.
+//!   reading, say in the middle of an export) closes the connection, and
+//!   so does a response still being sent `--response-deadline` (default
+//!   300 s) after its first byte: a slow reader that takes a byte now and
+//!   then is cut off, not kept alive by each byte it takes.
 //! - On SIGTERM or SIGINT: stop accepting, let the requests under way
 //!   finish (up to 30 s), return.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::io;
+use std::net::IpAddr;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -43,14 +53,68 @@ pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 /// and connections, the listener, standard streams.
 const OTHER_FILES: usize = 64;
 
+/// How long a response may take to send, from its first byte, by default.
+pub const RESPONSE_DEADLINE: Duration = Duration::from_secs(300);
+
+/// The connection caps.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Connections served at once, in all.
+    pub total: usize,
+    /// Connections one network may hold.
+    pub per_network: usize,
+    pub networks: crate::peer::Networks,
+    /// Peers not capped per network.
+    pub trusted_proxies: Vec<crate::peer::Cidr>,
+    /// How long a response may take to send.
+    pub response_deadline: Duration,
+}
+
+/// Open connections per network, each released when its connection ends.
+#[derive(Debug, Default)]
+struct PerNetwork {
+    open: Mutex<HashMap<IpAddr, usize>>,
+}
+
+/// A network's share of the connections, given back on drop.
+struct NetworkSlot {
+    table: Arc<PerNetwork>,
+    network: IpAddr,
+}
+
+impl PerNetwork {
+    fn take(table: &Arc<PerNetwork>, network: IpAddr, cap: usize) -> Option<NetworkSlot> {
+        let mut open = table.open.lock().unwrap_or_else(|p| p.into_inner());
+        let count = open.entry(network).or_insert(0);
+        if *count >= cap {
+            return None;
+        }
+        *count += 1;
+        Some(NetworkSlot { table: Arc::clone(table), network })
+    }
+}
+
+impl Drop for NetworkSlot {
+    fn drop(&mut self) {
+        let mut open = self.table.open.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(count) = open.get_mut(&self.network) {
+            *count -= 1;
+            if *count == 0 {
+                open.remove(&self.network);
+            }
+        }
+    }
+}
+
 /// Serves `router` on `listener` until `stop` ends.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
-    max_connections: usize,
+    limits: Limits,
     stop: impl Future<Output = ()>,
 ) -> Result<(), String> {
-    let slots = Arc::new(Semaphore::new(max_connections));
+    let slots = Arc::new(Semaphore::new(limits.total));
+    let per_network = Arc::new(PerNetwork::default());
     let graceful = GracefulShutdown::new();
     let mut stop = std::pin::pin!(stop);
     loop {
@@ -69,10 +133,22 @@ pub async fn serve(
             },
             () = &mut stop => break,
         };
+        let peer = remote.ip();
+        let network_slot = if limits.trusted_proxies.iter().any(|c| c.contains(peer)) {
+            None
+        } else {
+            match PerNetwork::take(&per_network, limits.networks.network_of(peer), limits.per_network) {
+                Some(slot) => Some(slot),
+                None => {
+                    refuse(stream, NETWORK_FULL);
+                    continue;
+                }
+            }
+        };
         let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
             // Answered and closed here and now: its descriptor is free
             // before the next accept.
-            refuse(stream);
+            refuse(stream, SERVER_FULL);
             continue;
         };
         let _ = stream.set_nodelay(true);
@@ -85,12 +161,14 @@ pub async fn serve(
         });
         let mut builder = hyper::server::conn::http1::Builder::new();
         builder.timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT).keep_alive(true);
-        let connection = graceful.watch(builder.serve_connection(TokioIo::new(WriteDeadline::new(stream)), service));
+        let stream = WriteDeadline::new(stream, limits.response_deadline);
+        let connection = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
         tokio::spawn(async move {
             // An error here is the client's (a reset, a timeout, bad HTTP):
             // hyper has answered what it could.
             let _ = connection.await;
             drop(slot);
+            drop(network_slot);
         });
     }
     drop(listener);
@@ -101,10 +179,13 @@ pub async fn serve(
     Ok(())
 }
 
-/// The answer to a connection over the cap: 503, then close. One write
+const SERVER_FULL: &str =
+    "{\"error\": \"connections: the server is at its limit of open connections; try again in a moment\"}";
+const NETWORK_FULL: &str = "{\"error\": \"connections: your network holds as many open connections as one network may; close some, or try again in a moment\"}";
+
+/// The answer to a connection over a cap: 503, then close. One write
 /// that never waits (a new socket's send buffer takes it whole).
-fn refuse(stream: TcpStream) {
-    let body = "{\"error\": \"connections: the server is at its limit of open connections; try again in a moment\"}";
+fn refuse(stream: TcpStream, body: &str) {
     let reply = format!(
         "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
@@ -147,46 +228,71 @@ fn raise_file_limit() -> Option<usize> {
 }
 
 /// A stream whose writes fail once they make no progress for
-/// [`WRITE_TIMEOUT`]; reads pass through (their deadlines are the header
-/// and body timeouts).
+/// [`WRITE_TIMEOUT`], or once the response they belong to has been sending
+/// for longer than its total deadline; reads pass through (their deadlines
+/// are the header and body timeouts). A response starts at the first write
+/// after the client last sent something.
 struct WriteDeadline {
     inner: TcpStream,
     stalled: Option<Pin<Box<Sleep>>>,
+    total: Duration,
+    response: Option<Pin<Box<Sleep>>>,
 }
 
 impl WriteDeadline {
-    fn new(inner: TcpStream) -> WriteDeadline {
-        WriteDeadline { inner, stalled: None }
+    fn new(inner: TcpStream, total: Duration) -> WriteDeadline {
+        WriteDeadline { inner, stalled: None, total, response: None }
     }
 
-    /// `Pending` from the stream: start or check the deadline.
+    fn cut<T>(&self, why: String) -> Poll<io::Result<T>> {
+        Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, why)))
+    }
+
+    /// Whether the response's total deadline has passed (and, if not, a
+    /// wake-up registered for it).
+    fn past_total(&mut self, cx: &mut Context<'_>) -> bool {
+        let total = self.total;
+        let response = self.response.get_or_insert_with(|| Box::pin(tokio::time::sleep(total)));
+        response.as_mut().poll(cx).is_ready()
+    }
+
+    /// `Pending` from the stream: start or check the deadlines.
     fn pending<T>(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
+        if self.past_total(cx) {
+            return self.cut(format!("the response took longer than {} s to send", self.total.as_secs()));
+        }
         let stalled = self.stalled.get_or_insert_with(|| Box::pin(tokio::time::sleep(WRITE_TIMEOUT)));
         match stalled.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!("the client read nothing for {} s", WRITE_TIMEOUT.as_secs()),
-            ))),
+            Poll::Ready(()) => self.cut(format!("the client read nothing for {} s", WRITE_TIMEOUT.as_secs())),
             Poll::Pending => Poll::Pending,
         }
     }
 
-    fn progress<T>(&mut self, result: io::Result<T>) -> Poll<io::Result<T>> {
+    fn progress<T>(&mut self, cx: &mut Context<'_>, result: io::Result<T>) -> Poll<io::Result<T>> {
         self.stalled = None;
+        if self.past_total(cx) {
+            return self.cut(format!("the response took longer than {} s to send", self.total.as_secs()));
+        }
         Poll::Ready(result)
     }
 }
 
 impl AsyncRead for WriteDeadline {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_read(cx, buf)
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            // The client sent something: the next write answers a new request.
+            self.response = None;
+        }
+        polled
     }
 }
 
 impl AsyncWrite for WriteDeadline {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         match Pin::new(&mut self.inner).poll_write(cx, buf) {
-            Poll::Ready(result) => self.progress(result),
+            Poll::Ready(result) => self.progress(cx, result),
             Poll::Pending => self.pending(cx),
         }
     }
@@ -197,7 +303,7 @@ impl AsyncWrite for WriteDeadline {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         match Pin::new(&mut self.inner).poll_write_vectored(cx, bufs) {
-            Poll::Ready(result) => self.progress(result),
+            Poll::Ready(result) => self.progress(cx, result),
             Poll::Pending => self.pending(cx),
         }
     }
@@ -208,14 +314,14 @@ impl AsyncWrite for WriteDeadline {
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match Pin::new(&mut self.inner).poll_flush(cx) {
-            Poll::Ready(result) => self.progress(result),
+            Poll::Ready(result) => self.progress(cx, result),
             Poll::Pending => self.pending(cx),
         }
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match Pin::new(&mut self.inner).poll_shutdown(cx) {
-            Poll::Ready(result) => self.progress(result),
+            Poll::Ready(result) => self.progress(cx, result),
             Poll::Pending => self.pending(cx),
         }
     }

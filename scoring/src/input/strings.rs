@@ -19,7 +19,7 @@ pub const FREE_TEXT_KEYS: [&str; 10] =
     ["notes", "message", "reason", "summary", "requirement", "why", "engine_detail", "evidence", "fix", "source"];
 
 /// Characters refused in name-like fields: markup and SQL/shell quoting.
-const FORBIDDEN_IN_NAMES: [char; 7] = ['<', '>', '"', '\'', '`', ';', '\\'];
+pub const FORBIDDEN_IN_NAMES: [char; 7] = ['<', '>', '"', '\'', '`', ';', '\\'];
 
 /// Fields that hold what a card's CID holds, byte for byte: any printable
 /// ASCII is possible there, quotes included, so only control characters

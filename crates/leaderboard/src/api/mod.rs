@@ -41,6 +41,13 @@ pub fn parse_id(text: &str) -> Result<i64, ApiError> {
     })
 }
 
+/// The 404 of a result that is not there, or hidden from this client: the
+/// two answer alike, so that nobody without the admin token can tell a
+/// hidden result from a missing one.
+pub fn no_such_result(id: i64) -> ApiError {
+    ApiError::not_found(format!("results/{id}: no such result (never stored, or deleted)"))
+}
+
 /// Text from a request cut short and made printable, for an error message.
 pub fn clip(text: &str) -> String {
     text.chars().take(40).filter(|c| !c.is_control()).collect()

@@ -1,7 +1,7 @@
 //! Results: submit (`POST /api/v1/results`), read, delete with the
 //! submitter's token, and moderate with the admin token.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,17 +13,24 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::{base_url, clip, parse_id, unix_now};
+use super::{base_url, clip, no_such_result, parse_id, unix_now};
 use crate::error::ApiError;
 use crate::intake::{self, Submission};
-use crate::store::{Deleted, Moderation, Receipt, Status, Storage, Submitted};
+use crate::store::{Deleted, Moderation, Receipt, Status, Storage, Submitted, held_reason};
 use crate::{App, auth, peer};
 
-/// The largest body accepted (docs/leaderboard.md#status-codes); a report is a few KiB.
+/// The largest body read (docs/leaderboard.md#status-codes); a report is a few KiB.
 pub const MAX_BODY: usize = 256 * 1024;
+
+/// The largest body accepted unless it is a `profile` report (whose curves
+/// and sweep make it larger): a run's report is a few KiB.
+pub const MAX_REPORT_BODY: usize = 64 * 1024;
 
 /// The idempotency header and its bounds.
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
+
+/// The window of a network's storage quota: a day.
+pub const QUOTA_WINDOW: i64 = 86_400;
 
 /// How long a client has to send a whole body; a stalled upload is
 /// answered 408 and its connection closed.
@@ -38,7 +45,7 @@ pub async fn submit<S: Storage>(
 ) -> Result<Response, ApiError> {
     let client = peer::client_address(peer.ip(), &headers, &app.trusted_proxies);
     if let Some(limiter) = &app.limiter {
-        if let Err(seconds) = limiter.take(peer::network_of(client), Instant::now()) {
+        if let Err(seconds) = limiter.take(app.networks.network_of(client), Instant::now()) {
             let mut e = ApiError::new(
                 StatusCode::TOO_MANY_REQUESTS,
                 format!("too many submissions from this network; wait {seconds} s (Retry-After) and send again"),
@@ -77,15 +84,43 @@ pub async fn submit<S: Storage>(
             ApiError::bad_request(format!("body: could not be read ({e}); send it again"))
         }
     })?;
+    if bytes.len() > MAX_REPORT_BODY && !is_profile_report(&bytes) {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "body: {} KiB, larger than the {} KiB a report may be (a profile report up to {} KiB); send one storage-score report, as `storage-score run --json` wrote it",
+                bytes.len().div_ceil(1024),
+                MAX_REPORT_BODY / 1024,
+                MAX_BODY / 1024
+            ),
+        ));
+    }
     let accepted = intake::accept(&bytes)?;
     let token = auth::new_token();
+    let now = unix_now();
     let new = accepted.into_new(Submission {
         idempotency_key: key,
         body_hash: auth::hex(&Sha256::digest(&bytes)),
         delete_hash: auth::token_hash(&token),
-        submitter: peer::submitter_id(app.store.submitter_salt(), client),
-        created_at: unix_now(),
+        submitter: app.networks.submitter_id(app.store.submitter_salt(), client),
+        created_at: now,
     });
+    if app.quota_bytes > 0 {
+        let (stored, oldest) =
+            app.store.stored_since(new.submitter.clone(), now - QUOTA_WINDOW).await.map_err(ApiError::unavailable)?;
+        if stored + new.report_json.len() as i64 > app.quota_bytes {
+            let seconds = oldest.map_or(QUOTA_WINDOW, |t| t + QUOTA_WINDOW - now).clamp(1, QUOTA_WINDOW) as u64;
+            let mut e = ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!(
+                    "quota: this network stored {} KiB of reports in the last 24 hours, the most one network may; wait {seconds} s (Retry-After) and send again",
+                    stored / 1024
+                ),
+            );
+            e.retry_after = Some(seconds);
+            return Err(e);
+        }
+    }
     let base = base_url(&headers);
     match app.store.submit(new).await.map_err(ApiError::unavailable)? {
         Submitted::Created(receipt) => Ok(created(&base, &receipt, Some(&token), false)),
@@ -96,17 +131,27 @@ pub async fn submit<S: Storage>(
     }
 }
 
+/// Whether a body is a `profile` report: its `profile` key holds the studies.
+fn is_profile_report(bytes: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(bytes).is_ok_and(|v| v.get("profile").is_some_and(|p| p.is_object()))
+}
+
 /// The 201 answer. A replay carries no delete token: it is shown once, and
 /// only its hash is kept.
 fn created(base: &str, receipt: &Receipt, token: Option<&str>, replayed: bool) -> Response {
+    let held = receipt.held;
     let mut body = json!({
         "id": receipt.id,
         "url": format!("{base}/results/{}", receipt.id),
         "status": receipt.status,
         "reasons": receipt.reasons,
+        "held": held,
         "score": {"pibenchmarks": receipt.score, "formula": receipt.formula},
         "standing": receipt.standing,
     });
+    if held {
+        body["held_reason"] = json!(held_reason(receipt.score, None));
+    }
     if let Some(token) = token {
         body["delete_token"] = json!(token);
     }
@@ -137,33 +182,68 @@ fn idempotency_key(headers: &HeaderMap) -> Result<String, ApiError> {
     Ok(String::from_utf8_lossy(bytes).into_owned())
 }
 
-/// Whether the request carries the admin token.
-fn is_admin<S>(app: &App<S>, headers: &HeaderMap) -> bool {
-    match (&app.admin_token, auth::bearer(headers, "")) {
-        (Some(admin), Ok(token)) => auth::same_secret(admin, &token),
-        _ => false,
+/// Whether the request carries the admin token. A wrong token counts
+/// against its network's few tries a minute; once they are spent, no token
+/// from that network is even compared (429) until the next is due.
+fn check_admin<S>(app: &App<S>, headers: &HeaderMap, client: IpAddr) -> Result<(), ApiError> {
+    let Some(admin) = &app.admin_token else {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "moderation is off on this server; start it with STORAGE_SCORE_LEADERBOARD_ADMIN_TOKEN set to enable it",
+        ));
+    };
+    let network = app.networks.network_of(client);
+    let throttled = |seconds: u64| {
+        let mut e = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!("Authorization: too many wrong admin tokens from this network; wait {seconds} s (Retry-After)"),
+        );
+        e.retry_after = Some(seconds);
+        e
+    };
+    if let Some(seconds) = app.admin_failures.exhausted(network, Instant::now()) {
+        return Err(throttled(seconds));
     }
+    let token = auth::bearer(headers, "the admin token")?;
+    if auth::same_secret(admin, &token) {
+        return Ok(());
+    }
+    if let Err(seconds) = app.admin_failures.take(network, Instant::now()) {
+        return Err(throttled(seconds));
+    }
+    Err(ApiError::new(StatusCode::FORBIDDEN, "Authorization: wrong admin token; nothing was changed"))
+}
+
+/// Whether the request carries the admin token (a read that shows hidden
+/// results to a moderator; a wrong token counts as a failed try).
+fn is_admin<S>(app: &App<S>, headers: &HeaderMap, client: IpAddr) -> bool {
+    headers.contains_key(header::AUTHORIZATION) && check_admin(app, headers, client).is_ok()
 }
 
 /// `GET /api/v1/results/{id}`.
 pub async fn get_result<S: Storage>(
     State(app): State<Arc<App<S>>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let id = parse_id(&id)?;
     let Some(stored) = app.store.get(id).await.map_err(ApiError::unavailable)? else {
-        return Err(ApiError::not_found(format!("results/{id}: no such result (never stored, or deleted)")));
+        return Err(no_such_result(id));
     };
-    if stored.status == Status::Hidden && !is_admin(&app, &headers) {
-        return Err(ApiError::not_found(format!("results/{id}: hidden by a moderator")));
+    let client = peer::client_address(peer.ip(), &headers, &app.trusted_proxies);
+    if stored.status == Status::Hidden && !is_admin(&app, &headers, client) {
+        return Err(no_such_result(id));
     }
     let report: serde_json::Value = serde_json::from_str(&stored.report_json).unwrap_or_default();
     let verdict: serde_json::Value = serde_json::from_str(&stored.verdict_json).unwrap_or_default();
+    let held = stored.held;
     Ok(Json(json!({
         "id": stored.id,
         "status": stored.status,
         "reasons": stored.reasons,
+        "held": held,
+        "held_reason": held.then(|| held_reason(stored.score, None)),
         "created_at": crate::store::datetime_of(stored.created_at),
         "card_key": stored.card_key,
         "name": stored.card.display_name(),
@@ -191,8 +271,12 @@ pub async fn delete_result<S: Storage>(
     let token = auth::bearer(&headers, "the delete token that the submission's 201 reply carried")?;
     match app.store.delete(id, auth::token_hash(&token)).await.map_err(ApiError::unavailable)? {
         Deleted::Deleted => Ok(Json(json!({"id": id, "deleted": true})).into_response()),
-        Deleted::NotFound => {
-            Err(ApiError::not_found(format!("results/{id}: no such result (never stored, or deleted)")))
+        Deleted::NotFound => Err(no_such_result(id)),
+        Deleted::WrongToken
+            if app.store.get(id).await.map_err(ApiError::unavailable)?.is_none_or(|r| r.status == Status::Hidden) =>
+        {
+            // A wrong token on a hidden result: as if it were not there.
+            Err(no_such_result(id))
         }
         Deleted::WrongToken => Err(ApiError::new(
             StatusCode::FORBIDDEN,
@@ -201,24 +285,17 @@ pub async fn delete_result<S: Storage>(
     }
 }
 
-/// `POST /api/v1/results/{id}/flag|hide|restore` with the admin token;
-/// flag and hide take `{"reason": "…"}`.
+/// `POST /api/v1/results/{id}/flag|hide|accept|restore` with the admin
+/// token; flag, hide and accept take `{"reason": "…"}`. Accept counts a
+/// held result (its network's sample joins its row).
 pub async fn moderate<S: Storage>(
     State(app): State<Arc<App<S>>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     Path((id, action)): Path<(String, String)>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let Some(admin) = &app.admin_token else {
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "moderation is off on this server; start it with STORAGE_SCORE_LEADERBOARD_ADMIN_TOKEN set to enable it",
-        ));
-    };
-    let token = auth::bearer(&headers, "the admin token")?;
-    if !auth::same_secret(admin, &token) {
-        return Err(ApiError::new(StatusCode::FORBIDDEN, "Authorization: wrong admin token; nothing was changed"));
-    }
+    check_admin(&app, &headers, peer::client_address(peer.ip(), &headers, &app.trusted_proxies))?;
     let id = parse_id(&id)?;
     let bytes = tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, 16 * 1024))
         .await
@@ -241,10 +318,11 @@ pub async fn moderate<S: Storage>(
     let action = match action.as_str() {
         "flag" => Moderation::Flag(reason()?),
         "hide" => Moderation::Hide(reason()?),
+        "accept" => Moderation::Accept(reason()?),
         "restore" => Moderation::Restore,
         other => {
             return Err(ApiError::not_found(format!(
-                "results/{id}/{}: no such action; use flag, hide or restore",
+                "results/{id}/{}: no such action; use flag, hide, accept or restore",
                 clip(other)
             )));
         }

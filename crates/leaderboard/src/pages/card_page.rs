@@ -16,7 +16,20 @@ use super::{error_page, esc, layout};
 use crate::App;
 use crate::card::format_capacity;
 use crate::error::ApiError;
-use crate::store::{MIN_RANKED_SUBMITTERS, Storage, date_of};
+use crate::store::{LISTED, MIN_RANKED_SUBMITTERS, Row, Storage, date_of};
+
+/// Up to this many rows, a card page shows every row, however few networks
+/// made it (a new card has only such rows).
+const FEW_ROWS: usize = 4;
+
+/// `(and 3 more from this network)`, or nothing.
+fn more_text(more: i64) -> String {
+    match more {
+        0 => String::new(),
+        1 => " (and 1 more from this network)".to_owned(),
+        n => format!(" (and {n} more from this network)"),
+    }
+}
 
 pub async fn card<S: Storage>(State(app): State<Arc<App<S>>>, Path(key): Path<String>) -> Response {
     if key.len() != 16 || !key.bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -63,14 +76,23 @@ pub async fn card<S: Storage>(State(app): State<Arc<App<S>>>, Path(key): Path<St
     for point in &data.points {
         by_group.entry(point.group_key.as_str()).or_default().push((
             point.score as f64,
-            format!("result {}: score {} ({})", point.id, point.score, date_of(point.created_at)),
+            format!(
+                "result {}: score {} ({}){}",
+                point.id,
+                point.score,
+                date_of(point.created_at),
+                more_text(point.more)
+            ),
         ));
     }
+    // Rows that fewer than three networks made are counted, not drawn or
+    // listed: one network cannot fill the page with boards of its own.
+    let (shown, few): (Vec<&Row>, Vec<&Row>) =
+        data.rows.iter().partition(|row| row.submitters >= MIN_RANKED_SUBMITTERS || data.rows.len() <= FEW_ROWS);
     let plot = StripPlot {
         title: format!("PiBenchmarks scores of {name}"),
         x_title: "PiBenchmarks score".to_owned(),
-        rows: data
-            .rows
+        rows: shown
             .iter()
             .map(|row| StripRow {
                 label: format!("{} · {}", row.board, row.bus),
@@ -85,8 +107,8 @@ pub async fn card<S: Storage>(State(app): State<Arc<App<S>>>, Path(key): Path<St
     };
     let _ = write!(body, "<figure id=\"strip-plot\">{}</figure>", plot.render(1000.0));
 
-    body.push_str("<h3>By board and bus mode</h3><div class=\"scroll\"><table id=\"rows\"><thead><tr><th>Board</th><th class=\"n\">Median score</th><th class=\"n\">Random write IOPS</th><th class=\"n wide\">Random read IOPS</th><th class=\"n wide\">Seq. write MB/s</th><th class=\"n wide\">p10–p90</th><th class=\"n\">Submitters</th><th class=\"n wide\">Results</th><th class=\"wide\">Latest</th></tr></thead><tbody>");
-    for row in &data.rows {
+    body.push_str("<h3>By board and bus mode</h3><div class=\"scroll\"><table id=\"rows\"><thead><tr><th>Board</th><th class=\"n\">Median score</th><th class=\"n\">Random write IOPS</th><th class=\"n wide\">Random read IOPS</th><th class=\"n wide\">Seq. write MB/s</th><th class=\"n wide\">p10–p90</th><th class=\"n\">Networks</th><th class=\"n wide\">Results</th><th class=\"wide\">Latest</th></tr></thead><tbody>");
+    for row in &shown {
         let f = &row.median_figures;
         let _ = write!(
             body,
@@ -100,12 +122,20 @@ pub async fn card<S: Storage>(State(app): State<Arc<App<S>>>, Path(key): Path<St
             figure_text(f.seq_write_mb_s),
             row.p10_score,
             row.p90_score,
-            row.submitters,
+            if row.held > 0 { format!("{} (+{} held)", row.submitters, row.held) } else { row.submitters.to_string() },
             row.samples,
             esc(&row.latest),
         );
     }
     body.push_str("</tbody></table></div>");
+    if !few.is_empty() {
+        let results: i64 = few.iter().map(|r| r.samples).sum();
+        let _ = write!(
+            body,
+            "<p class=\"muted\" id=\"few-rows\">And {} more boards or bus modes with fewer than {MIN_RANKED_SUBMITTERS} networks each ({results} results), not shown.</p>",
+            few.len()
+        );
+    }
     if data.rows.is_empty() {
         body.push_str("<p>No public results: every result of this card is flagged (see below).</p>");
     }
@@ -121,24 +151,42 @@ pub async fn card<S: Storage>(State(app): State<Arc<App<S>>>, Path(key): Path<St
     }
     body.push_str("</tbody></table></div>");
 
-    body.push_str("<h3>Recent results</h3><ul>");
-    for point in data.points.iter().take(50) {
+    body.push_str("<h3>Recent results</h3><p class=\"muted\">The newest of each network.</p><ul id=\"recent\">");
+    for point in data.points.iter().take(LISTED) {
         let _ = write!(
             body,
-            "<li><a href=\"/results/{0}\">result {0}</a>: score {1}, {2}</li>",
+            "<li><a href=\"/results/{0}\">result {0}</a>: score {1}, {2}{3}</li>",
             point.id,
             point.score,
-            date_of(point.created_at)
+            date_of(point.created_at),
+            more_text(point.more)
         );
     }
     body.push_str("</ul>");
-    if !data.flagged.is_empty() {
-        body.push_str("<h3>Flagged results (not ranked)</h3><ul>");
-        for (id, reasons) in &data.flagged {
+    for (id, title, what, listed) in [
+        (
+            "held",
+            "Held results (not counted)",
+            "Public, but from networks whose results contradict a row that five or more networks established: they are in no median, standing or plot until the row's results move to them or a moderator accepts them.",
+            &data.held,
+        ),
+        ("flagged", "Flagged results (not ranked)", "", &data.flagged),
+    ] {
+        if listed.is_empty() {
+            continue;
+        }
+        let _ = write!(body, "<h3>{title}</h3>");
+        if !what.is_empty() {
+            let _ = write!(body, "<p class=\"muted\">{what}</p>");
+        }
+        let _ = write!(body, "<ul id=\"{id}\">");
+        for entry in listed {
             let _ = write!(
                 body,
-                "<li><a href=\"/results/{id}\">result {id}</a>: <span class=\"flag\">{}</span></li>",
-                esc(&reasons.join("; "))
+                "<li><a href=\"/results/{0}\">result {0}</a>: <span class=\"flag\">{1}</span>{2}</li>",
+                entry.id,
+                esc(&entry.reasons.join("; ")),
+                more_text(entry.more)
             );
         }
         body.push_str("</ul>");

@@ -42,10 +42,8 @@ pub async fn result<S: Storage>(State(app): State<Arc<App<S>>>, Path(id): Path<S
     };
     let stored = match app.store.get(id).await {
         Ok(Some(stored)) if stored.status != Status::Hidden => stored,
-        Ok(Some(_)) => return error_page(ApiError::not_found(format!("result {id} was hidden by a moderator"))),
-        Ok(None) => {
-            return error_page(ApiError::not_found(format!("result {id}: no such result (never stored, or deleted)")));
-        }
+        // A hidden result answers exactly as a missing one does.
+        Ok(_) => return error_page(crate::api::no_such_result(id)),
         Err(e) => return error_page(ApiError::unavailable(e)),
     };
     let report: Report = serde_json::from_str(&stored.report_json).unwrap_or_default();
@@ -84,7 +82,7 @@ pub async fn result<S: Storage>(State(app): State<Arc<App<S>>>, Path(id): Path<S
         ("Kernel", system.kernel.unwrap_or_default()),
         ("Architecture", system.arch.unwrap_or_default()),
         ("OS", system.os.unwrap_or_default()),
-        ("Profile", report.profile.clone().unwrap_or_else(|| "compat".into())),
+        ("Profile", storage_scoring::run_profile::RunProfile::of(report.profile.as_deref()).to_string()),
         ("Tool", format!("{} {}", report.tool.name, report.tool.version)),
         ("Claimed class", verdict.claimed.clone().unwrap_or_default()),
         ("Measured class", verdict.measured.clone().unwrap_or_default()),

@@ -68,6 +68,7 @@ macro_rules! row_readers {
                 figures: figures_from(r, 30)?,
                 content_hash: r.$get(34)?,
                 standing: None,
+                held: false,
             })
         }
 
@@ -92,9 +93,10 @@ macro_rules! row_readers {
                 median_figures: figures_from(r, 21)?,
                 latest_unix: latest,
                 latest: date_of(latest),
-                rank: r.$get(26)?,
+                held: r.$get(26)?,
+                rank: r.$get(27)?,
             };
-            Ok((row, r.$get(27)?))
+            Ok((row, r.$get(28)?))
         }
 
         /// A row of [`crate::store::sql::COUNTED`].
@@ -109,6 +111,7 @@ macro_rules! row_readers {
                 label_key: r.$get(9)?,
                 board: r.$get(10)?,
                 card_key: r.$get(11)?,
+                accepted: crate::store::is_accepted(r.$get::<_, Option<String>>(12)?.as_deref()),
             })
         }
 
@@ -126,6 +129,9 @@ macro_rules! row_readers {
                 label_key: r.$get(11)?,
                 board: r.$get(12)?,
                 latest: r.$get(13)?,
+                first_id: r.$get(14)?,
+                accepted: r.$get::<_, i64>(15)? != 0,
+                held: r.$get::<_, i64>(16)? != 0,
             })
         }
     };

@@ -13,12 +13,19 @@
 //! its card's salted serial hash when the report carries one (repeat runs
 //! of one card from one installation count once), else the result alone.
 //!
+//! Version 2 to 3: card keys compare case-folded and by confusable
+//! skeleton ([`crate::card::key_text`]), so every result's card and row
+//! key is worked out again from its stored fields (`TransMemory` and
+//! `TRANSMEMORY` become one card); the `submitters` and `groups` tables,
+//! which gain the columns of held networks, are rebuilt from the results.
+//!
 //! The backends run the SQL ([`super::sqlite`], [`super::postgres`]); this
 //! module says what each old row becomes.
 
 use rand::RngCore;
 
-use super::{NewResult, reasons_json, reasons_of, sql};
+use super::{NewResult, Status, reasons_json, reasons_of, sql};
+use crate::card::{Card, group_key};
 use crate::intake::{self, Submission};
 
 /// The `meta` key of the schema version.
@@ -60,6 +67,35 @@ pub fn upgrade(row: LegacyRow) -> (NewResult, super::Status) {
     (new, status)
 }
 
+/// The columns a version-2 row is re-keyed from, in [`Rekeyed::of`]'s order.
+pub const REKEY_COLUMNS: &str = "id, status, submitter, kind, manufacturer_id, manufacturer, oem_id, product_name, \
+    product_revision, capacity_bytes, class_label, board_key, bus, formula, card_key, group_key";
+
+/// A version-2 row's keys under today's rules.
+#[derive(Debug, Clone)]
+pub struct Rekeyed {
+    pub id: i64,
+    pub public: bool,
+    pub submitter: String,
+    pub card: Card,
+    pub card_key: String,
+    pub group_key: String,
+    /// Whether either key differs from the stored one.
+    pub changed: bool,
+}
+
+impl Rekeyed {
+    /// From the row's stored fields (`id`, `status`, `submitter`, the card's
+    /// fields, `board_key`, `bus`, `formula`) and its stored keys.
+    pub fn of(id: i64, status: &str, submitter: String, card: Card, row: [String; 3], stored: [String; 2]) -> Rekeyed {
+        let [board_key, bus, formula] = row;
+        let card_key = card.key();
+        let group_key = group_key(&card_key, &board_key, &bus, &formula);
+        let changed = stored != [card_key.clone(), group_key.clone()];
+        Rekeyed { id, public: status == Status::Public.as_str(), submitter, card, card_key, group_key, changed }
+    }
+}
+
 /// A new secret salt for submitter ids, as hex.
 pub fn new_salt() -> String {
     let mut bytes = [0u8; 32];
@@ -74,8 +110,12 @@ pub fn salt_bytes(hex: &str) -> Vec<u8> {
 
 /// What a start found, for its one line on stderr.
 pub fn announce(from: i64, results: usize) {
+    let what = if from < 2 { "judged again by today's rules" } else { "keyed again (card names compared case-folded)" };
     eprintln!(
-        "migrated the database from schema {from} to {}: {results} results judged again by today's rules, every leaderboard row rebuilt",
+        "migrated the database from schema {from} to {}: {results} results {what}, every leaderboard row rebuilt",
         sql::SCHEMA_VERSION
     );
 }
+
+/// The statement that sets a re-keyed result's keys.
+pub const SET_KEYS: &str = "UPDATE results SET card_key = $1, group_key = $2 WHERE id = $3";

@@ -26,8 +26,8 @@ use std::future::Future;
 use serde::{Deserialize, Serialize};
 
 pub use query::{
-    CARD_POINTS, CardData, CardPoint, FilterChoices, LeaderboardQuery, MAX_SEARCH_CHARS, MAX_SEARCH_WORDS,
-    MIN_RANKED_SUBMITTERS, Page, Row, SortKey,
+    CARD_POINTS, CardData, CardPoint, FilterChoices, LISTED, LeaderboardQuery, Listed, MAX_SEARCH_CHARS,
+    MAX_SEARCH_WORDS, MIN_RANKED_SUBMITTERS, Page, Row, SortKey, held_reason, one_per_network,
 };
 
 use crate::board::Board;
@@ -69,6 +69,8 @@ impl Status {
 pub enum ModerationAction {
     Flag,
     Hide,
+    /// Counted although its network contradicts an established row.
+    Accept,
 }
 
 /// A moderator's decision on a result.
@@ -162,6 +164,8 @@ pub struct Receipt {
     pub formula: String,
     /// For a public result.
     pub standing: Option<Standing>,
+    /// Public, but its network is held back from its row.
+    pub held: bool,
 }
 
 /// The outcome of a submission.
@@ -206,6 +210,8 @@ pub struct StoredResult {
     pub verdict_json: String,
     /// Where it stands in its group, for a public result (filled by `get`).
     pub standing: Option<Standing>,
+    /// Public, but its network is held back from its row (filled by `get`).
+    pub held: bool,
 }
 
 /// What a moderator does.
@@ -213,6 +219,8 @@ pub struct StoredResult {
 pub enum Moderation {
     Flag(String),
     Hide(String),
+    /// Count a held result: the moderator vouches for it.
+    Accept(String),
     Restore,
 }
 
@@ -222,6 +230,9 @@ impl Moderation {
         match self {
             Moderation::Flag(reason) => Some(ModerationNote { action: ModerationAction::Flag, reason: reason.clone() }),
             Moderation::Hide(reason) => Some(ModerationNote { action: ModerationAction::Hide, reason: reason.clone() }),
+            Moderation::Accept(reason) => {
+                Some(ModerationNote { action: ModerationAction::Accept, reason: reason.clone() })
+            }
             Moderation::Restore => None,
         }
     }
@@ -277,6 +288,13 @@ pub trait Storage: Send + Sync + 'static {
     /// Public results with an id above `after`, oldest first.
     fn export_page(&self, after: i64, limit: i64) -> impl Future<Output = StoreResult<Vec<StoredResult>>> + Send;
     fn filter_choices(&self) -> impl Future<Output = StoreResult<FilterChoices>> + Send;
+    /// Bytes of reports a submitter (network) stored after `since` (Unix
+    /// seconds), and the time of the oldest of them.
+    fn stored_since(
+        &self,
+        submitter: String,
+        since: i64,
+    ) -> impl Future<Output = StoreResult<(i64, Option<i64>)>> + Send;
     /// The secret salt of submitter ids, made on first start and shared by
     /// every replica of a database.
     fn submitter_salt(&self) -> &[u8];
@@ -293,6 +311,14 @@ pub fn status_of(auto_reasons: &[String], moderation: Option<&ModerationNote>) -
             reasons.push(format!("hidden by a moderator: {}", note.reason));
             (Status::Hidden, reasons)
         }
+        // An acceptance vouches against holding, never against a flag.
+        Some(note) if note.action == ModerationAction::Accept => {
+            if reasons.is_empty() {
+                (Status::Public, reasons)
+            } else {
+                (Status::Flagged, reasons)
+            }
+        }
         Some(note) => {
             reasons.push(format!("flagged by a moderator: {}", note.reason));
             (Status::Flagged, reasons)
@@ -307,6 +333,13 @@ pub fn reasons_of(auto: &str, moderation: Option<&str>) -> (Status, Vec<String>)
     let auto: Vec<String> = serde_json::from_str(auto).unwrap_or_default();
     let note: Option<ModerationNote> = moderation.and_then(|m| serde_json::from_str(m).ok());
     status_of(&auto, note.as_ref())
+}
+
+/// Whether a stored moderation note is a moderator's acceptance.
+pub fn is_accepted(moderation: Option<&str>) -> bool {
+    moderation
+        .and_then(|m| serde_json::from_str::<ModerationNote>(m).ok())
+        .is_some_and(|n| n.action == ModerationAction::Accept)
 }
 
 /// A list of reasons as stored.

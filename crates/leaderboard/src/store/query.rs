@@ -33,9 +33,12 @@ pub struct Row {
     pub formula: String,
     /// Counted results (a repeated report counts once).
     pub samples: i64,
-    /// Distinct submitters (client networks): a row is ranked from
+    /// Distinct submitters (client networks) counted: a row is ranked from
     /// [`MIN_RANKED_SUBMITTERS`].
     pub submitters: i64,
+    /// Networks held back from the row's figures: they contradict an
+    /// established row (docs/leaderboard.md#held-results).
+    pub held: i64,
     pub median_score: i64,
     pub p10_score: i64,
     pub p90_score: i64,
@@ -213,6 +216,48 @@ pub struct CardPoint {
     pub score: i64,
     pub group_key: String,
     pub created_at: i64,
+    /// The network's other counted results in the row, not drawn.
+    pub more: i64,
+}
+
+/// A result listed on a card page, the newest of its network, with why it
+/// is not counted and how many more its network sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listed {
+    pub id: i64,
+    pub reasons: Vec<String>,
+    pub more: i64,
+}
+
+/// The most results listed under "flagged" or "held" on a card page (one
+/// per network).
+pub const LISTED: usize = 50;
+
+/// Results (id, network, reasons), newest first, as one entry per network:
+/// its newest, with a count of the rest.
+pub fn one_per_network(results: Vec<(i64, String, Vec<String>)>) -> Vec<Listed> {
+    let mut listed: Vec<(String, Listed)> = Vec::new();
+    for (id, network, reasons) in results {
+        match listed.iter_mut().find(|(n, _)| *n == network) {
+            Some((_, entry)) => entry.more += 1,
+            None => listed.push((network, Listed { id, reasons, more: 0 })),
+        }
+    }
+    listed.into_iter().map(|(_, l)| l).take(LISTED).collect()
+}
+
+/// Why a result is held, from its row's counted figures.
+pub fn held_reason(score: Option<i64>, row: Option<&Row>) -> String {
+    let score = score.map_or_else(|| "none".to_owned(), |s| s.to_string());
+    match row {
+        Some(row) => format!(
+            "held: its score {score} contradicts this row, established by {} networks (median {}, p10-p90 {}-{}); it counts once the row's counted results move to it, or a moderator accepts it",
+            row.submitters, row.median_score, row.p10_score, row.p90_score
+        ),
+        None => format!(
+            "held: its score {score} contradicts an established row; it counts once the row's counted results move to it, or a moderator accepts it"
+        ),
+    }
 }
 
 /// Everything the card page shows.
@@ -227,8 +272,11 @@ pub struct CardData {
     pub points: Vec<CardPoint>,
     /// (claimed label, measured label, how many public results).
     pub classes: Vec<(String, String, i64)>,
-    /// Flagged results of the card (not ranked), newest first, at most 50.
-    pub flagged: Vec<(i64, Vec<String>)>,
+    /// Flagged results of the card (not ranked), newest first, one per network.
+    pub flagged: Vec<Listed>,
+    /// Held results (public, from networks that contradict an established
+    /// row), newest first, one per network.
+    pub held: Vec<Listed>,
 }
 
 /// The choices the leaderboard's filter form offers.

@@ -9,7 +9,7 @@
 
 /// The schema's version, kept in `meta`; [`super::migrate`] brings an older
 /// database up to it on start.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Key-value facts about the database itself: the schema version and the
 /// secret salt of submitter ids.
@@ -87,6 +87,7 @@ CREATE INDEX IF NOT EXISTS results_group_content ON results (group_key, content_
 CREATE INDEX IF NOT EXISTS results_card_points ON results (card_key, status, created_at, score, group_key);
 CREATE INDEX IF NOT EXISTS results_card_classes ON results (card_key, status, claimed, measured);
 CREATE INDEX IF NOT EXISTS results_status_id ON results (status, id);
+CREATE INDEX IF NOT EXISTS results_submitter_time ON results (submitter, created_at);
 CREATE TABLE IF NOT EXISTS submitters (
     group_key TEXT NOT NULL,
     submitter TEXT NOT NULL,
@@ -102,6 +103,9 @@ CREATE TABLE IF NOT EXISTS submitters (
     label_key TEXT,
     board TEXT NOT NULL,
     latest BIGINT NOT NULL,
+    first_id BIGINT NOT NULL,
+    accepted BIGINT NOT NULL,
+    held BIGINT NOT NULL DEFAULT 0,
     PRIMARY KEY (group_key, submitter)
 );
 CREATE INDEX IF NOT EXISTS submitters_card ON submitters (card_key);
@@ -134,7 +138,8 @@ CREATE TABLE IF NOT EXISTS groups (
     seq_write DOUBLE PRECISION,
     rand_read DOUBLE PRECISION,
     rand_write DOUBLE PRECISION,
-    latest BIGINT NOT NULL
+    latest BIGINT NOT NULL,
+    held BIGINT NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS groups_median ON groups (median);
 CREATE INDEX IF NOT EXISTS groups_card ON groups (card_key);
@@ -220,6 +225,11 @@ macro_rules! insert_result_params {
 }
 pub(crate) use insert_result_params;
 
+/// What a network stored since a time: bytes of reports, and its oldest
+/// such result's time (the quota's window).
+pub const STORED_SINCE: &str = "SELECT COALESCE(SUM(LENGTH(report)), 0), MIN(created_at) FROM results \
+    WHERE submitter = $1 AND created_at > $2";
+
 /// The stored body hash and receipt of an idempotency key.
 pub const FIND_KEY: &str = "SELECT id, body_hash, status, auto_reasons, moderation, score, formula, group_key, \
     submitter, board, family FROM results WHERE idem_key = $1";
@@ -228,7 +238,7 @@ pub const FIND_KEY: &str = "SELECT id, body_hash, status, auto_reasons, moderati
 /// first public result of the group with its content (the same report sent
 /// again, under any key or from any address, counts once).
 pub const COUNTED: &str = "SELECT r.id, r.created_at, r.score, r.seq_read, r.seq_write, r.rand_read, \
-    r.rand_write, r.class_label, r.label, r.label_key, r.board, r.card_key FROM results r \
+    r.rand_write, r.class_label, r.label, r.label_key, r.board, r.card_key, r.moderation FROM results r \
     WHERE r.group_key = $1 AND r.submitter = $2 AND r.status = 'public' AND r.score IS NOT NULL \
     AND r.id = (SELECT MIN(e.id) FROM results e WHERE e.group_key = r.group_key \
     AND e.content_hash = r.content_hash AND e.status = 'public')";
@@ -240,18 +250,22 @@ pub const SUBMITTERS_OF_CONTENT: &str =
     "SELECT DISTINCT submitter FROM results WHERE group_key = $1 AND content_hash = $2";
 
 pub const UPSERT_SUBMITTER: &str = "INSERT INTO submitters (group_key, submitter, card_key, results, score, \
-    seq_read, seq_write, rand_read, rand_write, class_label, label, label_key, board, latest) \
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+    seq_read, seq_write, rand_read, rand_write, class_label, label, label_key, board, latest, first_id, accepted) \
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
     ON CONFLICT (group_key, submitter) DO UPDATE SET card_key = excluded.card_key, results = excluded.results, \
     score = excluded.score, seq_read = excluded.seq_read, seq_write = excluded.seq_write, \
     rand_read = excluded.rand_read, rand_write = excluded.rand_write, class_label = excluded.class_label, \
-    label = excluded.label, label_key = excluded.label_key, board = excluded.board, latest = excluded.latest";
+    label = excluded.label, label_key = excluded.label_key, board = excluded.board, latest = excluded.latest, \
+    first_id = excluded.first_id, accepted = excluded.accepted";
+
+/// Whether a network is held back from its row ([`super::aggregate::split_held`]).
+pub const SET_SUBMITTER_HELD: &str = "UPDATE submitters SET held = $1 WHERE group_key = $2 AND submitter = $3";
 
 pub const DELETE_SUBMITTER: &str = "DELETE FROM submitters WHERE group_key = $1 AND submitter = $2";
 
 /// The columns of a submitter row, in the order the mappers read them.
 pub const SUBMITTER_COLUMNS: &str = "group_key, submitter, card_key, results, score, seq_read, seq_write, \
-    rand_read, rand_write, class_label, label, label_key, board, latest";
+    rand_read, rand_write, class_label, label, label_key, board, latest, first_id, accepted, held";
 
 pub fn group_submitters() -> String {
     format!("SELECT {SUBMITTER_COLUMNS} FROM submitters WHERE group_key = $1")
@@ -261,26 +275,32 @@ pub fn card_submitters() -> String {
     format!("SELECT {SUBMITTER_COLUMNS} FROM submitters WHERE card_key = $1")
 }
 
-/// The newest public result of a group: its card identity and board.
+/// The first public result of a group: its card identity and board (a
+/// row's identity never changes with a later result).
 pub fn group_sample() -> String {
-    format!("SELECT {RESULT_COLUMNS} FROM results WHERE group_key = $1 AND status = 'public' ORDER BY id DESC LIMIT 1")
+    format!("SELECT {RESULT_COLUMNS} FROM results WHERE group_key = $1 AND status = 'public' ORDER BY id LIMIT 1")
+}
+
+/// The first public result of a card: how its name is spelled.
+pub fn card_first() -> String {
+    format!("SELECT {RESULT_COLUMNS} FROM results WHERE card_key = $1 AND status = 'public' ORDER BY id LIMIT 1")
 }
 
 pub const UPSERT_GROUP: &str = "INSERT INTO groups (group_key, card_key, kind, manufacturer_id, manufacturer, \
     oem_id, product_name, product_revision, capacity_bytes, class_label, name, label, search, board, board_key, \
     family, family_key, bus, formula, samples, submitters, median, p10, p90, seq_read, seq_write, rand_read, \
-    rand_write, latest) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \
-    $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29) \
+    rand_write, latest, held) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
+    $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30) \
     ON CONFLICT (group_key) DO UPDATE SET board = excluded.board, samples = excluded.samples, \
     submitters = excluded.submitters, median = excluded.median, p10 = excluded.p10, p90 = excluded.p90, \
     seq_read = excluded.seq_read, seq_write = excluded.seq_write, rand_read = excluded.rand_read, \
-    rand_write = excluded.rand_write, latest = excluded.latest";
+    rand_write = excluded.rand_write, latest = excluded.latest, held = excluded.held";
 
 pub const DELETE_GROUP: &str = "DELETE FROM groups WHERE group_key = $1";
 
-/// The card's display fields, the same in all its rows.
-pub const SET_CARD_DISPLAY: &str =
-    "UPDATE groups SET class_label = $1, name = $2, label = $3, search = $4 WHERE card_key = $5";
+/// A row's display fields: the card's class, the row's own label and name.
+pub const SET_GROUP_DISPLAY: &str =
+    "UPDATE groups SET class_label = $1, name = $2, label = $3, search = $4 WHERE group_key = $5";
 
 pub const SET_STATUS: &str = "UPDATE results SET status = $1, moderation = $2 WHERE id = $3";
 
@@ -293,7 +313,7 @@ pub const FIND_FOR_CHANGE: &str = "SELECT delete_hash, group_key, card_key, subm
 /// The columns of a group row, in the order the mappers read them.
 pub const GROUP_COLUMNS: &str = "group_key, card_key, kind, manufacturer_id, manufacturer, oem_id, product_name, \
     product_revision, capacity_bytes, class_label, name, label, board, family, bus, formula, samples, submitters, \
-    median, p10, p90, seq_read, seq_write, rand_read, rand_write, latest";
+    median, p10, p90, seq_read, seq_write, rand_read, rand_write, latest, held";
 
 /// The leaderboard: filtered groups, ranked among rows with enough
 /// submitters by `rank_by` (highest first), ranked rows before unranked
@@ -332,15 +352,26 @@ pub fn card_groups() -> String {
     )
 }
 
-pub const CARD_POINTS: &str = "SELECT id, score, group_key, created_at FROM results \
-    WHERE card_key = $1 AND status = 'public' AND score IS NOT NULL ORDER BY created_at DESC LIMIT $2";
+/// A card's plotted results: one per network (its latest public result of
+/// the card) with how many more it sent, never from a held network.
+pub const CARD_POINTS: &str = "SELECT r.id, r.score, r.group_key, r.created_at, m.n FROM results r \
+    JOIN (SELECT MAX(e.id) AS id, COUNT(*) AS n FROM results e JOIN submitters s \
+    ON s.group_key = e.group_key AND s.submitter = e.submitter \
+    WHERE e.card_key = $1 AND s.held = 0 AND e.status = 'public' AND e.score IS NOT NULL GROUP BY e.submitter) m \
+    ON r.id = m.id ORDER BY r.created_at DESC LIMIT $2";
+
+/// A card's held results (public, from a network held back from its row),
+/// newest first, with their row's band.
+pub const CARD_HELD: &str = "SELECT r.id, r.submitter, r.score, r.group_key FROM results r JOIN submitters s \
+    ON s.group_key = r.group_key AND s.submitter = r.submitter \
+    WHERE r.card_key = $1 AND r.status = 'public' AND s.held = 1 ORDER BY r.id DESC LIMIT 500";
 
 pub const CARD_CLASSES: &str = "SELECT COALESCE(claimed, ''), COALESCE(measured, ''), COUNT(*) FROM results \
     WHERE card_key = $1 AND status = 'public' GROUP BY COALESCE(claimed, ''), COALESCE(measured, '') \
     ORDER BY COUNT(*) DESC";
 
-pub const CARD_FLAGGED: &str = "SELECT id, auto_reasons, moderation FROM results \
-    WHERE card_key = $1 AND status = 'flagged' ORDER BY id DESC LIMIT 50";
+pub const CARD_FLAGGED: &str = "SELECT id, submitter, auto_reasons, moderation FROM results \
+    WHERE card_key = $1 AND status = 'flagged' ORDER BY id DESC LIMIT 500";
 
 /// The identity of a card from any of its results (the card page of a card
 /// whose results are all flagged still has a name).
@@ -356,6 +387,10 @@ pub fn export_page() -> String {
     format!("SELECT {RESULT_COLUMNS} FROM results WHERE status = 'public' AND id > $1 ORDER BY id LIMIT $2")
 }
 
-pub const DISTINCT_KINDS: &str = "SELECT DISTINCT kind FROM groups ORDER BY kind";
-pub const DISTINCT_BOARDS: &str = "SELECT DISTINCT family, board FROM groups ORDER BY family, board";
-pub const DISTINCT_BUSES: &str = "SELECT DISTINCT bus FROM groups ORDER BY bus";
+// The filter form's choices: values of rows with at least three counted
+// networks ([`super::MIN_RANKED_SUBMITTERS`]), so that one network cannot
+// add a choice to everybody's page.
+pub const DISTINCT_KINDS: &str = "SELECT DISTINCT kind FROM groups WHERE submitters >= 3 ORDER BY kind";
+pub const DISTINCT_BOARDS: &str =
+    "SELECT DISTINCT family, board FROM groups WHERE submitters >= 3 ORDER BY family, board";
+pub const DISTINCT_BUSES: &str = "SELECT DISTINCT bus FROM groups WHERE submitters >= 3 ORDER BY bus";

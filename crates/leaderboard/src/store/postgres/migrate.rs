@@ -12,7 +12,10 @@ use tokio_postgres::Client;
 use tokio_postgres::types::ToSql;
 
 use super::write::{GroupIdentity, Prepared, insert_params, recompute, update_card_display};
-use crate::store::migrate::{LEGACY_COLUMNS, LegacyRow, SALT_KEY, VERSION_KEY, announce, new_salt, upgrade};
+use crate::card::Card;
+use crate::store::migrate::{
+    LEGACY_COLUMNS, LegacyRow, REKEY_COLUMNS, Rekeyed, SALT_KEY, SET_KEYS, VERSION_KEY, announce, new_salt, upgrade,
+};
 use crate::store::{Status, StoreResult, note_json, sql};
 
 /// The id type of PostgreSQL's `results`.
@@ -60,6 +63,9 @@ async fn prepare_locked(client: &mut Client) -> StoreResult<String> {
     if version.is_none() && has_results {
         let count = from_v1(&tx).await?;
         announce(1, count);
+    } else if version == Some(2) && has_results {
+        let count = from_v2(&tx).await?;
+        announce(2, count);
     } else {
         tx.batch_execute(&sql::schema(ID)).await?;
     }
@@ -73,6 +79,66 @@ async fn prepare_locked(client: &mut Client) -> StoreResult<String> {
     let salt: String = tx.query_one("SELECT value FROM meta WHERE key = $1", &[&SALT_KEY]).await?.try_get(0)?;
     tx.commit().await?;
     Ok(salt)
+}
+
+/// Version 2 to 3, in place: every result keyed again, the aggregates rebuilt.
+async fn from_v2(tx: &tokio_postgres::Transaction<'_>) -> StoreResult<usize> {
+    tx.batch_execute("DROP TABLE IF EXISTS submitters; DROP TABLE IF EXISTS groups;").await?;
+    tx.batch_execute(sql::INDEXES_AND_AGGREGATES).await?;
+    let update = tx.prepare(SET_KEYS).await?;
+    let read = tx.prepare(&format!("SELECT {REKEY_COLUMNS} FROM results ORDER BY id")).await?;
+    let cursor = tx.bind(&read, &[]).await?;
+    let mut touched: BTreeMap<String, (BTreeSet<String>, Card, String)> = BTreeMap::new();
+    let mut count = 0;
+    loop {
+        let rows = tx.query_portal(&cursor, 500).await?;
+        if rows.is_empty() {
+            break;
+        }
+        for r in &rows {
+            let card = Card {
+                kind: r.try_get(3)?,
+                manufacturer_id: r.try_get::<_, Option<i64>>(4)?.and_then(|m| u8::try_from(m).ok()),
+                manufacturer: r.try_get(5)?,
+                oem_id: r.try_get(6)?,
+                product_name: r.try_get(7)?,
+                product_revision: r.try_get(8)?,
+                capacity_bytes: r.try_get::<_, Option<i64>>(9)?.and_then(|c| u64::try_from(c).ok()),
+                class_label: r.try_get(10)?,
+            };
+            let status: String = r.try_get(1)?;
+            let row = Rekeyed::of(
+                r.try_get(0)?,
+                &status,
+                r.try_get(2)?,
+                card,
+                [r.try_get(11)?, r.try_get(12)?, r.try_get(13)?],
+                [r.try_get(14)?, r.try_get(15)?],
+            );
+            if row.changed {
+                tx.execute(&update, &[&row.card_key, &row.group_key, &row.id]).await?;
+            }
+            if row.public {
+                let entry = touched
+                    .entry(row.group_key.clone())
+                    .or_insert_with(|| (BTreeSet::new(), row.card.clone(), row.card_key.clone()));
+                entry.0.insert(row.submitter.clone());
+            }
+            count += 1;
+        }
+    }
+    drop(cursor);
+    let p = Prepared::new(tx.client()).await?;
+    let mut cards = BTreeMap::new();
+    for (group, (submitters, card, card_key)) in touched {
+        let submitters: Vec<String> = submitters.into_iter().collect();
+        recompute(tx, &p, &group, &card, &submitters, None).await?;
+        cards.insert(card_key, card);
+    }
+    for (card_key, card) in cards {
+        update_card_display(tx, &p, &card_key, &card).await?;
+    }
+    Ok(count)
 }
 
 /// Version 1 to 2, in place; returns how many results were carried over.

@@ -22,11 +22,12 @@ use tokio_postgres::{Client, NoTls, Row as PgRow, Statement};
 use self::rows::{all, entry_from_row, group_from_row, result_from_row};
 use self::write::{GroupIdentity, Prepared, insert_params, recompute, refresh_card, standing};
 use crate::card::Card;
+use crate::store::aggregate;
 
 use super::{
     CARD_POINTS, CardData, CardPoint, Deleted, FilterChoices, LeaderboardQuery, MIN_RANKED_SUBMITTERS, Moderation,
-    NewResult, Page, Receipt, Status, Storage, StoreError, StoreResult, StoredResult, Submitted, note_json, reasons_of,
-    sql,
+    NewResult, Page, Receipt, Status, Storage, StoreError, StoreResult, StoredResult, Submitted, held_reason,
+    note_json, one_per_network, reasons_of, sql,
 };
 
 /// Connections in the pool. A commit waits for the WAL flush; with several
@@ -239,14 +240,22 @@ impl Storage for PgStore {
             let moderation: Option<String> = known.try_get(4)?;
             let (status, reasons) = reasons_of(&auto, moderation.as_deref());
             let score: Option<i64> = known.try_get(5)?;
-            let mut receipt =
-                Receipt { id: known.try_get(0)?, status, reasons, score, formula: known.try_get(6)?, standing: None };
+            let mut receipt = Receipt {
+                id: known.try_get(0)?,
+                status,
+                reasons,
+                score,
+                formula: known.try_get(6)?,
+                standing: None,
+                held: false,
+            };
             if let (Status::Public, Some(score)) = (status, score) {
                 let group: String = known.try_get(7)?;
                 let submitter: String = known.try_get(8)?;
                 let entries = all(&tx.query(&p.group_submitters, &[&group]).await?, entry_from_row)?;
                 let (board, family): (String, String) = (known.try_get(9)?, known.try_get(10)?);
                 receipt.standing = standing(&entries, &submitter, score, &board, &family);
+                receipt.held = aggregate::is_held(&entries, &submitter);
             }
             tx.rollback().await?;
             return Ok(Submitted::Replayed(receipt));
@@ -259,6 +268,7 @@ impl Storage for PgStore {
             score: new.score,
             formula: new.formula.clone(),
             standing: None,
+            held: false,
         };
         if status == Status::Public {
             let entries = recompute(
@@ -273,6 +283,7 @@ impl Storage for PgStore {
             if let Some(score) = new.score {
                 receipt.standing = standing(&entries, &new.submitter, score, &new.board.model, &new.board.family);
             }
+            receipt.held = aggregate::is_held(&entries, &new.submitter);
         }
         tx.commit().await?;
         if status == Status::Public {
@@ -287,6 +298,7 @@ impl Storage for PgStore {
         if let (Status::Public, Some(score)) = (stored.status, stored.score) {
             let entries = all(&self.query(&sql::group_submitters(), &[&stored.group_key]).await?, entry_from_row)?;
             stored.standing = standing(&entries, &stored.submitter, score, &stored.board, &stored.family);
+            stored.held = aggregate::is_held(&entries, &stored.submitter);
         }
         Ok(Some(stored))
     }
@@ -317,7 +329,15 @@ impl Storage for PgStore {
         let card = apply(&tx, p, id, &found, Change::SetStatus(status, note)).await?;
         tx.commit().await?;
         refresh(conn, &found.card_key, &card).await;
-        Ok(Some(Receipt { id, status, reasons, score: found.score, formula: found.formula, standing: None }))
+        Ok(Some(Receipt {
+            id,
+            status,
+            reasons,
+            score: found.score,
+            formula: found.formula,
+            standing: None,
+            held: false,
+        }))
     }
 
     async fn leaderboard(&self, q: LeaderboardQuery) -> StoreResult<Page> {
@@ -367,6 +387,7 @@ impl Storage for PgStore {
                     score: r.try_get(1)?,
                     group_key: r.try_get(2)?,
                     created_at: r.try_get(3)?,
+                    more: r.try_get::<_, i64>(4)? - 1,
                 })
             })
             .collect::<StoreResult<Vec<_>>>()?;
@@ -381,16 +402,33 @@ impl Storage for PgStore {
             .await?
             .iter()
             .map(|r| {
-                let auto: String = r.try_get(1)?;
-                let moderation: Option<String> = r.try_get(2)?;
-                Ok((r.try_get(0)?, reasons_of(&auto, moderation.as_deref()).1))
+                let auto: String = r.try_get(2)?;
+                let moderation: Option<String> = r.try_get(3)?;
+                Ok((r.try_get(0)?, r.try_get(1)?, reasons_of(&auto, moderation.as_deref()).1))
             })
             .collect::<StoreResult<Vec<_>>>()?;
-        Ok(Some(CardData { card, name, label, rows, points, classes, flagged }))
+        let held = self
+            .query(sql::CARD_HELD, &[&card_key])
+            .await?
+            .iter()
+            .map(|r| {
+                let group: String = r.try_get(3)?;
+                let reason = held_reason(r.try_get(2)?, rows.iter().find(|row| row.group_key == group));
+                Ok((r.try_get(0)?, r.try_get(1)?, vec![reason]))
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
+        let (flagged, held) = (one_per_network(flagged), one_per_network(held));
+        Ok(Some(CardData { card, name, label, rows, points, classes, flagged, held }))
     }
 
     async fn export_page(&self, after: i64, limit: i64) -> StoreResult<Vec<StoredResult>> {
         all(&self.query(&sql::export_page(), &[&after, &limit]).await?, result_from_row)
+    }
+
+    async fn stored_since(&self, submitter: String, since: i64) -> StoreResult<(i64, Option<i64>)> {
+        let rows = self.query(sql::STORED_SINCE, &[&submitter, &since]).await?;
+        let row = rows.first().ok_or_else(|| StoreError("postgres: no row from a sum".to_owned()))?;
+        Ok((row.try_get(0)?, row.try_get(1)?))
     }
 
     async fn filter_choices(&self) -> StoreResult<FilterChoices> {

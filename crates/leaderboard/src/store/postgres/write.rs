@@ -34,7 +34,7 @@ pub(super) struct Prepared {
     pub group_sample: Statement,
     pub upsert_group: Statement,
     pub delete_group: Statement,
-    pub set_card_display: Statement,
+    pub set_group_display: Statement,
     pub find_for_change: Statement,
     pub submitters_of_content: Statement,
     pub lock_group: Statement,
@@ -43,6 +43,8 @@ pub(super) struct Prepared {
     pub delete_result: Statement,
     pub get_result: Statement,
     pub group_submitters: Statement,
+    pub set_submitter_held: Statement,
+    pub card_first: Statement,
 }
 
 impl Prepared {
@@ -63,7 +65,7 @@ impl Prepared {
             group_sample: client.prepare(&sql::group_sample()).await?,
             upsert_group: client.prepare(&upsert_group).await?,
             delete_group: client.prepare(sql::DELETE_GROUP).await?,
-            set_card_display: client.prepare(sql::SET_CARD_DISPLAY).await?,
+            set_group_display: client.prepare(sql::SET_GROUP_DISPLAY).await?,
             find_for_change: client.prepare(&find_for_change).await?,
             submitters_of_content: client.prepare(sql::SUBMITTERS_OF_CONTENT).await?,
             lock_group: client.prepare("SELECT 1 FROM pg_advisory_xact_lock(hashtext($1))").await?,
@@ -72,6 +74,8 @@ impl Prepared {
             delete_result: client.prepare(sql::DELETE_RESULT).await?,
             get_result: client.prepare(&sql::get_result()).await?,
             group_submitters: client.prepare(&sql::group_submitters()).await?,
+            set_submitter_held: client.prepare(sql::SET_SUBMITTER_HELD).await?,
+            card_first: client.prepare(&sql::card_first()).await?,
         })
     }
 }
@@ -144,6 +148,8 @@ pub(super) async fn recompute(
                         &e.label_key,
                         &e.board,
                         &e.latest,
+                        &e.first_id,
+                        &i64::from(e.accepted),
                     ],
                 )
                 .await?;
@@ -153,8 +159,12 @@ pub(super) async fn recompute(
             }
         }
     }
-    let entries = all(&tx.query(&p.group_submitters, &[&group]).await?, entry_from_row)?;
-    let Some(stats) = aggregate::group_stats(&entries) else {
+    let mut entries = all(&tx.query(&p.group_submitters, &[&group]).await?, entry_from_row)?;
+    let (stats, changed) = aggregate::settle_group(&mut entries);
+    for (submitter, held) in changed {
+        tx.execute(&p.set_submitter_held, &[&i64::from(held), &group, &submitter]).await?;
+    }
+    let Some(stats) = stats else {
         tx.execute(&p.delete_group, &[&group]).await?;
         return Ok(entries);
     };
@@ -206,14 +216,15 @@ pub(super) async fn recompute(
             &stats.figures.rand_read_4k_qd64_iops,
             &stats.figures.rand_write_4k_qd64_iops,
             &stats.latest,
+            &stats.held,
         ],
     )
     .await?;
     Ok(entries)
 }
 
-/// Sets the display (majority class, agreed label, name, search text) of
-/// every row of a card from the samples of all its rows.
+/// Sets the display (majority class, each row's agreed label, name,
+/// search text) of every row of a card from the samples of all its rows.
 pub(super) async fn update_card_display(
     tx: &impl GenericClient,
     p: &Prepared,
@@ -224,9 +235,19 @@ pub(super) async fn update_card_display(
     if entries.is_empty() {
         return Ok(());
     }
-    let display = aggregate::card_display(card, &entries);
-    tx.execute(&p.set_card_display, &[&display.class_label, &display.name, &display.label, &display.search, &card_key])
+    // Spelled as its first public result spelled it.
+    let first = match tx.query_opt(&p.card_first, &[&card_key]).await? {
+        Some(row) => Some(result_from_row(&row)?),
+        None => None,
+    };
+    let card = first.as_ref().map_or(card, |r| &r.card);
+    for (group, display) in aggregate::card_display(card, &entries) {
+        tx.execute(
+            &p.set_group_display,
+            &[&display.class_label, &display.name, &display.label, &display.search, &group],
+        )
         .await?;
+    }
     Ok(())
 }
 

@@ -11,7 +11,10 @@
 use rusqlite::{Connection, OptionalExtension, ToSql, TransactionBehavior};
 
 use super::write::{Touched, insert_params, recompute};
-use crate::store::migrate::{LEGACY_COLUMNS, LegacyRow, SALT_KEY, VERSION_KEY, announce, new_salt, upgrade};
+use crate::card::Card;
+use crate::store::migrate::{
+    LEGACY_COLUMNS, LegacyRow, REKEY_COLUMNS, Rekeyed, SALT_KEY, SET_KEYS, VERSION_KEY, announce, new_salt, upgrade,
+};
 use crate::store::{StoreResult, note_json, sql};
 
 /// The id type of SQLite's `results`.
@@ -33,6 +36,10 @@ pub fn prepare(conn: &mut Connection) -> StoreResult<String> {
         (None, true) => {
             let count = from_v1(&tx)?;
             announce(1, count);
+        }
+        (Some(2), true) => {
+            let count = from_v2(&tx)?;
+            announce(2, count);
         }
         _ => tx.execute_batch(&sql::schema(ID))?,
     }
@@ -87,6 +94,51 @@ fn from_v1(conn: &Connection) -> StoreResult<usize> {
         conn.execute_batch(&format!("DROP INDEX IF EXISTS {index}"))?;
     }
     conn.execute_batch(sql::INDEXES_AND_AGGREGATES)?;
+    recompute(conn, &touched)?;
+    Ok(count)
+}
+
+/// Version 2 to 3: every result keyed again, the aggregates rebuilt.
+fn from_v2(conn: &Connection) -> StoreResult<usize> {
+    conn.execute_batch("DROP TABLE IF EXISTS submitters; DROP TABLE IF EXISTS groups;")?;
+    conn.execute_batch(sql::INDEXES_AND_AGGREGATES)?;
+    let mut touched = Touched::default();
+    let mut count = 0;
+    {
+        let mut read = conn.prepare(&format!("SELECT {REKEY_COLUMNS} FROM results ORDER BY id"))?;
+        let mut update = conn.prepare(SET_KEYS)?;
+        let mut rows = read.query([])?;
+        while let Some(r) = rows.next()? {
+            let card = Card {
+                kind: r.get(3)?,
+                manufacturer_id: r.get::<_, Option<i64>>(4)?.and_then(|m| u8::try_from(m).ok()),
+                manufacturer: r.get(5)?,
+                oem_id: r.get(6)?,
+                product_name: r.get(7)?,
+                product_revision: r.get(8)?,
+                capacity_bytes: r.get::<_, Option<i64>>(9)?.and_then(|c| u64::try_from(c).ok()),
+                class_label: r.get(10)?,
+            };
+            let status: String = r.get(1)?;
+            let row = Rekeyed::of(
+                r.get(0)?,
+                &status,
+                r.get(2)?,
+                card,
+                [r.get(11)?, r.get(12)?, r.get(13)?],
+                [r.get(14)?, r.get(15)?],
+            );
+            if row.changed {
+                update.execute(rusqlite::params![row.card_key, row.group_key, row.id])?;
+            }
+            if row.public {
+                touched.pairs.insert((row.group_key.clone(), row.submitter.clone()));
+                touched.groups.insert(row.group_key.clone());
+                touched.cards.entry(row.card_key.clone()).or_insert_with(|| row.card.clone());
+            }
+            count += 1;
+        }
+    }
     recompute(conn, &touched)?;
     Ok(count)
 }

@@ -25,7 +25,8 @@ use self::rows::{group_from_row, result_from_row};
 use self::write::{Job, write_loop};
 use super::{
     CARD_POINTS, CardData, CardPoint, Deleted, FilterChoices, LeaderboardQuery, MIN_RANKED_SUBMITTERS, Moderation,
-    NewResult, Page, Receipt, Status, Storage, StoreError, StoreResult, StoredResult, Submitted, reasons_of, sql,
+    NewResult, Page, Receipt, Status, Storage, StoreError, StoreResult, StoredResult, Submitted, held_reason,
+    one_per_network, reasons_of, sql,
 };
 
 /// Read-only connections.
@@ -121,7 +122,7 @@ impl Storage for SqliteStore {
                 return Ok(None);
             };
             if let (Status::Public, Some(score)) = (stored.status, stored.score) {
-                stored.standing =
+                (stored.standing, stored.held) =
                     write::standing(c, &stored.group_key, &stored.submitter, score, &stored.board, &stored.family)?;
             }
             Ok(Some(stored))
@@ -183,7 +184,13 @@ impl Storage for SqliteStore {
             let points = c
                 .prepare_cached(sql::CARD_POINTS)?
                 .query_map(params![card_key, CARD_POINTS], |r| {
-                    Ok(CardPoint { id: r.get(0)?, score: r.get(1)?, group_key: r.get(2)?, created_at: r.get(3)? })
+                    Ok(CardPoint {
+                        id: r.get(0)?,
+                        score: r.get(1)?,
+                        group_key: r.get(2)?,
+                        created_at: r.get(3)?,
+                        more: r.get::<_, i64>(4)? - 1,
+                    })
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             let classes = c
@@ -193,12 +200,21 @@ impl Storage for SqliteStore {
             let flagged = c
                 .prepare_cached(sql::CARD_FLAGGED)?
                 .query_map([&card_key], |r| {
-                    let auto: String = r.get(1)?;
-                    let moderation: Option<String> = r.get(2)?;
-                    Ok((r.get(0)?, reasons_of(&auto, moderation.as_deref()).1))
+                    let auto: String = r.get(2)?;
+                    let moderation: Option<String> = r.get(3)?;
+                    Ok((r.get(0)?, r.get(1)?, reasons_of(&auto, moderation.as_deref()).1))
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
-            Ok(Some(CardData { card, name, label, rows, points, classes, flagged }))
+            let held = c
+                .prepare_cached(sql::CARD_HELD)?
+                .query_map([&card_key], |r| {
+                    let group: String = r.get(3)?;
+                    let reason = held_reason(r.get(2)?, rows.iter().find(|row| row.group_key == group));
+                    Ok((r.get(0)?, r.get(1)?, vec![reason]))
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            let (flagged, held) = (one_per_network(flagged), one_per_network(held));
+            Ok(Some(CardData { card, name, label, rows, points, classes, flagged, held }))
         })
         .await
     }
@@ -208,6 +224,14 @@ impl Storage for SqliteStore {
             Ok(c.prepare_cached(&sql::export_page())?
                 .query_map([after, limit], result_from_row)?
                 .collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .await
+    }
+
+    async fn stored_since(&self, submitter: String, since: i64) -> StoreResult<(i64, Option<i64>)> {
+        self.read(move |c| {
+            Ok(c.prepare_cached(sql::STORED_SINCE)?
+                .query_row(params![submitter, since], |r| Ok((r.get(0)?, r.get(1)?)))?)
         })
         .await
     }

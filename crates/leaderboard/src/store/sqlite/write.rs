@@ -124,7 +124,7 @@ fn run_batch(conn: &mut Connection, batch: Vec<Job>) {
             if let Reply::Submit(_, Ok(Submitted::Created(receipt) | Submitted::Replayed(receipt)), Some(place)) = reply
             {
                 match standing_of(&tx, place, receipt) {
-                    Ok(standing) => receipt.standing = standing,
+                    Ok((standing, held)) => (receipt.standing, receipt.held) = (standing, held),
                     Err(e) => result = Err(e),
                 }
             }
@@ -174,7 +174,10 @@ fn submit_in(conn: &Connection, new: &NewResult, touched: &mut Touched) -> Store
         }
         let (status, reasons) = reasons_of(&auto, moderation.as_deref());
         let place = (status == Status::Public).then_some(place);
-        return Ok((Submitted::Replayed(Receipt { id, status, reasons, score, formula, standing: None }), place));
+        return Ok((
+            Submitted::Replayed(Receipt { id, status, reasons, score, formula, standing: None, held: false }),
+            place,
+        ));
     }
     let status = new.status();
     let params = insert_params(new);
@@ -197,6 +200,7 @@ fn submit_in(conn: &Connection, new: &NewResult, touched: &mut Touched) -> Store
         score: new.score,
         formula: new.formula.clone(),
         standing: None,
+        held: false,
     };
     Ok((Submitted::Created(receipt), place))
 }
@@ -261,7 +265,7 @@ fn moderate_in(conn: &Connection, id: i64, action: &Moderation, touched: &mut To
     let (status, reasons) = reasons_of(&found.auto, note.as_deref());
     conn.execute(sql::SET_STATUS, params![status.as_str(), note, id])?;
     touch_result(conn, id, &found, touched)?;
-    Ok(Some(Receipt { id, status, reasons, score: found.score, formula: found.formula, standing: None }))
+    Ok(Some(Receipt { id, status, reasons, score: found.score, formula: found.formula, standing: None, held: false }))
 }
 
 /// Recomputes what a batch touched: submitter samples, then rows, then
@@ -301,6 +305,8 @@ fn recompute_submitter(conn: &Connection, group: &str, submitter: &str) -> Store
                 e.label_key,
                 e.board,
                 e.latest,
+                e.first_id,
+                i64::from(e.accepted),
             ])?;
         }
         None => {
@@ -315,8 +321,12 @@ fn entries(conn: &Connection, query: &str, key: &str) -> StoreResult<Vec<Submitt
 }
 
 fn recompute_group(conn: &Connection, group: &str) -> StoreResult<()> {
-    let entries = entries(conn, &sql::group_submitters(), group)?;
-    let Some(stats) = aggregate::group_stats(&entries) else {
+    let mut entries = entries(conn, &sql::group_submitters(), group)?;
+    let (stats, changed) = aggregate::settle_group(&mut entries);
+    for (submitter, held) in changed {
+        conn.prepare_cached(sql::SET_SUBMITTER_HELD)?.execute(params![i64::from(held), group, submitter])?;
+    }
+    let Some(stats) = stats else {
         conn.prepare_cached(sql::DELETE_GROUP)?.execute([group])?;
         return Ok(());
     };
@@ -352,6 +362,7 @@ fn recompute_group(conn: &Connection, group: &str) -> StoreResult<()> {
         stats.figures.rand_read_4k_qd64_iops,
         stats.figures.rand_write_4k_qd64_iops,
         stats.latest,
+        stats.held,
     ])?;
     Ok(())
 }
@@ -361,20 +372,25 @@ fn recompute_card(conn: &Connection, card_key: &str, card: &Card) -> StoreResult
     if entries.is_empty() {
         return Ok(());
     }
-    let display = aggregate::card_display(card, &entries);
-    conn.prepare_cached(sql::SET_CARD_DISPLAY)?.execute(params![
-        display.class_label,
-        display.name,
-        display.label,
-        display.search,
-        card_key
-    ])?;
+    // Spelled as its first public result spelled it: later results of the
+    // same key (in another case, say) rename nothing.
+    let first = conn.prepare_cached(&sql::card_first())?.query_row([card_key], result_from_row).optional()?;
+    let card = first.as_ref().map_or(card, |r| &r.card);
+    for (group, display) in aggregate::card_display(card, &entries) {
+        conn.prepare_cached(sql::SET_GROUP_DISPLAY)?.execute(params![
+            display.class_label,
+            display.name,
+            display.label,
+            display.search,
+            group
+        ])?;
+    }
     Ok(())
 }
 
 /// The standing of a result in its group, after the batch's recompute.
-fn standing_of(conn: &Connection, place: &Place, receipt: &Receipt) -> StoreResult<Option<Standing>> {
-    let Some(score) = receipt.score.filter(|_| receipt.status == Status::Public) else { return Ok(None) };
+fn standing_of(conn: &Connection, place: &Place, receipt: &Receipt) -> StoreResult<(Option<Standing>, bool)> {
+    let Some(score) = receipt.score.filter(|_| receipt.status == Status::Public) else { return Ok((None, false)) };
     standing(conn, &place.group, &place.submitter, score, &place.board, &place.family)
 }
 
@@ -386,7 +402,7 @@ pub(crate) fn standing(
     score: i64,
     board: &str,
     family: &str,
-) -> StoreResult<Option<Standing>> {
+) -> StoreResult<(Option<Standing>, bool)> {
     let entries = entries(conn, &sql::group_submitters(), group)?;
-    Ok(aggregate::standing(&entries, submitter, score, board, family))
+    Ok((aggregate::standing(&entries, submitter, score, board, family), aggregate::is_held(&entries, submitter)))
 }
