@@ -129,7 +129,8 @@ fn pages_in_headless_chromium() {
 }
 
 /// A leaderboard a Pi owner would search: forty cards, each with three to
-/// six submitters, one with an agreed label.
+/// six submitters, one with an agreed label and three held results from
+/// networks that contradict its row.
 fn populated() -> (Leaderboard, String, i64) {
     let server = Leaderboard::start();
     let makers = [(0x03, "SN"), (0x1b, "SM"), (0x9f, "TI"), (0x27, "PH"), (0xad, "LS")];
@@ -162,13 +163,26 @@ fn populated() -> (Leaderboard, String, i64) {
                 for (_, v) in r["measurements"].as_object_mut().unwrap() {
                     *v = json!((v.as_f64().unwrap() * factor).round());
                 }
-                if card == 7 && who < 2 {
+                if card == 7 && who < 4 {
                     r["label"] = json!("SanDisk Extreme 64GB");
                 }
                 r["notes"] = json!(["write tests used a scratch file on / (ext4)"]);
             });
             result = post(body)["id"].as_i64().unwrap();
         }
+    }
+    // Three newcomers at a fifth of the labelled card's figures: held.
+    for who in 0..3 {
+        let body = report_with(|r| {
+            r["device"]["sd"]["cid"]["manufacturer_id"] = json!(makers[7 % makers.len()].0);
+            r["device"]["sd"]["cid"]["oem_id"] = json!(makers[7 % makers.len()].1);
+            r["device"]["sd"]["cid"]["product_name"] = json!("C0764");
+            r["system"]["board"] = json!("Raspberry Pi 4 Model B Rev 1.4");
+            for (_, v) in r["measurements"].as_object_mut().unwrap() {
+                *v = json!((v.as_f64().unwrap() * (0.15 + f64::from(who) * 0.01)).round());
+            }
+        });
+        assert_eq!(post(body)["held"], true);
     }
     let card = server.get("/api/v1/leaderboard?q=extreme").json()["rows"][0]["card_key"].as_str().unwrap().to_owned();
     (server, card, result)
@@ -184,8 +198,17 @@ fn pages_at_desktop_and_phone_widths() {
         ("search", "/?q=sandisk+extreme".to_owned()),
         ("card", format!("/cards/{card}")),
         ("result", format!("/results/{result}")),
+        // Scrolled to its held results, listed apart (after another page:
+        // a fragment on the same page is no navigation to wait for).
+        ("card-held", format!("/cards/{card}#held")),
         ("about", "/about".to_owned()),
     ];
+    let held = chromium::dump_dom(&format!("{}/cards/{card}", server.url)).unwrap();
+    assert!(held.contains("<h3>Held results (not counted)</h3>"), "{held}");
+    assert_eq!(
+        held.split("<ul id=\"held\">").nth(1).unwrap().split("</ul>").next().unwrap().matches("<li>").count(),
+        3
+    );
     for (width, height, mobile) in [(1280u32, 900u32, false), (390, 844, true)] {
         let mut browser = chromium::Cdp::launch(width, height, mobile).expect("chromium");
         for (name, path) in &pages {

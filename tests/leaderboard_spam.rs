@@ -397,6 +397,43 @@ fn admin_tokens_are_throttled_and_hidden_is_missing(backend: Backend) {
     }
 }
 
+/// A moderator hides, restores, accepts or bans everything one network
+/// sent, in one request each.
+fn a_network_is_moderated_in_one_request(backend: Backend) {
+    let server = behind_proxy(backend, Options { admin_token: Some(ADMIN.into()), ..Options::default() });
+    seven_honest(&server);
+    let ids: Vec<i64> = (0..3)
+        .map(|n| post_as(&server, "2001:db8:aa:1::1", &pi4(0.5 + f64::from(n) / 100.0)).json()["id"].as_i64().unwrap())
+        .collect();
+    let admin = format!("Bearer {ADMIN}");
+    let on_network = |action: &str| {
+        request(
+            server.addr,
+            "POST",
+            &format!("/api/v1/results/{}/network/{action}", ids[1]),
+            &[("Authorization", &admin)],
+            br#"{"reason": "one spammer's network"}"#,
+        )
+    };
+    let hidden = on_network("hide");
+    assert_eq!(hidden.status, 200, "{}", hidden.text());
+    assert_eq!((hidden.json()["network_results"].as_i64(), hidden.json()["changed"].as_i64()), (Some(3), Some(3)));
+    assert!(ids.iter().all(|id| server.get(&format!("/api/v1/results/{id}")).status == 404));
+    assert_eq!(on_network("restore").status, 200);
+    assert!(ids.iter().all(|id| server.get(&format!("/api/v1/results/{id}")).json()["held"] == true));
+    assert_eq!(on_network("accept").status, 200);
+    assert_eq!(sd64g_pi4(&server)["submitters"], 8, "accepted: the network counts");
+    let banned = on_network("ban");
+    assert_eq!((banned.status, banned.json()["banned"].as_bool()), (200, Some(true)), "{}", banned.text());
+    assert_eq!(sd64g_pi4(&server)["submitters"], 7);
+    let refused = post_as(&server, "2001:db8:aa:ffff::9", &pi4(1.0));
+    assert_eq!(refused.status, 403, "{}", refused.text());
+    assert!(error_of(&refused).starts_with("network: a moderator banned this network"));
+    assert_eq!(post_as(&server, "2001:db8:ab::1", &pi4(1.001)).status, 201, "another network is not banned");
+    assert_eq!(on_network("unban").json()["banned"], false);
+    assert_eq!(post_as(&server, "2001:db8:aa:2::1", &pi4(1.002)).status, 201);
+}
+
 fn request_from(
     server: &Leaderboard,
     source: IpAddr,
@@ -429,6 +466,7 @@ on_both_backends!(
     one_network_cannot_crowd_shared_pages,
     notes_bodies_and_quota_are_capped,
     admin_tokens_are_throttled_and_hidden_is_missing,
+    a_network_is_moderated_in_one_request,
     the_verdict_of_a_quick_report_is_indicative,
 );
 

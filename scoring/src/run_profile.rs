@@ -1,4 +1,4 @@
-//! Which test profile a run used (docs/report.md#profiles), as one type
+//! Which test profile a run used (docs/report.md#top-level (`profile`)), as one type
 //! that the verdict, the score's comparability, `compare` and the
 //! leaderboard's intake all read, instead of comparing strings.
 //!

@@ -326,3 +326,49 @@ impl AsyncWrite for WriteDeadline {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::time::Instant;
+
+    /// A client that reads a little now and then makes progress at every
+    /// write, so only the total deadline cuts it off.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_slow_reader_is_cut_off_at_the_response_deadline() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stop = Arc::clone(&done);
+        let reader = std::thread::spawn(move || {
+            let mut client = std::net::TcpStream::connect(addr).unwrap();
+            let mut got = 0usize;
+            let mut buf = [0u8; 512];
+            // A byte or so now and then: far from the 30 s of no progress.
+            while let (false, Ok(n @ 1..)) = (stop.load(std::sync::atomic::Ordering::Relaxed), client.read(&mut buf)) {
+                got += n;
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            got
+        });
+        let (stream, _) = listener.accept().await.unwrap();
+        let mut stream = WriteDeadline::new(stream, Duration::from_millis(800));
+        let chunk = vec![b'x'; 64 * 1024];
+        let started = Instant::now();
+        let error = loop {
+            match std::future::poll_fn(|cx| Pin::new(&mut stream).poll_write(cx, &chunk)).await {
+                Ok(_) => assert!(started.elapsed() < Duration::from_secs(20), "never cut off"),
+                Err(e) => break e,
+            }
+        };
+        let cut = started.elapsed();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        drop(stream);
+        let got = reader.join().unwrap();
+        assert_eq!(error.kind(), io::ErrorKind::TimedOut, "{error}");
+        assert!(error.to_string().contains("took longer"), "{error}");
+        assert!(cut >= Duration::from_millis(700) && cut < Duration::from_secs(5), "{cut:?}");
+        assert!(got > 0, "the client was reading all along");
+    }
+}

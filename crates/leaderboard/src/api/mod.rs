@@ -10,7 +10,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use axum::http::{HeaderMap, header};
 
 pub use leaderboard::{MAX_LIMIT, leaderboard, leaderboard_query, query_string};
-pub use results::{BODY_TIMEOUT, IDEMPOTENCY_KEY, MAX_BODY, delete_result, get_result, moderate, submit};
+pub use results::{
+    BODY_TIMEOUT, IDEMPOTENCY_KEY, MAX_BODY, delete_result, get_result, moderate, moderate_network, submit,
+};
 
 use crate::error::ApiError;
 

@@ -95,6 +95,16 @@ pub async fn submit<S: Storage>(
             ),
         ));
     }
+    let submitter = app.networks.submitter_id(app.store.submitter_salt(), client);
+    if let Some(why) = app.store.banned(submitter.clone()).await.map_err(ApiError::unavailable)? {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            format!(
+                "network: a moderator banned this network from submitting ({}); ask the server's operator",
+                clip(&why)
+            ),
+        ));
+    }
     let accepted = intake::accept(&bytes)?;
     let token = auth::new_token();
     let now = unix_now();
@@ -102,7 +112,7 @@ pub async fn submit<S: Storage>(
         idempotency_key: key,
         body_hash: auth::hex(&Sha256::digest(&bytes)),
         delete_hash: auth::token_hash(&token),
-        submitter: app.networks.submitter_id(app.store.submitter_salt(), client),
+        submitter,
         created_at: now,
     });
     if app.quota_bytes > 0 {
@@ -297,24 +307,8 @@ pub async fn moderate<S: Storage>(
 ) -> Result<Response, ApiError> {
     check_admin(&app, &headers, peer::client_address(peer.ip(), &headers, &app.trusted_proxies))?;
     let id = parse_id(&id)?;
-    let bytes = tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, 16 * 1024))
-        .await
-        .map_err(|_| ApiError::new(StatusCode::REQUEST_TIMEOUT, "body: not received in time; send it again"))?
-        .map_err(|_| ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "body: at most 16 KiB; send {\"reason\": \"…\"}"))?;
-    let reason = || -> Result<String, ApiError> {
-        let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|_| {
-            ApiError::bad_request(
-                "reason: expected a body {\"reason\": \"why\"}; say why, it is shown beside the result",
-            )
-        })?;
-        let reason = value.get("reason").and_then(|r| r.as_str()).unwrap_or("").trim().to_owned();
-        if reason.is_empty() || reason.chars().count() > 500 || reason.chars().any(char::is_control) {
-            return Err(ApiError::bad_request(
-                "reason: expected 1 to 500 characters without control characters; say why, it is shown beside the result",
-            ));
-        }
-        Ok(reason)
-    };
+    let bytes = read_small(body).await?;
+    let reason = || moderator_reason(&bytes);
     let action = match action.as_str() {
         "flag" => Moderation::Flag(reason()?),
         "hide" => Moderation::Hide(reason()?),
@@ -333,4 +327,75 @@ pub async fn moderate<S: Storage>(
         }
         None => Err(ApiError::not_found(format!("results/{id}: no such result"))),
     }
+}
+
+/// A moderator's small JSON body, read within the body timeout.
+async fn read_small(body: Body) -> Result<axum::body::Bytes, ApiError> {
+    tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, 16 * 1024))
+        .await
+        .map_err(|_| ApiError::new(StatusCode::REQUEST_TIMEOUT, "body: not received in time; send it again"))?
+        .map_err(|_| ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "body: at most 16 KiB; send {\"reason\": \"…\"}"))
+}
+
+/// The `reason` of a moderator's `{"reason": "…"}`.
+fn moderator_reason(bytes: &[u8]) -> Result<String, ApiError> {
+    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|_| {
+        ApiError::bad_request("reason: expected a body {\"reason\": \"why\"}; say why, it is shown beside the result")
+    })?;
+    let reason = value.get("reason").and_then(|r| r.as_str()).unwrap_or("").trim().to_owned();
+    if reason.is_empty() || reason.chars().count() > 500 || reason.chars().any(char::is_control) {
+        return Err(ApiError::bad_request(
+            "reason: expected 1 to 500 characters without control characters; say why, it is shown beside the result",
+        ));
+    }
+    Ok(reason)
+}
+
+/// `POST /api/v1/results/{id}/network/flag|hide|accept|restore|ban|unban`
+/// with the admin token: the same to every result of the network that
+/// sent result `id`, in one request; `ban` also refuses that network's
+/// submissions from now on (and hides what it sent), `unban` lifts that.
+pub async fn moderate_network<S: Storage>(
+    State(app): State<Arc<App<S>>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    Path((id, action)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    check_admin(&app, &headers, peer::client_address(peer.ip(), &headers, &app.trusted_proxies))?;
+    let id = parse_id(&id)?;
+    let bytes = read_small(body).await?;
+    let reason = || moderator_reason(&bytes);
+    let (action, ban) = match action.as_str() {
+        "flag" => (Some(Moderation::Flag(reason()?)), None),
+        "hide" => (Some(Moderation::Hide(reason()?)), None),
+        "accept" => (Some(Moderation::Accept(reason()?)), None),
+        "restore" => (Some(Moderation::Restore), None),
+        "ban" => {
+            let why = reason()?;
+            (Some(Moderation::Hide(format!("network banned: {why}"))), Some(Some(why)))
+        }
+        "unban" => (None, Some(None)),
+        other => {
+            return Err(ApiError::not_found(format!(
+                "results/{id}/network/{}: no such action; use flag, hide, accept, restore, ban or unban",
+                clip(other)
+            )));
+        }
+    };
+    let Some((network, ids)) = app.store.network_results(id).await.map_err(ApiError::unavailable)? else {
+        return Err(ApiError::not_found(format!("results/{id}: no such result")));
+    };
+    if let Some(reason) = ban {
+        app.store.ban(network.clone(), reason, unix_now()).await.map_err(ApiError::unavailable)?;
+    }
+    let mut changed = 0;
+    if let Some(action) = action {
+        for result in &ids {
+            if app.store.moderate(*result, action.clone()).await.map_err(ApiError::unavailable)?.is_some() {
+                changed += 1;
+            }
+        }
+    }
+    Ok(Json(json!({"id": id, "network_results": ids.len(), "changed": changed, "banned": app.store.banned(network).await.map_err(ApiError::unavailable)?.is_some()})).into_response())
 }

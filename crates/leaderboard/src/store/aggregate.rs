@@ -285,6 +285,24 @@ pub fn group_stats(entries: &[SubmitterEntry]) -> Option<GroupStats> {
 /// samples of all its rows: the class by the card's majority, the label
 /// by each row's own networks.
 pub fn card_display(card: &Card, entries: &[SubmitterEntry]) -> BTreeMap<String, CardDisplay> {
+    // A held network has no say in a row's name or its card's class; its
+    // row still gets a display (every row of the card has one).
+    let mut display: BTreeMap<String, CardDisplay> = entries
+        .iter()
+        .map(|e| {
+            (
+                e.group_key.clone(),
+                CardDisplay {
+                    class_label: card.class_label.clone(),
+                    label: None,
+                    name: card.display_name(),
+                    search: card.search_text(),
+                },
+            )
+        })
+        .collect();
+    let entries = counted(entries);
+    let entries = entries.as_slice();
     // Each submitter once per value, whatever the number of their groups.
     let mut classes: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for entry in entries {
@@ -304,7 +322,7 @@ pub fn card_display(card: &Card, entries: &[SubmitterEntry]) -> BTreeMap<String,
     for entry in entries {
         groups.entry(entry.group_key.as_str()).or_default().push(entry);
     }
-    groups
+    let counted: BTreeMap<String, CardDisplay> = groups
         .into_iter()
         .map(|(group, row)| {
             let label = row_label(&row);
@@ -321,7 +339,9 @@ pub fn card_display(card: &Card, entries: &[SubmitterEntry]) -> BTreeMap<String,
             };
             (group.to_owned(), display)
         })
-        .collect()
+        .collect();
+    display.extend(counted);
+    display
 }
 
 /// The label a row's networks agree on: typed alike (folded) by at least

@@ -288,6 +288,13 @@ pub trait Storage: Send + Sync + 'static {
     /// Public results with an id above `after`, oldest first.
     fn export_page(&self, after: i64, limit: i64) -> impl Future<Output = StoreResult<Vec<StoredResult>>> + Send;
     fn filter_choices(&self) -> impl Future<Output = StoreResult<FilterChoices>> + Send;
+    /// The network (submitter id) that sent result `id`, and every result
+    /// it sent, oldest first.
+    fn network_results(&self, id: i64) -> impl Future<Output = StoreResult<Option<(String, Vec<i64>)>>> + Send;
+    /// Bans a network from submitting (`Some(reason)`), or lifts its ban.
+    fn ban(&self, submitter: String, reason: Option<String>, at: i64) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Why a network is banned, if it is.
+    fn banned(&self, submitter: String) -> impl Future<Output = StoreResult<Option<String>>> + Send;
     /// Bytes of reports a submitter (network) stored after `since` (Unix
     /// seconds), and the time of the oldest of them.
     fn stored_since(

@@ -142,6 +142,7 @@ CREATE TABLE IF NOT EXISTS groups (
     held BIGINT NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS groups_median ON groups (median);
+CREATE TABLE IF NOT EXISTS bans (submitter TEXT PRIMARY KEY, reason TEXT NOT NULL, created_at BIGINT NOT NULL);
 CREATE INDEX IF NOT EXISTS groups_card ON groups (card_key);
 ";
 
@@ -229,6 +230,15 @@ pub(crate) use insert_result_params;
 /// such result's time (the quota's window).
 pub const STORED_SINCE: &str = "SELECT COALESCE(SUM(LENGTH(report)), 0), MIN(created_at) FROM results \
     WHERE submitter = $1 AND created_at > $2";
+
+/// Every result a network sent, by the id of one of them.
+pub const NETWORK_RESULTS: &str = "SELECT r.submitter, r.id FROM results r WHERE r.submitter = (SELECT submitter FROM results WHERE id = $1) ORDER BY r.id";
+
+/// A ban on a network, and its lifting.
+pub const BAN: &str = "INSERT INTO bans (submitter, reason, created_at) VALUES ($1, $2, $3) \
+    ON CONFLICT (submitter) DO UPDATE SET reason = excluded.reason, created_at = excluded.created_at";
+pub const UNBAN: &str = "DELETE FROM bans WHERE submitter = $1";
+pub const BANNED: &str = "SELECT reason FROM bans WHERE submitter = $1";
 
 /// The stored body hash and receipt of an idempotency key.
 pub const FIND_KEY: &str = "SELECT id, body_hash, status, auto_reasons, moderation, score, formula, group_key, \

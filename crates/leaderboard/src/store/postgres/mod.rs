@@ -425,6 +425,28 @@ impl Storage for PgStore {
         all(&self.query(&sql::export_page(), &[&after, &limit]).await?, result_from_row)
     }
 
+    async fn network_results(&self, id: i64) -> StoreResult<Option<(String, Vec<i64>)>> {
+        let rows = self.query(sql::NETWORK_RESULTS, &[&id]).await?;
+        let pairs = rows
+            .iter()
+            .map(|r| Ok((r.try_get::<_, String>(0)?, r.try_get::<_, i64>(1)?)))
+            .collect::<StoreResult<Vec<_>>>()?;
+        Ok(pairs.first().map(|(submitter, _)| submitter.clone()).map(|s| (s, pairs.iter().map(|r| r.1).collect())))
+    }
+
+    async fn ban(&self, submitter: String, reason: Option<String>, at: i64) -> StoreResult<()> {
+        match reason {
+            Some(reason) => self.query(&format!("{} RETURNING 1", sql::BAN), &[&submitter, &reason, &at]).await?,
+            None => self.query(&format!("{} RETURNING 1", sql::UNBAN), &[&submitter]).await?,
+        };
+        Ok(())
+    }
+
+    async fn banned(&self, submitter: String) -> StoreResult<Option<String>> {
+        let rows = self.query(sql::BANNED, &[&submitter]).await?;
+        rows.first().map(|r| r.try_get(0)).transpose().map_err(Into::into)
+    }
+
     async fn stored_since(&self, submitter: String, since: i64) -> StoreResult<(i64, Option<i64>)> {
         let rows = self.query(sql::STORED_SINCE, &[&submitter, &since]).await?;
         let row = rows.first().ok_or_else(|| StoreError("postgres: no row from a sum".to_owned()))?;

@@ -228,6 +228,25 @@ impl Storage for SqliteStore {
         .await
     }
 
+    async fn network_results(&self, id: i64) -> StoreResult<Option<(String, Vec<i64>)>> {
+        self.read(move |c| {
+            let rows = c
+                .prepare_cached(sql::NETWORK_RESULTS)?
+                .query_map([id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(rows.first().map(|(submitter, _)| submitter.clone()).map(|s| (s, rows.iter().map(|r| r.1).collect())))
+        })
+        .await
+    }
+
+    async fn ban(&self, submitter: String, reason: Option<String>, at: i64) -> StoreResult<()> {
+        self.write(|tx| Job::Ban(submitter, reason, at, tx)).await
+    }
+
+    async fn banned(&self, submitter: String) -> StoreResult<Option<String>> {
+        self.read(move |c| Ok(c.prepare_cached(sql::BANNED)?.query_row([submitter], |r| r.get(0)).optional()?)).await
+    }
+
     async fn stored_since(&self, submitter: String, since: i64) -> StoreResult<(i64, Option<i64>)> {
         self.read(move |c| {
             Ok(c.prepare_cached(sql::STORED_SINCE)?

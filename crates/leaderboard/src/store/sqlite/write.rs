@@ -23,6 +23,7 @@ pub(super) enum Job {
     Submit(Box<NewResult>, oneshot::Sender<StoreResult<Submitted>>),
     Delete(i64, String, oneshot::Sender<StoreResult<Deleted>>),
     Moderate(i64, Moderation, oneshot::Sender<StoreResult<Option<Receipt>>>),
+    Ban(String, Option<String>, i64, oneshot::Sender<StoreResult<()>>),
 }
 
 impl std::fmt::Debug for Job {
@@ -69,6 +70,7 @@ enum Reply {
     Submit(oneshot::Sender<StoreResult<Submitted>>, StoreResult<Submitted>, Option<Place>),
     Delete(oneshot::Sender<StoreResult<Deleted>>, StoreResult<Deleted>),
     Moderate(oneshot::Sender<StoreResult<Option<Receipt>>>, StoreResult<Option<Receipt>>),
+    Ban(oneshot::Sender<StoreResult<()>>, StoreResult<()>),
 }
 
 /// Where a submitted result sits, for its standing.
@@ -108,11 +110,13 @@ fn run_batch(conn: &mut Connection, batch: Vec<Job>) {
             }
             Job::Delete(id, hash, reply) => Reply::Delete(reply, delete_in(&tx, id, &hash, &mut touched)),
             Job::Moderate(id, action, reply) => Reply::Moderate(reply, moderate_in(&tx, id, &action, &mut touched)),
+            Job::Ban(submitter, reason, at, reply) => Reply::Ban(reply, ban_in(&tx, &submitter, reason.as_deref(), at)),
         };
         let ok = match &reply {
             Reply::Submit(_, r, _) => r.is_ok(),
             Reply::Delete(_, r) => r.is_ok(),
             Reply::Moderate(_, r) => r.is_ok(),
+            Reply::Ban(_, r) => r.is_ok(),
         };
         let end = if ok { "RELEASE job" } else { "ROLLBACK TO job; RELEASE job" };
         let _ = tx.execute_batch(end);
@@ -136,6 +140,7 @@ fn run_batch(conn: &mut Connection, batch: Vec<Job>) {
             Reply::Submit(tx, r, _) => drop(tx.send(result.clone().and(r))),
             Reply::Delete(tx, r) => drop(tx.send(result.clone().and(r))),
             Reply::Moderate(tx, r) => drop(tx.send(result.clone().and(r))),
+            Reply::Ban(tx, r) => drop(tx.send(result.clone().and(r))),
         }
     }
 }
@@ -145,6 +150,7 @@ fn fail(job: Job, e: &StoreError) {
         Job::Submit(_, tx) => drop(tx.send(Err(e.clone()))),
         Job::Delete(_, _, tx) => drop(tx.send(Err(e.clone()))),
         Job::Moderate(_, _, tx) => drop(tx.send(Err(e.clone()))),
+        Job::Ban(_, _, _, tx) => drop(tx.send(Err(e.clone()))),
     }
 }
 
@@ -266,6 +272,14 @@ fn moderate_in(conn: &Connection, id: i64, action: &Moderation, touched: &mut To
     conn.execute(sql::SET_STATUS, params![status.as_str(), note, id])?;
     touch_result(conn, id, &found, touched)?;
     Ok(Some(Receipt { id, status, reasons, score: found.score, formula: found.formula, standing: None, held: false }))
+}
+
+fn ban_in(conn: &Connection, submitter: &str, reason: Option<&str>, at: i64) -> StoreResult<()> {
+    match reason {
+        Some(reason) => conn.prepare_cached(sql::BAN)?.execute(params![submitter, reason, at])?,
+        None => conn.prepare_cached(sql::UNBAN)?.execute([submitter])?,
+    };
+    Ok(())
 }
 
 /// Recomputes what a batch touched: submitter samples, then rows, then
