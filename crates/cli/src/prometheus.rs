@@ -251,6 +251,54 @@ pub fn render(report: &Report, written: Option<u64>, mask: i32) -> String {
 mod tests {
     use super::*;
 
+    /// docs/grafana-dashboard.json asks only for metrics this writes.
+    #[test]
+    fn the_dashboard_uses_only_metrics_that_exist() {
+        use storage_scoring::health::{CriticalWarning, Health, HealthSource, ThermalSnapshot};
+        let mut r = Report::new("0");
+        r.health = Some(Health {
+            source: Some(HealthSource::NvmeSmartLog),
+            status: Some(HealthStatus::Ok),
+            percentage_used: Some(3),
+            available_spare_percent: Some(100),
+            available_spare_threshold_percent: Some(10),
+            temperature_c: Some(40),
+            temperature_warning_c: Some(70),
+            media_errors: Some(0),
+            critical_warning: Some(vec![CriticalWarning::Temperature]),
+            smart_passed: Some(true),
+            reallocated_sectors: Some(0),
+            data_written_bytes: Some(1),
+            power_on_hours: Some(1),
+            life_time_est_a: Some(1),
+            pre_eol: Some(PreEol::Normal),
+            ..Health::default()
+        });
+        let thermal = ThermalSnapshot {
+            soc_temperature_c: Some(50.0),
+            get_throttled: Some("0x0".to_owned()),
+            under_voltage_alarm: Some(false),
+            ..ThermalSnapshot::default()
+        };
+        r.thermal = Some(storage_scoring::health::Thermal { now: Some(thermal), ..Default::default() });
+        r.advice.push(storage_scoring::health::Advice {
+            code: storage_scoring::health::AdviceCode::Hot,
+            severity: Severity::Warn,
+            evidence: String::new(),
+            fix: String::new(),
+            source: String::new(),
+        });
+        let text = render(&r, Some(1), 16);
+        let dashboard = include_str!("../../../docs/grafana-dashboard.json");
+        let mut asked = 0;
+        for (i, _) in dashboard.match_indices("storage_score_") {
+            let name: String = dashboard[i..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            assert!(text.contains(&format!("# TYPE {name} ")), "the dashboard asks for {name}, which is not written");
+            asked += 1;
+        }
+        assert!(asked >= 15, "{asked}");
+    }
+
     #[test]
     fn label_values_are_escaped() {
         assert_eq!(escape_label(r#"a "b" \c"#), r#"a \"b\" \\c"#);
