@@ -67,7 +67,7 @@ fn gb(bytes: f64) -> String {
 }
 
 fn projection(out: &mut String, label: &str, p: &Projection, unit: &dyn Fn(f64) -> String) {
-    let _ = write!(out, "{label}: {} → {}", unit(p.first), unit(p.last));
+    let _ = write!(out, "{label}: from {} to {}", unit(p.first), unit(p.last));
     if let Some(d) = p.per_day {
         let _ = write!(out, ", {} a day", unit(d));
     }
