@@ -349,3 +349,12 @@ fn promtool_accepts_the_metrics_of_every_fixture() {
         "no temp file left behind"
     );
 }
+
+#[test]
+fn a_metrics_file_that_cannot_be_written_is_refused_before_anything_is_read() {
+    let out =
+        run(&["doctor", "--machine-root", &machine("sd-healthy"), "mmcblk0", "--prometheus", "/no/such/dir/x.prom"]);
+    let line = assert_one_line_error(&out, 2);
+    assert!(line.starts_with("storage-score: --prometheus /no/such/dir/x.prom: "), "{line}");
+    assert!(out.stdout.is_empty(), "nothing examined, nothing printed");
+}
