@@ -322,7 +322,8 @@ fn promtool_accepts_the_metrics_of_every_fixture() {
         let root = machine(&name);
         let file = tmp.path().join(format!("{name}.prom"));
         let out = run(&["doctor", "--machine-root", &root, &disk, "--prometheus", file.to_str().expect("utf8")]);
-        assert!(matches!(out.status.code(), Some(0 | 16)), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        // The exit status of each is tested in tests/doctor.rs; here: a finding, not a failure.
+        assert!(matches!(out.status.code(), Some(0 | 8..=56)), "{name}: {}", String::from_utf8_lossy(&out.stderr));
         let text = std::fs::read_to_string(&file).expect("metrics file");
         assert!(text.contains(&format!("storage_score_doctor_status{{device=\"{disk}\",")), "{name}: {text}");
         let check = Command::new("promtool")
