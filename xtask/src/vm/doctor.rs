@@ -322,7 +322,7 @@ fn device_checks(dev: &str, json: Option<(String, Option<i32>)>, table: Option<(
 
 /// docs/doctor.md#exit-status, from the report: 8 failing, 16 a warning
 /// (advice warn or critical, health warn, 80% or more used), 32 unreadable.
-fn exit_mask(report: &Value) -> i32 {
+pub(super) fn exit_mask(report: &Value) -> i32 {
     let h = &report["health"];
     let mut mask = 0;
     if h["status"] == "failing" {
