@@ -26,7 +26,7 @@ fn machine(name: &str) -> String {
 fn a_captured_machine_gives_its_advice_as_json_and_as_text() {
     let root = machine("sd-misaligned");
     let out = run(&["doctor", "--machine-root", &root, "mmcblk0", "--json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(16), "a warning: {}", String::from_utf8_lossy(&out.stderr));
     let doc = stdout_json(&out);
     assert_eq!(doc["schema"], "storage-score/1");
     assert_eq!(doc["device"]["kind"], "sd");
@@ -51,6 +51,70 @@ fn a_captured_machine_gives_its_advice_as_json_and_as_text() {
     );
     assert!(text.contains("seen:   partition 1 (mmcblk0p1) starts at sector 2048 (1 MiB)"), "{text}");
     assert!(text.contains("wrote nothing"), "{text}");
+}
+
+/// Every captured machine: doctor's exit status (docs/doctor.md#exit-status)
+/// next to what it found, and `--quiet` printing exactly those findings.
+#[test]
+fn every_fixture_exits_with_the_bits_of_its_findings() {
+    // (machine, disk, exit status, the findings: advice codes with their
+    // severity, or what the health says)
+    let table: [(&str, &str, i32, &[&str]); 20] = [
+        ("emmc-healthy", "mmcblk0", 0, &[]),
+        ("emmc-worn-out", "mmcblk0", 24, &["FAILING health", "warn wear"]),
+        ("nvme-pc-downgraded", "nvme0n1", 16, &["warn pcie-link-downgraded"]),
+        ("nvme-pc-healthy", "nvme0n1", 0, &[]),
+        ("nvme-pi5-gen2", "nvme0n1", 0, &["info pcie-link-downgraded"]),
+        ("nvme-pi5-gen3", "nvme0n1", 0, &[]),
+        ("sd-healthy", "mmcblk0", 0, &[]),
+        ("sd-hot", "mmcblk0", 16, &["warn hot"]),
+        ("sd-misaligned", "mmcblk0", 16, &["warn partition-misaligned"]),
+        ("sd-no-fstrim", "mmcblk0", 16, &["warn trim-not-scheduled"]),
+        ("sd-pi3-high-speed", "mmcblk0", 0, &["info sd-bus-below-card"]),
+        ("sd-pi4-fell-back", "mmcblk0", 16, &["warn sd-bus-below-card"]),
+        ("sd-swap", "mmcblk0", 16, &["warn swap-on-card"]),
+        ("sd-throttled", "mmcblk0", 16, &["warn throttled"]),
+        ("sd-under-voltage", "mmcblk0", 16, &["critical under-voltage", "warn throttled"]),
+        ("usb-bot", "sda", 16, &["warn usb-storage-not-uas"]),
+        ("usb-bot-quirk", "sda", 0, &[]),
+        ("usb-healthy", "sda", 0, &[]),
+        ("usb-trim-full", "sda", 16, &["warn trim-unavailable"]),
+        ("usb-usb2-port", "sda", 16, &["warn usb-link-slower-than-device"]),
+    ];
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/doctor");
+    let on_disk =
+        std::fs::read_dir(&dir).expect("fixtures").filter(|e| e.as_ref().is_ok_and(|e| e.path().is_dir())).count();
+    assert_eq!(on_disk, table.len(), "every fixture is in the table");
+    for (name, disk, code, found) in table {
+        let root = machine(name);
+        let out = run(&["doctor", "--machine-root", &root, disk, "--json"]);
+        assert_eq!(out.status.code(), Some(code), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        let doc = stdout_json(&out);
+        // An empty list is left out of the report.
+        let advice: Vec<String> = doc["advice"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .map(|a| format!("{} {}", a["severity"].as_str().unwrap_or("?"), a["code"].as_str().unwrap_or("?")))
+            .collect();
+        let from_health: Vec<&str> =
+            found.iter().copied().filter(|f| f.ends_with(" health") || f.ends_with(" wear")).collect();
+        let from_advice: Vec<&str> = found.iter().copied().filter(|f| !from_health.contains(f)).collect();
+        assert_eq!(advice, from_advice, "{name}");
+        if !from_health.is_empty() {
+            assert_eq!(doc["health"]["status"], "failing", "{name}");
+        }
+        let quiet = run(&["doctor", "--machine-root", &root, disk, "--quiet"]);
+        assert_eq!(quiet.status.code(), Some(code), "{name} --quiet");
+        let text = String::from_utf8_lossy(&quiet.stdout);
+        assert_eq!(text.lines().count(), found.len(), "{name}: --quiet prints the findings only:\n{text}");
+        for (line, f) in text.lines().zip(found) {
+            let (severity, code) = f.split_once(' ').expect("pair");
+            let tag = if severity == "critical" { "CRITICAL" } else { severity };
+            assert!(line.starts_with(&format!("/dev/{disk}: [{tag}] {code}")), "{name}: {line}");
+        }
+    }
 }
 
 #[test]

@@ -129,9 +129,41 @@ pub struct DoctorArgs {
     /// A whole disk, a partition or a directory.
     #[arg(default_value = "/")]
     pub target: String,
-    /// Print the findings as one JSON document (a storage-score/1 report).
+    /// Print the findings as one JSON document (a storage-score/1 report);
+    /// with --history, the trend as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Print only what was found (nothing when nothing was); the exit status
+    /// says the same as a bit mask: 8 health failing, 16 a warning, 32 a
+    /// device that could not be read.
+    #[arg(long, short, conflicts_with = "json")]
+    pub quiet: bool,
+    /// Append one snapshot of this device (bytes written, health,
+    /// temperature, throttling, advice codes) to its history file.
+    #[arg(long)]
+    pub log: bool,
+    /// Show the logged history instead of examining: bytes written per day,
+    /// wear per day, a projected end of life. DEVICE is a device ID (or its
+    /// start) or a disk name as logged; without it, every logged device.
+    #[arg(long, value_name = "DEVICE", num_args = 0..=1, default_missing_value = "", conflicts_with_all = ["log", "prometheus", "quiet"])]
+    pub history: Option<String>,
+    /// Where --log writes and --history reads: a directory owned by root (or
+    /// you) that nobody else may write.
+    #[arg(
+        long,
+        env = "STORAGE_SCORE_HISTORY_DIR",
+        value_name = "DIR",
+        default_value = "/var/lib/storage-score/history"
+    )]
+    pub history_dir: PathBuf,
+    /// With --history: the device's rated endurance in terabytes written
+    /// (from its datasheet), to set the host's writes against.
+    #[arg(long, value_name = "TB", requires = "history")]
+    pub endurance_tbw: Option<f64>,
+    /// Also write the findings as Prometheus metrics (node_exporter's
+    /// textfile format) to FILE, atomically; "-" or no FILE: stdout.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
+    pub prometheus: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -7,12 +7,15 @@ mod compare_cmd;
 mod compare_render;
 mod doctor_cmd;
 mod doctor_render;
+mod doctor_status;
 mod failure;
+mod history;
 mod outputs;
 mod plan;
 mod profile_cmd;
 mod profile_render;
 mod progress;
+mod prometheus;
 mod render;
 mod run;
 mod score_cmd;
@@ -44,7 +47,11 @@ fn main() {
         Some(Command::Run(args)) => run::run(&args, &roots),
         None => run::run(&cli.run, &roots),
         Some(Command::Identify(args)) => run::identify(&args, &roots),
-        Some(Command::Doctor(args)) => doctor_cmd::doctor(&args, &roots),
+        Some(Command::Doctor(args)) => match doctor_cmd::doctor(&args, &roots) {
+            // What doctor found, as a bit mask (docs/doctor.md#exit-status).
+            Ok(mask) if mask != 0 => std::process::exit(mask),
+            other => other.map(|_| ()),
+        },
         Some(Command::Score(args)) => score_cmd::score(&args),
         Some(Command::Compare(args)) => compare_cmd::compare(&args),
         Some(Command::VerifyCapacity(args)) => capacity_cmd::verify_capacity(&args),

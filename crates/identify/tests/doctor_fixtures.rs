@@ -16,7 +16,7 @@ fn fixtures() -> PathBuf {
 
 fn disk_of(machine: &str) -> &'static str {
     match machine.split('-').next() {
-        Some("sd") => "mmcblk0",
+        Some("sd" | "emmc") => "mmcblk0",
         Some("usb") => "sda",
         _ => "nvme0n1",
     }
@@ -143,6 +143,20 @@ fn swap_on_card() {
         "{}",
         a.evidence
     );
+}
+
+/// An eMMC's wear comes from its own sysfs estimates, even captured: the
+/// worn-out one says it is failing, its healthy twin is ok and silent.
+#[test]
+fn a_worn_out_emmc_is_failing_and_its_twin_is_ok() {
+    use storage_scoring::health::{HealthStatus, PreEol};
+    let worn = examine("emmc-worn-out");
+    assert_eq!(worn.health.status, Some(HealthStatus::Failing), "{:?}", worn.health);
+    assert_eq!(worn.health.pre_eol, Some(PreEol::Urgent));
+    assert_eq!((worn.health.life_time_est_a, worn.health.life_time_est_b), (Some(0x0a), Some(0x0b)));
+    let ok = examine("emmc-healthy");
+    assert_eq!(ok.health.status, Some(HealthStatus::Ok), "{:?}", ok.health);
+    assert!(ok.advice.is_empty(), "{:?}", ok.advice);
 }
 
 /// Every code of docs/doctor.md has a fixture above that fires it.

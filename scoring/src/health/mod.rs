@@ -205,6 +205,11 @@ pub struct Health {
     /// Why there is no source, or why a source gave less than usual.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
+    /// The device has a health source but it could not be read (not root,
+    /// the node cannot be opened, the command failed): `why` says which.
+    /// `doctor` sets its "device not readable" exit bit for it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub unreadable: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<HealthStatus>,
     /// The CMD56 vendor layout the block was decoded with.
@@ -284,6 +289,11 @@ impl Health {
     /// No source: `"source": null` with the reason.
     pub fn none(why: impl Into<String>) -> Health {
         Health { why: Some(why.into()), ..Health::default() }
+    }
+
+    /// A source this device has, that could not be read: the reason.
+    pub fn unreadable(why: impl Into<String>) -> Health {
+        Health { unreadable: true, ..Health::none(why) }
     }
 }
 

@@ -203,9 +203,15 @@ echo "offers: ${COMPREPLY[*]}""#;
         // The user docs beside the README, whose links point into docs/.
         "/usr/share/doc/storage-score/docs/cli.md",
         "/usr/share/doc/storage-score/docs/safety.md",
+        "/usr/share/doc/storage-score/docs/grafana-dashboard.json",
+        // The daily doctor snapshot, shipped disabled.
+        "/usr/lib/systemd/system/storage-score-doctor.service",
+        "/usr/lib/systemd/system/storage-score-doctor.timer",
     ] {
         checks.push(Check::new(format!("{path} installed"), Path::new(path).is_file(), ""));
     }
+    let enabled = Path::new("/etc/systemd/system/timers.target.wants/storage-score-doctor.timer").exists();
+    checks.push(Check::new("storage-score-doctor.timer is not enabled", !enabled, ""));
     Ok(())
 }
 

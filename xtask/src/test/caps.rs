@@ -45,10 +45,12 @@ pub enum Cap {
     Users,
     /// The openssl command (a self-signed certificate no client trusts).
     Openssl,
+    /// Prometheus' promtool (`promtool check metrics`).
+    Promtool,
 }
 
 impl Cap {
-    pub const ALL: [Cap; 13] = [
+    pub const ALL: [Cap; 14] = [
         Cap::Root,
         Cap::Loop,
         Cap::Ext4,
@@ -62,6 +64,7 @@ impl Cap {
         Cap::Postgres,
         Cap::Users,
         Cap::Openssl,
+        Cap::Promtool,
     ];
 
     /// The word an ignore reason uses.
@@ -80,6 +83,7 @@ impl Cap {
             Cap::Postgres => "postgres",
             Cap::Users => "users",
             Cap::Openssl => "openssl",
+            Cap::Promtool => "promtool",
         }
     }
 
@@ -99,6 +103,7 @@ impl Cap {
             Cap::Postgres => Some("postgresql"),
             Cap::Users => Some("passwd"),
             Cap::Openssl => Some("openssl"),
+            Cap::Promtool => Some("prometheus"),
             Cap::Namespaces | Cap::Userns => Some("util-linux"),
             Cap::Root | Cap::Throttle => None,
         }
@@ -225,6 +230,7 @@ fn check(cap: Cap) -> Result<(), String> {
             ["useradd", "groupadd", "userdel", "groupdel", "setpriv"].into_iter().try_for_each(command)
         }
         Cap::Openssl => command("openssl"),
+        Cap::Promtool => command("promtool"),
         Cap::Fio => command("fio"),
         Cap::Chromium => ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
             .iter()

@@ -4,7 +4,9 @@
 //!
 //! The guest has two NVMe controllers and one SATA disk:
 //! - `nvme0n1`: QEMU's `nvme`, untouched; the guest writes 64 MiB to it
-//!   first, so that its data-written counter has something to count;
+//!   first, so that its data-written counter has something to count, with
+//!   a `doctor --log` snapshot before and after (the history's host-written
+//!   bytes and the drive's Data Units must both move by 64 MiB, within 5%);
 //! - `nvme1n1`: the same with `smart_critical_warning=7` (spare below
 //!   threshold, temperature, reliability degraded), the property QEMU offers
 //!   to raise a critical warning;
@@ -144,6 +146,16 @@ fn run(opts: &Options) -> Result<Vec<Check>> {
         }
         results.extend(device_checks(dev, json, table));
     }
+    let history = section(&lines, "===SS-HISTORY-BEGIN===", "===SS-HISTORY-END===").map(|(text, _)| text);
+    if let Some(text) = &history {
+        let _ = std::fs::write(paths.run.join("history.jsonl"), text);
+    }
+    results.extend(history_checks(history.as_deref()));
+    if let Some((metrics, exit)) = section(&lines, "===SS-PROM-BEGIN===", "===SS-PROM-END===") {
+        let file = paths.run.join("nvme1n1.prom");
+        std::fs::write(&file, format!("{metrics}\n"))?;
+        results.push(promtool_check(&file, &metrics, exit));
+    }
     if let Some((dmesg, _)) = section(&lines, "===SS-DMESG-BEGIN===", "===SS-DMESG-END===") {
         println!("--- guest dmesg (nvme, ata)");
         for line in dmesg.lines() {
@@ -191,7 +203,17 @@ done
 n=0
 while {{ [ ! -b /dev/nvme0n1 ] || [ ! -b /dev/nvme1n1 ] || [ ! -b /dev/sda ]; }} && [ $n -lt 60 ]; do sleep 0.5; n=$((n+1)); done
 echo 1 > /proc/sys/kernel/printk
+{bin} doctor /dev/nvme0n1 --log --quiet >/dev/null 2>/tmp/err
+echo "===SS-LOG=== before exit=$?"; cat /tmp/err
 dd if=/dev/zero of=/dev/nvme0n1 bs=1048576 count={written_mib} conv=fsync 2>/dev/null
+{bin} doctor /dev/nvme0n1 --log --quiet >/dev/null 2>/tmp/err
+echo "===SS-LOG=== after exit=$?"; cat /tmp/err
+echo "===SS-HISTORY-BEGIN==="
+cat /var/lib/storage-score/history/*.jsonl
+echo "===SS-HISTORY-END==="
+echo "===SS-PROM-BEGIN==="
+{bin} doctor /dev/nvme1n1 --prometheus
+echo "===SS-PROM-END=== exit=$?"
 for d in {devices}; do
   echo "===SS-JSON-BEGIN=== $d"
   {bin} doctor /dev/$d --json 2>/tmp/err
@@ -227,7 +249,6 @@ fn device_checks(dev: &str, json: Option<(String, Option<i32>)>, table: Option<(
     let Some((text, exit)) = json else {
         return vec![Check::new(format!("{dev}: doctor --json ran"), false, "the guest printed nothing")];
     };
-    out.push(Check::new(format!("{dev}: doctor --json exit code"), exit == Some(0), format!("{exit:?}")));
     let report: Value = match serde_json::from_str(&text) {
         Ok(v) => v,
         Err(e) => {
@@ -235,6 +256,12 @@ fn device_checks(dev: &str, json: Option<(String, Option<i32>)>, table: Option<(
             return out;
         }
     };
+    let mask = exit_mask(&report);
+    out.push(Check::new(
+        format!("{dev}: doctor's exit status is the bit mask of its findings ({mask})"),
+        exit == Some(mask) && (dev != "nvme1n1" || mask & 8 != 0),
+        format!("{exit:?}"),
+    ));
     let seconds = table.as_ref().and_then(|(t, _)| real_seconds(t));
     out.push(Check::new(
         format!("{dev}: doctor takes under 2 s (TCG guest)"),
@@ -291,6 +318,86 @@ fn device_checks(dev: &str, json: Option<(String, Option<i32>)>, table: Option<(
         ));
     }
     out
+}
+
+/// docs/doctor.md#exit-status, from the report: 8 failing, 16 a warning
+/// (advice warn or critical, health warn, 80% or more used), 32 unreadable.
+pub(super) fn exit_mask(report: &Value) -> i32 {
+    let h = &report["health"];
+    let mut mask = 0;
+    if h["status"] == "failing" {
+        mask |= 8;
+    }
+    let used = h["percentage_used"].as_u64().or_else(|| h["percentage_used_range"][1].as_u64());
+    let advice = report["advice"].as_array().cloned().unwrap_or_default();
+    if h["status"] == "warn"
+        || used.is_some_and(|p| p >= 80)
+        || advice.iter().any(|a| a["severity"] == "warn" || a["severity"] == "critical")
+    {
+        mask |= 16;
+    }
+    if h["unreadable"] == true {
+        mask |= 32;
+    }
+    mask
+}
+
+/// `doctor --log` before and after the guest wrote [`WRITTEN_BYTES`] to
+/// nvme0n1: both the host's counter and the drive's Data Units Written
+/// move by what was written, within 5%.
+fn history_checks(history: Option<&str>) -> Vec<Check> {
+    let Some(text) = history else {
+        return vec![Check::new("nvme0n1: doctor --log wrote a history", false, "the guest printed none")];
+    };
+    let lines: Vec<Value> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let [before, after] = lines.as_slice() else {
+        return vec![Check::new("nvme0n1: two snapshots logged", false, format!("{} lines: {text}", lines.len()))];
+    };
+    let delta =
+        |pointer: &str| Some(after.pointer(pointer)?.as_u64()? as f64 - before.pointer(pointer)?.as_u64()? as f64);
+    let within = |d: Option<f64>| d.is_some_and(|d| (d / WRITTEN_BYTES as f64 - 1.0).abs() <= 0.05);
+    let show = |d: Option<f64>| {
+        d.map_or("absent".to_owned(), |d| format!("{d:.0} bytes, {:+.2}%", (d / WRITTEN_BYTES as f64 - 1.0) * 100.0))
+    };
+    let host = delta("/host_written_bytes");
+    let device = delta("/health/data_written_bytes");
+    vec![
+        Check::new(
+            "nvme0n1: the two snapshots are one device in one boot",
+            before["device_id"] == after["device_id"]
+                && before["boot_id"] == after["boot_id"]
+                && before["boot_id"].is_string(),
+            format!("{} {}", after["device_id"], after["boot_id"]),
+        ),
+        Check::new("nvme0n1: host_written_bytes moved by the 64 MiB written, within 5%", within(host), show(host)),
+        Check::new(
+            "nvme0n1: the drive's data written (Data Units) moved by the 64 MiB, within 5%",
+            within(device),
+            show(device),
+        ),
+    ]
+}
+
+/// `promtool check metrics` on the failing drive's metrics, where the
+/// host has promtool (Debian's `prometheus`).
+fn promtool_check(file: &Path, metrics: &str, exit: Option<i32>) -> Check {
+    let name = "nvme1n1: doctor --prometheus passes promtool check metrics";
+    let has = |m: &str| metrics.lines().any(|l| l.starts_with(m));
+    let complete = exit == Some(24)
+        && has("storage_score_nvme_critical_warning{")
+        && has("storage_score_media_errors_total{")
+        && has("storage_score_available_spare_ratio{");
+    let Ok(input) = std::fs::File::open(file) else { return Check::new(name, false, "cannot reopen the metrics") };
+    match std::process::Command::new("promtool").args(["check", "metrics"]).stdin(input).output() {
+        Ok(out) => Check::new(
+            name,
+            out.status.success() && complete,
+            format!("exit {exit:?}; {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+                .trim()
+                .to_owned(),
+        ),
+        Err(e) => Check::new(name, false, format!("promtool did not run ({e}): apt-get install prometheus")),
+    }
 }
 
 fn named(dev: &str, mut check: Check) -> Check {

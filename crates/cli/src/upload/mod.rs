@@ -11,7 +11,7 @@
 mod client;
 mod installation;
 mod payload;
-mod retry;
+pub(crate) mod retry;
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};

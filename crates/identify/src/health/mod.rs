@@ -64,7 +64,7 @@ fn read_source(disk: &BlockDev, device: &Device, roots: &Roots) -> Health {
     let node = disk.node();
     let file = match open(&node) {
         Ok(file) => file,
-        Err(why) => return Health::none(why),
+        Err(why) => return Health::unreadable(why),
     };
     match device.kind {
         DeviceKind::Nvme => nvme_health(&file, &node),
@@ -152,9 +152,9 @@ fn nvme_health(file: &File, node: &Path) -> Health {
     match ioctl::nvme_admin_read(file, &mut get_log, &mut page) {
         Ok(ioctl::NvmeOutcome::Done) => {}
         Ok(ioctl::NvmeOutcome::Status(s)) => {
-            return Health::none(format!("the NVMe controller refused Get Log Page 02h (status {s:#x})"));
+            return Health::unreadable(format!("the NVMe controller refused Get Log Page 02h (status {s:#x})"));
         }
-        Err(e) => return Health::none(ioctl_failure(node, "the NVMe admin command", e)),
+        Err(e) => return Health::unreadable(ioctl_failure(node, "the NVMe admin command", e)),
     }
     let log = match nvme::decode_smart_log(&page) {
         Ok(log) => log,
@@ -199,7 +199,7 @@ fn ata_health(file: &File, node: &Path, sat: bool) -> Health {
     let info = match ata_command(file, &ata::IDENTIFY_DEVICE, &mut identify) {
         Ok(out) if out.good() => ata::decode_identify(&identify),
         Ok(_) => None,
-        Err(e) => return Health::none(ioctl_failure(node, "SG_IO", e)),
+        Err(e) => return Health::unreadable(ioctl_failure(node, "SG_IO", e)),
     };
     let Some(info) = info else {
         return Health::none(if sat {
@@ -222,8 +222,8 @@ fn ata_health(file: &File, node: &Path, sat: bool) -> Health {
     let mut data = vec![0u8; ata::SECTOR];
     match ata_command(file, &ata::SMART_READ_DATA, &mut data) {
         Ok(out) if out.good() => {}
-        Ok(_) => return Health::none(format!("the drive refused SMART READ DATA {via}")),
-        Err(e) => return Health::none(ioctl_failure(node, "SG_IO", e)),
+        Ok(_) => return Health::unreadable(format!("the drive refused SMART READ DATA {via}")),
+        Err(e) => return Health::unreadable(ioctl_failure(node, "SG_IO", e)),
     }
     let checksum_ok = ata::checksum_ok(&data);
     let attributes = match ata::decode_attributes(&data, None) {
