@@ -14,11 +14,14 @@
 //!   majority of that row's networks: votes from another row of the card
 //!   (another board, no board at all) name nothing here.
 //!
+//! Which networks of a row count at all is [`super::held`]'s rule.
+//!
 //! Every reported figure is a real sample (nearest rank, never an
 //! interpolation or a mean).
 
 use std::collections::BTreeMap;
 
+use super::held::counted;
 use super::{Figures, Standing};
 use crate::card::Card;
 
@@ -65,7 +68,7 @@ pub struct SubmitterEntry {
     pub first_id: i64,
     /// A moderator accepted one of their results.
     pub accepted: bool,
-    /// Held back from the row's figures ([`split_held`]); set by the
+    /// Held back from the row's figures ([`super::held::split_held`]); set by the
     /// group's recompute, not by the submitter's.
     pub held: bool,
 }
@@ -82,23 +85,8 @@ pub struct GroupStats {
     pub latest: i64,
     /// The board's spelling most submitters use.
     pub board: String,
-    /// Networks held back ([`split_held`]).
+    /// Networks held back ([`super::held::split_held`]).
     pub held: i64,
-}
-
-/// A row's networks settled: which are held (`entries[i].held` set), the
-/// row's figures over the others, and the networks whose held state
-/// changed from what was stored, to write back.
-pub fn settle_group(entries: &mut [SubmitterEntry]) -> (Option<GroupStats>, Vec<(String, bool)>) {
-    let stored: BTreeMap<String, bool> = entries.iter().map(|e| (e.submitter.clone(), e.held)).collect();
-    let held = split_held(entries) as i64;
-    let changed = entries
-        .iter()
-        .filter(|e| stored.get(&e.submitter) != Some(&e.held))
-        .map(|e| (e.submitter.clone(), e.held))
-        .collect();
-    let stats = group_stats(&counted(entries)).map(|stats| GroupStats { held, ..stats });
-    (stats, changed)
 }
 
 /// What every row of a card shows.
@@ -119,7 +107,7 @@ pub fn rank_of(q: f64, n: usize) -> usize {
 }
 
 /// The nearest-rank `q` quantile of `values` (sorted here), if any.
-fn quantile<T: Copy + PartialOrd>(values: &mut [T], q: f64) -> Option<T> {
+pub(super) fn quantile<T: Copy + PartialOrd>(values: &mut [T], q: f64) -> Option<T> {
     if values.is_empty() {
         return None;
     }
@@ -179,87 +167,6 @@ pub fn submitter_entry(group_key: &str, submitter: &str, rows: &[CountedRow]) ->
         accepted: rows.iter().any(|r| r.accepted),
         held: false,
     })
-}
-
-/// Networks with counted results that make a row established: from then
-/// on a newcomer that contradicts the row is held.
-pub const ESTABLISHED: usize = 5;
-
-/// How far outside its p10–p90 band a newcomer may be and still agree
-/// with an established row, as a factor on the band's ends: down to the
-/// p10 divided by it, up to the p90 times it. Honest results of one card on
-/// one board and bus spread by about ±10–15%, and a firmware update may
-/// move a card by a fifth; 1.5 leaves room for both, even over a row whose
-/// first networks happen to agree closely, while half or double the truth
-/// (and anything a spammer gains from) lies outside.
-pub const BAND_FACTOR: f64 = 1.5;
-
-/// The most recent newcomers left out of the band a newcomer is judged
-/// against: a burst of up to this many networks is judged, all of it,
-/// against the row as it stood before the burst, so that it cannot widen
-/// the band for its own later members.
-pub const BURST: usize = 10;
-
-/// The band a newcomer must fall in to agree with `counted` (scores of
-/// the networks counted before it, in the order they joined), or `None`
-/// when the row is not established.
-pub fn agreement_band(counted: &[i64]) -> Option<(f64, f64)> {
-    if counted.len() < ESTABLISHED {
-        return None;
-    }
-    // The row as it stood before the latest burst (never fewer than the
-    // networks that established it).
-    let core = counted.len().saturating_sub(BURST).max(ESTABLISHED);
-    let mut scores = counted[..core].to_vec();
-    let p10 = quantile(&mut scores, 0.1)? as f64;
-    let p90 = quantile(&mut scores, 0.9)? as f64;
-    Some((p10 / BAND_FACTOR, p90 * BAND_FACTOR))
-}
-
-/// Marks which networks of a row are held (`entries[i].held`): walking
-/// the networks in the order they joined, the first [`ESTABLISHED`] count;
-/// after that a newcomer counts when its score lies in the
-/// [`agreement_band`] of those counted before it, or a moderator accepted
-/// it, and is held otherwise. A held network counts again as soon as the
-/// row's counted results move to include it (the walk is repeated with the
-/// final band until nothing changes). Returns how many are held.
-pub fn split_held(entries: &mut [SubmitterEntry]) -> usize {
-    entries.sort_by(|a, b| (a.first_id, &a.submitter).cmp(&(b.first_id, &b.submitter)));
-    let mut counted: Vec<i64> = Vec::with_capacity(entries.len());
-    for entry in entries.iter_mut() {
-        let agrees = match agreement_band(&counted) {
-            None => true,
-            Some((lo, hi)) => (lo..=hi).contains(&(entry.score as f64)),
-        };
-        entry.held = !(agrees || entry.accepted);
-        if !entry.held {
-            counted.push(entry.score);
-        }
-    }
-    // Corroboration: the row as it now stands may agree with a held one.
-    loop {
-        let Some((lo, hi)) = agreement_band(&counted) else { break };
-        let mut moved = false;
-        for entry in entries.iter_mut().filter(|e| e.held && (lo..=hi).contains(&(e.score as f64))) {
-            entry.held = false;
-            counted.push(entry.score);
-            moved = true;
-        }
-        if !moved {
-            break;
-        }
-    }
-    entries.iter().filter(|e| e.held).count()
-}
-
-/// Whether `submitter` is held back in a row whose networks are `entries`.
-pub fn is_held(entries: &[SubmitterEntry], submitter: &str) -> bool {
-    entries.iter().any(|e| e.submitter == submitter && e.held)
-}
-
-/// The networks of a row that count.
-pub fn counted(entries: &[SubmitterEntry]) -> Vec<SubmitterEntry> {
-    entries.iter().filter(|e| !e.held).cloned().collect()
 }
 
 /// A group's figures over its submitters' samples; `None` for no submitter.
@@ -385,7 +292,7 @@ pub fn standing(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn row(id: i64, score: i64) -> CountedRow {
@@ -403,84 +310,9 @@ mod tests {
         }
     }
 
-    fn entry(submitter: &str, scores: &[i64]) -> SubmitterEntry {
+    pub(crate) fn entry(submitter: &str, scores: &[i64]) -> SubmitterEntry {
         let rows: Vec<CountedRow> = scores.iter().enumerate().map(|(i, s)| row(i as i64 + 1, *s)).collect();
         submitter_entry("g", submitter, &rows).unwrap()
-    }
-
-    /// Networks joining a row in order, each with one result.
-    fn row_of(scores: &[i64]) -> Vec<SubmitterEntry> {
-        scores
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                let mut e = entry(&format!("n{i:03}"), &[*s]);
-                e.first_id = i as i64 + 1;
-                e
-            })
-            .collect()
-    }
-
-    fn median_of(entries: &[SubmitterEntry]) -> i64 {
-        group_stats(&counted(entries)).unwrap().median
-    }
-
-    #[test]
-    fn a_burst_that_contradicts_an_established_row_is_held() {
-        let honest = [1180, 1246, 1300, 1210, 1275, 1230, 1260];
-        let before = median_of(&row_of(&honest));
-        // Nine networks at a hundredth of the truth, then ten at half of it.
-        for fake in [12, 623] {
-            for burst in [9usize, 10] {
-                let mut scores = honest.to_vec();
-                scores.extend(std::iter::repeat_n(fake, burst));
-                let mut row = row_of(&scores);
-                assert_eq!(split_held(&mut row), burst, "{fake} x{burst}");
-                let after = median_of(&row);
-                assert!((after - before).abs() * 20 <= before, "{before} -> {after}");
-            }
-        }
-        // A moderator's acceptance counts one of them.
-        let mut scores = honest.to_vec();
-        scores.push(12);
-        let mut row = row_of(&scores);
-        row[7].accepted = true;
-        assert_eq!(split_held(&mut row), 0);
-    }
-
-    #[test]
-    fn honest_rows_are_never_held() {
-        use rand::{Rng, SeedableRng};
-        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
-        for _ in 0..500 {
-            // A card whose results spread by 20% (±10% around its level) …
-            let n = rng.gen_range(5..40);
-            let scores: Vec<i64> = (0..n).map(|_| (1246.0 * rng.gen_range(0.9..1.1)) as i64).collect();
-            let mut row = row_of(&scores);
-            assert_eq!(split_held(&mut row), 0, "{scores:?}");
-            // … then a firmware update that makes it 20% faster for everyone after.
-            let mut updated = scores.clone();
-            updated.extend((0..rng.gen_range(1..20)).map(|_| (1495.0 * rng.gen_range(0.9..1.1)) as i64));
-            let mut row = row_of(&updated);
-            assert_eq!(split_held(&mut row), 0, "{updated:?}");
-        }
-    }
-
-    #[test]
-    fn a_held_network_counts_once_the_row_moves_to_it() {
-        // Established at ~1000; a newcomer at 2000 is held …
-        let mut scores = vec![1000, 990, 1010, 1005, 995, 2000];
-        let mut row = row_of(&scores);
-        assert_eq!(split_held(&mut row), 1);
-        // … and a few networks between do not move the band (a burst is
-        // judged against the row before it) …
-        scores.extend([1380; 5]);
-        let mut row = row_of(&scores);
-        assert_eq!(split_held(&mut row), 1);
-        // … but once more networks have settled the row higher, it counts.
-        scores.extend([1380; 7]);
-        let mut row = row_of(&scores);
-        assert_eq!(split_held(&mut row), 0);
     }
 
     #[test]
@@ -579,9 +411,9 @@ mod tests {
         assert_eq!(display.class_label.as_deref(), Some("A2 Class 10 V30 U3"), "one report moves nothing");
         assert_eq!(display.name, "Kingston SD64G 6.1, 62.3 GB", "one submitter names nothing");
         // Three of the row's four networks typing the same label (in any case) agree.
-        for i in 0..2 {
-            entries[i].label = Some("sandisk EXTREME pro".into());
-            entries[i].label_key = Some("sandisk extreme pro".into());
+        for entry in &mut entries[..2] {
+            entry.label = Some("sandisk EXTREME pro".into());
+            entry.label_key = Some("sandisk extreme pro".into());
         }
         let display = &card_display(&card, &entries)["g"];
         assert!(display.name.eq_ignore_ascii_case("SanDisk Extreme PRO"), "{}", display.name);

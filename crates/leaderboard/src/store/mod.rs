@@ -15,6 +15,7 @@
 
 pub mod aggregate;
 mod columns;
+pub mod held;
 pub mod migrate;
 pub mod postgres;
 mod query;

@@ -268,7 +268,7 @@ pub const UPSERT_SUBMITTER: &str = "INSERT INTO submitters (group_key, submitter
     label = excluded.label, label_key = excluded.label_key, board = excluded.board, latest = excluded.latest, \
     first_id = excluded.first_id, accepted = excluded.accepted";
 
-/// Whether a network is held back from its row ([`super::aggregate::split_held`]).
+/// Whether a network is held back from its row ([`super::held::split_held`]).
 pub const SET_SUBMITTER_HELD: &str = "UPDATE submitters SET held = $1 WHERE group_key = $2 AND submitter = $3";
 
 pub const DELETE_SUBMITTER: &str = "DELETE FROM submitters WHERE group_key = $1 AND submitter = $2";

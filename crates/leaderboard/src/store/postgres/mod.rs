@@ -22,7 +22,7 @@ use tokio_postgres::{Client, NoTls, Row as PgRow, Statement};
 use self::rows::{all, entry_from_row, group_from_row, result_from_row};
 use self::write::{GroupIdentity, Prepared, insert_params, recompute, refresh_card, standing};
 use crate::card::Card;
-use crate::store::aggregate;
+use crate::store::held;
 
 use super::{
     CARD_POINTS, CardData, CardPoint, Deleted, FilterChoices, LeaderboardQuery, MIN_RANKED_SUBMITTERS, Moderation,
@@ -255,7 +255,7 @@ impl Storage for PgStore {
                 let entries = all(&tx.query(&p.group_submitters, &[&group]).await?, entry_from_row)?;
                 let (board, family): (String, String) = (known.try_get(9)?, known.try_get(10)?);
                 receipt.standing = standing(&entries, &submitter, score, &board, &family);
-                receipt.held = aggregate::is_held(&entries, &submitter);
+                receipt.held = held::is_held(&entries, &submitter);
             }
             tx.rollback().await?;
             return Ok(Submitted::Replayed(receipt));
@@ -283,7 +283,7 @@ impl Storage for PgStore {
             if let Some(score) = new.score {
                 receipt.standing = standing(&entries, &new.submitter, score, &new.board.model, &new.board.family);
             }
-            receipt.held = aggregate::is_held(&entries, &new.submitter);
+            receipt.held = held::is_held(&entries, &new.submitter);
         }
         tx.commit().await?;
         if status == Status::Public {
@@ -298,7 +298,7 @@ impl Storage for PgStore {
         if let (Status::Public, Some(score)) = (stored.status, stored.score) {
             let entries = all(&self.query(&sql::group_submitters(), &[&stored.group_key]).await?, entry_from_row)?;
             stored.standing = standing(&entries, &stored.submitter, score, &stored.board, &stored.family);
-            stored.held = aggregate::is_held(&entries, &stored.submitter);
+            stored.held = held::is_held(&entries, &stored.submitter);
         }
         Ok(Some(stored))
     }

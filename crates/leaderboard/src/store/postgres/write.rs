@@ -21,6 +21,7 @@ use tokio_postgres::{Client, GenericClient, Statement};
 use super::rows::{all, counted_from_row, entry_from_row, result_from_row};
 use crate::card::Card;
 use crate::store::aggregate::{self, SubmitterEntry};
+use crate::store::held;
 use crate::store::{NewResult, Standing, StoreResult, sql};
 
 /// The statements every write uses, prepared when a connection is made.
@@ -160,7 +161,7 @@ pub(super) async fn recompute(
         }
     }
     let mut entries = all(&tx.query(&p.group_submitters, &[&group]).await?, entry_from_row)?;
-    let (stats, changed) = aggregate::settle_group(&mut entries);
+    let (stats, changed) = held::settle_group(&mut entries);
     for (submitter, held) in changed {
         tx.execute(&p.set_submitter_held, &[&i64::from(held), &group, &submitter]).await?;
     }

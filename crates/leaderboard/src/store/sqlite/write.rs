@@ -11,6 +11,7 @@ use tokio::sync::oneshot;
 use super::rows::{counted_from_row, entry_from_row, result_from_row};
 use crate::card::Card;
 use crate::store::aggregate::{self, SubmitterEntry};
+use crate::store::held;
 use crate::store::{
     Deleted, Moderation, NewResult, Receipt, Standing, Status, StoreError, StoreResult, Submitted, note_json,
     reasons_of, sql,
@@ -336,7 +337,7 @@ fn entries(conn: &Connection, query: &str, key: &str) -> StoreResult<Vec<Submitt
 
 fn recompute_group(conn: &Connection, group: &str) -> StoreResult<()> {
     let mut entries = entries(conn, &sql::group_submitters(), group)?;
-    let (stats, changed) = aggregate::settle_group(&mut entries);
+    let (stats, changed) = held::settle_group(&mut entries);
     for (submitter, held) in changed {
         conn.prepare_cached(sql::SET_SUBMITTER_HELD)?.execute(params![i64::from(held), group, submitter])?;
     }
@@ -418,5 +419,5 @@ pub(crate) fn standing(
     family: &str,
 ) -> StoreResult<(Option<Standing>, bool)> {
     let entries = entries(conn, &sql::group_submitters(), group)?;
-    Ok((aggregate::standing(&entries, submitter, score, board, family), aggregate::is_held(&entries, submitter)))
+    Ok((aggregate::standing(&entries, submitter, score, board, family), held::is_held(&entries, submitter)))
 }
