@@ -11,9 +11,11 @@
 //! ([`quiet_spikes`]), and so does a run slower than both neighbours where
 //! they differ (a pause at the step); a chunk between two levels (the one
 //! the step falls in) is left as it is. Odd chunks only decide where the
-//! levels are: a level's rate is bytes over time of all its chunks, pauses
-//! included, for that is what the card delivered (and what an SD Video
-//! Speed Class counts).
+//! levels are. A level's rate is its *typical* rate ([`typical_rate`]):
+//! bytes over time of its chunks without those a robust z-score marks as
+//! odd, the rate the card writes at outside its pauses and bursts, which a
+//! few of them do not pull down or lift. What the pauses cost is still
+//! shown, by the slowest second and the slowest AU-sized stretch.
 //!
 //! The levels come from binary segmentation (split where two flat levels fit
 //! the speeds best, by least squares, then split each side again) with two
@@ -67,7 +69,8 @@ pub struct Segment {
     /// Chunk indices `[from, to)`.
     pub from: usize,
     pub to: usize,
-    /// Bytes over time across the segment's chunks.
+    /// The level's typical rate: bytes over time of its chunks without
+    /// its pauses and bursts (see [`typical_rate`]).
     pub mb_s: f64,
     /// The median chunk's speed: the level's speed without its pauses.
     /// Levels are compared by it, so that a pause inside one does not make
@@ -108,6 +111,11 @@ const MAX_SPIKE: usize = 2;
 /// [`LONG_SHARE`] of the chunks on its side of the step.
 const MIN_LONG_CHUNKS: usize = 4;
 const LONG_SHARE: f64 = 0.125;
+/// A chunk further than this many robust standard deviations (the median
+/// absolute deviation × 1.4826, of log speeds) from its level's median
+/// chunk is odd, and left out of the level's rate: the usual cut of a
+/// robust z-score (Iglewicz and Hoaglin's 3.5).
+const ODD_Z: f64 = 3.5;
 /// Fewer chunks than this say nothing about levels.
 const MIN_CHUNKS: usize = 6;
 
@@ -127,13 +135,13 @@ pub fn analyse(chunks: &[Chunk]) -> Analysis {
     let mut from = 0;
     for &to in bounds.iter().chain(std::iter::once(&chunks.len())) {
         let median_mb_s = median(&mut speeds[from..to].to_vec()).unwrap_or(0.0);
-        analysis.segments.push(Segment { from, to, mb_s: rate(&chunks[from..to]), median_mb_s });
+        analysis.segments.push(Segment { from, to, mb_s: typical_rate(chunks, from..to, None), median_mb_s });
         from = to;
     }
     let segments = &analysis.segments;
     let found = find_step(chunks, segments);
     let steady = same_level(segments, 0..segments.len(), long_level(segments, Side::Before));
-    analysis.steady_mb_s = (!segments.is_empty()).then(|| rate(&chunks[steady.clone()]));
+    analysis.steady_mb_s = (!segments.is_empty()).then(|| typical_rate(chunks, steady.clone(), None));
     if let Some((step, after)) = found {
         // When the steady level is the step's after-level, its rate is the
         // one without the chunk that straddles the step.
@@ -152,17 +160,29 @@ fn rate(chunks: &[Chunk]) -> f64 {
     if secs > 0.0 { bytes as f64 / secs / 1e6 } else { 0.0 }
 }
 
-/// Bytes over time of chunks `range` without chunk `except` (of all of
-/// them when that would leave none).
-fn rate_without(chunks: &[Chunk], range: Range<usize>, except: Option<usize>) -> f64 {
-    match except.filter(|t| range.contains(t) && range.len() > 1) {
-        Some(t) => {
-            let kept = chunks[range.start..t].iter().chain(&chunks[t + 1..range.end]);
-            let (bytes, secs) = kept.fold((0u64, 0.0f64), |(b, s), c| (b + c.bytes, s + c.secs));
-            if secs > 0.0 { bytes as f64 / secs / 1e6 } else { 0.0 }
-        }
-        None => rate(&chunks[range]),
-    }
+/// The typical rate of chunks `range` without chunk `except` (of all of
+/// them when that would leave none): bytes over time of those whose speed
+/// lies within [`ODD_Z`] robust standard deviations of the run's median
+/// chunk, or within [`MIN_LEVEL_CHANGE`] of it on a quiet run. What is left
+/// out is a pause (garbage collection, a journal commit) or a burst (a DRAM
+/// buffer): the rate the card writes at outside them, which a few of them
+/// do not move. Bytes over time, not the median chunk's speed, for that is
+/// what a throttle or a card's rate is (a chunk's speed is a rate per chunk,
+/// and jitter makes the two differ).
+fn typical_rate(chunks: &[Chunk], range: Range<usize>, except: Option<usize>) -> f64 {
+    let except = except.filter(|t| range.contains(t) && range.len() > 1);
+    let run: Vec<&Chunk> = range.filter(|&i| Some(i) != except).map(|i| &chunks[i]).collect();
+    let logs: Vec<f64> = run.iter().map(|c| c.mb_s().max(1e-9).ln()).collect();
+    let Some(centre) = median(&mut logs.clone()) else { return 0.0 };
+    let mut deviations: Vec<f64> = logs.iter().map(|l| (l - centre).abs()).collect();
+    let sigma = median(&mut deviations).unwrap_or(0.0) * 1.4826;
+    let limit = (ODD_Z * sigma).max(-(1.0 - MIN_LEVEL_CHANGE).ln());
+    let (bytes, secs) = run
+        .iter()
+        .zip(&logs)
+        .filter(|(_, l)| (*l - centre).abs() <= limit)
+        .fold((0u64, 0.0f64), |(b, s), (c, _)| (b + c.bytes, s + c.secs));
+    if secs > 0.0 { bytes as f64 / secs / 1e6 } else { 0.0 }
 }
 
 /// The first boundary after which the rate stays down, and the chunks of
@@ -249,13 +269,13 @@ fn refine(chunks: &[Chunk], segments: &[Segment], i: usize, before: Range<usize>
     } else {
         None
     };
-    let before_mb_s = rate_without(chunks, before, t);
-    let after_mb_s = rate_without(chunks, after, t);
+    let before_mb_s = typical_rate(chunks, before, t);
+    let after_mb_s = typical_rate(chunks, after, t);
     let Some(t) = t else {
         return Step { at_bytes: chunks[k].offset, before_mb_s, after_mb_s };
     };
-    let f = rate_without(chunks, prev.from..prev.to, Some(t)) * 1e6;
-    let s = rate_without(chunks, next.from..next.to, Some(t)) * 1e6;
+    let f = typical_rate(chunks, prev.from..prev.to, Some(t)) * 1e6;
+    let s = typical_rate(chunks, next.from..next.to, Some(t)) * 1e6;
     let c = &chunks[t];
     let fast_bytes = ((c.secs - c.bytes as f64 / s) / (1.0 / f - 1.0 / s)).clamp(0.0, c.bytes as f64);
     Step { at_bytes: c.offset + fast_bytes.round() as u64, before_mb_s, after_mb_s }
