@@ -185,3 +185,180 @@ fn run_destructive_went_ahead_while_another_process_held_the_disk_open() {
         assert!(line.contains(&format!("kill {}", holder.0.id())), "{line}");
     }
 }
+
+/// Sectors read from `dev` so far (`/sys/block/NAME/stat`, third field).
+fn sectors_read(dev: &LoopDev) -> u64 {
+    let name = dev.node.file_name().and_then(|n| n.to_str()).expect("name");
+    let stat = std::fs::read_to_string(format!("/sys/block/{name}/stat")).expect("stat");
+    stat.split_whitespace().nth(2).and_then(|s| s.parse().ok()).expect("sectors read")
+}
+
+/// Waits until `run` is in its read tests on `disk`: past its preflight,
+/// before the raw open of its write tests. Panics when it ends first.
+fn wait_for_read_tests(run: &mut Child, disk: &LoopDev) {
+    let start = sectors_read(disk);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    // 16 MiB read: the read tests, not the open that checks the device can be read.
+    while sectors_read(disk) < start + 32768 {
+        assert!(run.try_wait().expect("wait").is_none(), "the run ended before its read tests");
+        assert!(std::time::Instant::now() < deadline, "no read tests within 60 s");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A process that opens `node` by a private node of its own and holds it.
+fn hold_open(disk: &LoopDev, private: &Path) -> Holder {
+    let node = private.join("mydisk");
+    let made = Command::new("mknod")
+        .arg(&node)
+        .args(["b", &disk.major.to_string(), &disk.minor.to_string()])
+        .status()
+        .expect("mknod");
+    assert!(made.success());
+    Holder(
+        Command::new("bash")
+            .args(["-c", &format!("exec 3<>{}; sleep 120", node.display())])
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("holder"),
+    )
+}
+
+#[test]
+#[ignore = "needs root: loop"]
+fn run_destructive_wrote_a_disk_another_process_opened_after_the_check() {
+    let _lock = device_lock();
+    let disk = LoopDev::new(1200);
+    let before = device_hash(&disk.node);
+    // The check passes: nobody has the disk yet. The holder comes during
+    // the read tests, when the old build had checked once, minutes before.
+    let mut run = command(&["run", "--json", "--profile", "quick", "--destructive", "--yes", disk.path()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run");
+    wait_for_read_tests(&mut run, &disk);
+    let private = tempfile::tempdir().expect("tmp");
+    let holder = hold_open(&disk, private.path());
+    let out = run.wait_with_output().expect("run");
+    eprintln!("exit {:?}\n--- stderr:\n{}", out.status.code(), String::from_utf8_lossy(&out.stderr));
+    let after = device_hash(&disk.node);
+    expect_foiled(after != before, "run --destructive wrote a disk opened by another process after its check");
+    if !expect_vulnerable() {
+        let line = assert_one_line_error(&out, 3);
+        assert!(line.contains(&format!("kill {}", holder.0.id())), "{line}");
+    }
+}
+
+/// A loop device over `disk` through a private node that is then deleted:
+/// its `backing_file` in sysfs names a path that no longer exists.
+fn loop_over_deleted_node(disk: &LoopDev) -> LoopDev {
+    let private = tempfile::tempdir().expect("tmp");
+    let node = private.path().join("card");
+    let made = Command::new("mknod")
+        .arg(&node)
+        .args(["b", &disk.major.to_string(), &disk.minor.to_string()])
+        .status()
+        .expect("mknod");
+    assert!(made.success());
+    let stacked = LoopDev::attach(&node);
+    drop(private);
+    let name = stacked.node.file_name().and_then(|n| n.to_str()).expect("name").to_owned();
+    let backing = std::fs::read_to_string(format!("/sys/block/{name}/loop/backing_file")).expect("backing_file");
+    eprintln!("{} backed by {}", stacked.path(), backing.trim());
+    assert!(!Path::new(backing.trim()).exists(), "the backing path still resolves: {backing}");
+    stacked
+}
+
+#[test]
+#[ignore = "needs root: loop"]
+fn run_destructive_missed_a_loop_device_whose_backing_node_was_deleted() {
+    let _lock = device_lock();
+    let disk = LoopDev::new(1200);
+    let stacked = loop_over_deleted_node(&disk);
+    let before = device_hash(&disk.node);
+    let out = output(&["run", "--json", "--profile", "quick", "--destructive", "--yes", disk.path()]);
+    let after = device_hash(&disk.node);
+    expect_foiled(after != before, "run --destructive wrote a disk under a loop device with a deleted backing path");
+    if !expect_vulnerable() {
+        let line = assert_one_line_error(&out, 3);
+        assert!(line.contains(&format!("sudo losetup -d {}", stacked.path())), "{line}");
+    }
+}
+
+#[test]
+#[ignore = "needs root: loop"]
+fn profile_raw_missed_a_loop_device_whose_backing_node_was_deleted() {
+    let _lock = device_lock();
+    let disk = LoopDev::new(1200);
+    let stacked = loop_over_deleted_node(&disk);
+    let before = device_hash(&disk.node);
+    let out =
+        output(&["profile", disk.path(), "--raw", "--destructive", "--yes", "--sweep", "--max-time", "10", "--json"]);
+    let after = device_hash(&disk.node);
+    expect_foiled(after != before, "profile --raw wrote a disk under a loop device with a deleted backing path");
+    if !expect_vulnerable() {
+        let line = assert_one_line_error(&out, 3);
+        assert!(line.contains(&format!("backing device of {}", stacked.path())), "{line}");
+    }
+}
+
+/// A process that maps the first MiB of `node` shared and closes the
+/// descriptor: it holds no descriptor on the disk, and writes to it still.
+fn map_and_close(node: &Path) -> Holder {
+    // ctypes' mmap(2), not Python's mmap module: that one keeps a
+    // duplicate of the descriptor, and the point is to hold none.
+    let script = format!(
+        "import ctypes, mmap, os, time\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.mmap.restype = ctypes.c_void_p\nlibc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]\nfd = os.open({:?}, os.O_RDWR)\nat = libc.mmap(None, 1 << 20, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED, fd, 0)\nassert at not in (None, ctypes.c_void_p(-1).value), ctypes.get_errno()\nos.close(fd)\nprint('mapped', flush=True)\ntime.sleep(120)\n",
+        node.display().to_string()
+    );
+    let mut child = Command::new("python3")
+        .args(["-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut line = String::new();
+    let stdout = child.stdout.take().expect("stdout");
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).expect("read");
+    assert_eq!(line.trim(), "mapped");
+    let fds = std::fs::read_dir(format!("/proc/{}/fd", child.id())).expect("fds");
+    for fd in fds.flatten() {
+        let target = std::fs::metadata(fd.path()).map(|m| std::os::unix::fs::MetadataExt::rdev(&m)).unwrap_or(0);
+        let node_dev = std::os::unix::fs::MetadataExt::rdev(&std::fs::metadata(node).expect("node"));
+        assert_ne!(target, node_dev, "the mapper still holds a descriptor on the disk");
+    }
+    Holder(child)
+}
+
+#[test]
+#[ignore = "needs root: loop"]
+fn run_destructive_wrote_a_disk_that_another_process_had_mapped() {
+    let _lock = device_lock();
+    let disk = LoopDev::new(1200);
+    let mapper = map_and_close(&disk.node);
+    let before = device_hash(&disk.node);
+    let out = output(&["run", "--json", "--profile", "quick", "--destructive", "--yes", disk.path()]);
+    let after = device_hash(&disk.node);
+    expect_foiled(after != before, "run --destructive wrote a disk another process had mapped");
+    if !expect_vulnerable() {
+        let line = assert_one_line_error(&out, 3);
+        assert!(line.contains(&format!("kill {}", mapper.0.id())), "{line}");
+    }
+}
+
+#[test]
+#[ignore = "needs root: loop"]
+fn verify_capacity_probed_a_disk_that_another_process_had_mapped() {
+    let _lock = device_lock();
+    let disk = LoopDev::new(256);
+    let mapper = map_and_close(&disk.node);
+    let journal = journal_dir();
+    let out =
+        output(&["verify-capacity", disk.path(), "--json", "--journal-dir", journal.path().to_str().expect("utf8")]);
+    expect_foiled(out.status.code() != Some(3), "verify-capacity probed a disk another process had mapped");
+    if !expect_vulnerable() {
+        let line = assert_one_line_error(&out, 3);
+        assert!(line.contains(&format!("kill {}", mapper.0.id())), "{line}");
+    }
+}

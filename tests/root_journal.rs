@@ -445,3 +445,108 @@ fn a_journal_on_tmpfs_lost_the_cards_data_in_a_crash_and_a_reboot() {
     );
     expect_foiled(after != original, "the card's data was lost for good and the rerun said all was fine");
 }
+
+// --- the journal's records ---
+
+/// One whole record of a journal file: where its data lies, how long it
+/// is, and the device offset it restores.
+struct Record {
+    data_at: u64,
+    len: u64,
+    offset: u64,
+}
+
+/// The whole records of `journal`, read by layout only (no key), in the
+/// format of this build (`REC2`, a 32-byte MAC) or the one before (`REC1`,
+/// an 8-byte hash), so that the test runs against either.
+fn records(journal: &Path) -> Vec<Record> {
+    let bytes = std::fs::read(journal).expect("read the journal");
+    let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4")) as u64;
+    let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8"));
+    let mut at = 8 + 4 + u32_at(8) as usize + 32;
+    let mut list = Vec::new();
+    while at + 16 <= bytes.len() {
+        let trailer = match &bytes[at..at + 4] {
+            b"REC2" => 32,
+            b"REC1" => 8,
+            _ => break,
+        };
+        let (len, offset) = (u32_at(at + 4), u64_at(at + 8));
+        if at + 16 + len as usize + trailer > bytes.len() {
+            break;
+        }
+        list.push(Record { data_at: (at + 16) as u64, len, offset });
+        at += 16 + len as usize + trailer;
+    }
+    list
+}
+
+#[test]
+#[ignore = "needs root: loop, throttle"]
+fn a_card_rewritten_with_copies_of_its_old_blocks_lost_the_new_data_to_the_replay() {
+    let _lock = device_lock();
+    let journal = journal_dir();
+    let card = Card::new(9);
+    crash_mid_write(&card, journal.path());
+    let found = journals(journal.path());
+    assert_eq!(found.len(), 1);
+    let list = records(&found[0]);
+    assert!(!list.is_empty(), "the journal holds no whole record");
+    // The user puts old data back where the run wrote: each sector gets
+    // what the journal saved for the sector after it (old blocks, copied
+    // back in another order), none of it the run's.
+    let saved = std::fs::read(&found[0]).expect("read");
+    let device = std::fs::OpenOptions::new().write(true).open(card.node()).expect("open the card");
+    for record in &list {
+        let data = &saved[record.data_at as usize..(record.data_at + record.len) as usize];
+        let mut moved = data[512..].to_vec();
+        moved.extend(&data[..512]);
+        std::os::unix::fs::FileExt::write_all_at(&device, &moved, record.offset).expect("rewrite");
+    }
+    device.sync_all().expect("sync");
+    drop(device);
+    let rewritten = card.hash();
+    let out = verify(&card.path(), journal.path());
+    let after = card.hash();
+    eprintln!("{} records; device hashes: rewritten {rewritten}, after the rerun {after}", list.len());
+    expect_foiled(after != rewritten, "the replay wrote over data the user put back after the crash");
+    if !expect_vulnerable() {
+        let line = assert_one_line_error(&out, 3);
+        assert!(line.contains("nothing was restored"), "{line}");
+        assert_eq!(journals(journal.path()).len(), 1, "the journal is kept");
+    }
+}
+
+#[test]
+#[ignore = "needs root: loop, throttle"]
+fn a_journal_with_a_changed_record_was_replayed_in_part_and_deleted() {
+    let _lock = device_lock();
+    let journal = journal_dir();
+    let card = Card::new(10);
+    let original = card.hash();
+    crash_mid_write(&card, journal.path());
+    let found = journals(journal.path());
+    assert_eq!(found.len(), 1);
+    let list = records(&found[0]);
+    assert!(list.len() >= 2, "{} whole records: a change must have one after it", list.len());
+    // One byte of the first record's saved data, flipped.
+    let file = std::fs::OpenOptions::new().read(true).write(true).open(&found[0]).expect("open");
+    let at = list[0].data_at + 100;
+    let mut byte = [0u8];
+    std::os::unix::fs::FileExt::read_exact_at(&file, &mut byte, at).expect("read");
+    std::os::unix::fs::FileExt::write_all_at(&file, &[byte[0] ^ 0x01], at).expect("flip");
+    drop(file);
+    let crashed = card.hash();
+    let out = verify(&card.path(), journal.path());
+    let after = card.hash();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("device hashes: original {original}, after the crash {crashed}, after the rerun {after}");
+    // The old build read the changed record as a torn tail, restored what
+    // came before it, deleted the journal, and the rest was lost for good.
+    let lost = journals(journal.path()).is_empty() && after != original;
+    expect_foiled(lost, "a changed journal was replayed in part and deleted, the card's data lost");
+    if !expect_vulnerable() {
+        assert!(stderr.contains("was changed") && stderr.contains("neither used nor deleted"), "{stderr}");
+        assert_eq!(after, crashed, "nothing was replayed from the changed journal");
+    }
+}

@@ -4,7 +4,9 @@
 //!   (sync), and records each completion.
 //! - [`suite`] defines the nine figures of docs/measurements.md on top of it.
 //! - [`profile`] runs the deep studies of `storage-score profile` (docs/profile.md).
-//! - [`scratch`] makes scratch files that cannot outlive the process.
+//! - [`scratch`] makes scratch files that cannot outlive the process;
+//!   [`raw`] is the raw device of `--destructive`, opened only through the
+//!   caller's checked opener.
 //! - [`devstat`] proves that a test's bytes reached the device, and
 //!   [`filestate`] records the file state each test met.
 //! - [`interrupt`] turns Ctrl-C and SIGTERM into a clean stop.
@@ -20,6 +22,7 @@ pub mod engine;
 pub mod filestate;
 pub mod interrupt;
 pub mod profile;
+pub mod raw;
 pub mod recorder;
 pub mod scratch;
 pub mod suite;

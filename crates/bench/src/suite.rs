@@ -45,6 +45,7 @@ use storage_scoring::schema::{MEASUREMENT_KEYS, Measurements, Samples, Skipped, 
 
 use crate::devstat::DevStat;
 use crate::engine::EngineError;
+use crate::raw::{RawDevice, RawRefusal};
 use crate::scratch::{self, ScratchError};
 
 /// Hears about progress, for progress bars.
@@ -110,6 +111,9 @@ pub enum RunError {
     Engine { key: String, source: EngineError },
     #[error("cannot open {path}: {source}; {hint}")]
     Open { path: PathBuf, source: std::io::Error, hint: &'static str },
+    /// The raw device was refused by its opener.
+    #[error("{0}")]
+    Raw(RawRefusal),
     #[error(
         "{path} is too small for the write tests: it has {have_mib} MiB, they need {need_mib} MiB from its first GiB on"
     )]
@@ -126,7 +130,7 @@ impl RunError {
     /// A read-only filesystem is a bad target instead (exit 2).
     pub fn is_refusal(&self) -> bool {
         match self {
-            RunError::Scratch(ScratchError::NoSpace { .. }) => true,
+            RunError::Scratch(ScratchError::NoSpace { .. }) | RunError::Raw(RawRefusal::Unsafe(_)) => true,
             RunError::Open { source, .. } => source.raw_os_error() == Some(libc::EBUSY),
             _ => false,
         }
@@ -355,17 +359,12 @@ impl Runner<'_> {
         Ok(())
     }
 
-    fn open_raw(&self, device: &Path) -> Result<File, RunError> {
-        // O_EXCL on a block device: the kernel refuses (EBUSY) while any
-        // partition is mounted or the device is held by another claimer.
-        let file =
-            OpenOptions::new().read(true).write(true).custom_flags(libc::O_EXCL).open(device).map_err(|source| {
-                RunError::Open {
-                    path: device.to_owned(),
-                    source,
-                    hint: "--destructive needs the whole device unmounted and unused",
-                }
-            })?;
+    fn open_raw(&self, device: &RawDevice) -> Result<File, RunError> {
+        // The opener checks the device again just before it opens it
+        // O_EXCL (the kernel then refuses, EBUSY, while any partition is
+        // mounted or the device is claimed) and compares device numbers.
+        let file = device.open(0).map_err(RunError::Raw)?;
+        let device = &device.path;
         let need = RAW_OFFSET + self.plan.scratch_bytes();
         let have = hdparm::device_size(&file);
         if have < need {

@@ -6,10 +6,12 @@
 //! The [`Disk`] trait is also the seam for the in-memory fault models the
 //! unit tests use (`sim.rs`); the end-to-end tests use real loop devices.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Seek, SeekFrom};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
+
+use storage_identify::usage::{self, OpenRefusal};
 
 /// Byte-addressed block storage.
 pub trait Disk {
@@ -36,14 +38,20 @@ pub struct RawDisk {
 }
 
 impl RawDisk {
-    /// Opens `path` read-write with `O_DIRECT | O_EXCL`. On a block device,
-    /// `O_EXCL` fails with EBUSY while it (or a partition of it) is mounted
-    /// or held by another exclusive user.
-    pub fn open(path: &Path) -> io::Result<RawDisk> {
-        let mut file =
-            OpenOptions::new().read(true).write(true).custom_flags(libc::O_DIRECT | libc::O_EXCL).open(path)?;
+    /// Opens the block device `path`, checked as device number `checked`,
+    /// read-write with `O_DIRECT | O_EXCL` through
+    /// [`usage::open_for_writing`]: the usage check runs again just before
+    /// the open, and the device opened must be the one checked. On a block
+    /// device, `O_EXCL` fails with EBUSY while it (or a partition of it) is
+    /// mounted or held by another exclusive user.
+    pub fn open(path: &Path, checked: u64) -> Result<RawDisk, OpenRefusal> {
+        let (mut file, _) = usage::open_for_writing(path, libc::O_DIRECT)?;
+        let opened = file.metadata().map_err(OpenRefusal::Open)?.rdev();
+        if opened != checked {
+            return Err(OpenRefusal::Replaced { checked, opened });
+        }
         // lseek(SEEK_END) on a block device gives its size in bytes.
-        let size = file.seek(SeekFrom::End(0))?;
+        let size = file.seek(SeekFrom::End(0)).map_err(OpenRefusal::Open)?;
         let sector = logical_sector(&file).unwrap_or(512);
         Ok(RawDisk { file, size, sector })
     }
@@ -51,7 +59,6 @@ impl RawDisk {
 
 /// The device's logical block size, from sysfs (no ioctl, so no `unsafe`).
 fn logical_sector(file: &File) -> Option<u64> {
-    use std::os::unix::fs::MetadataExt;
     let rdev = file.metadata().ok()?.rdev();
     let (major, minor) = (libc::major(rdev), libc::minor(rdev));
     let text = std::fs::read_to_string(format!("/sys/dev/block/{major}:{minor}/queue/logical_block_size")).ok()?;

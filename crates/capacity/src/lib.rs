@@ -1,6 +1,7 @@
 //! storage-capacity: is this card as big as it says? (docs/verify-capacity.md)
 //!
-//! - [`stamp`]: self-identifying blocks (offset, run nonce, checksum).
+//! - [`stamp`]: self-identifying blocks (offset, run nonce from the
+//!   kernel's random source, checksum).
 //! - [`probe`]: the search for the real end of the storage, in rounds of
 //!   probe blocks, a cache flush and shuffled read-back.
 //! - [`journal`]: the crash-safe undo journal (fsync before overwrite,

@@ -11,10 +11,12 @@
 //!
 //! All of it reads the live `/sys` and `/proc`, whatever `--sysfs-root`
 //! says: a captured tree knows nothing of what this machine uses. The
-//! exclusive open (`O_EXCL`) that follows catches anything these miss.
+//! open that follows ([`crate::RawDisk::open`]) runs the usage check once
+//! more, opens `O_EXCL` (which keeps a mount out from then on) and checks
+//! that the device opened is the one cleared here.
 
 use std::fs;
-use std::os::unix::fs::FileTypeExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use storage_identify::Roots;
@@ -38,6 +40,8 @@ pub enum Refusal {
 pub struct Cleared {
     /// The device node to open.
     pub node: PathBuf,
+    /// Its device number, as checked: the device opened must have it.
+    pub dev: u64,
     pub disk: BlockDev,
     /// What identifies this card (see [`fingerprint`]).
     pub fingerprint: String,
@@ -81,12 +85,12 @@ pub fn check(input: &str) -> Result<Cleared, Refusal> {
         )));
     }
     let family = usage::check(path).map_err(|found| Refusal::Unsafe(in_use(input, &found)))?;
-    Ok(Cleared { node: path.to_path_buf(), fingerprint: fingerprint(&disk), disk, family })
+    Ok(Cleared { node: path.to_path_buf(), dev: meta.rdev(), fingerprint: fingerprint(&disk), disk, family })
 }
 
 /// A refusal's line for verify-capacity: the root disk can still be
 /// checked in place, through its free space.
-fn in_use(input: &str, found: &InUse) -> String {
+pub fn in_use(input: &str, found: &InUse) -> String {
     match found {
         InUse::RootDisk => format!(
             "{input} holds the running system (/); it cannot be probed while in use, but its free space can be checked in place: storage-score verify-capacity / --files"

@@ -5,23 +5,33 @@
 //! USB reader tells cards apart by nothing but their size, and a card may
 //! have been reformatted since. Every block the probe wrote carries the
 //! run's stamp (magic, nonce, offset; [`crate::stamp`]), so before a single
-//! byte is written, each saved block is compared with what the device holds
-//! now:
-//! - the crashed run's stamp (its own offset's, or an alias's): restore it;
-//! - a torn write of that stamp (some sectors new, the rest as saved):
-//!   restore it;
-//! - exactly the saved content: already in place (the crash came before
-//!   the write, or during an earlier replay);
-//! - a saved block that is itself the run's stamp (read through an alias of
-//!   a block written earlier): nothing to do, the older record of that
-//!   storage restores it;
+//! byte is written, each saved sector is compared with what the device
+//! holds now:
+//! - the crashed run's stamp for that very sector: restore it (a torn
+//!   write of a block is judged sector by sector, so its new sectors are
+//!   restored and its old ones left);
+//! - exactly the saved content, or what another record saved for that very
+//!   sector: already in place (the crash came before the write, or during
+//!   an undo or an earlier replay);
+//! - a saved sector that is itself the run's data (read through an alias of
+//!   a block written earlier): left, unless the device holds the stamp for
+//!   this sector, when the saved stamp goes back so that the older record
+//!   of that storage finds its own;
+//! - the run's stamp for another address (an alias, on a card that wraps:
+//!   what the run wrote reached this sector through that address): restore
+//!   it, since it is the run's data all the same;
 //! - anything else: this is not the card as the run left it, and nothing is
 //!   written at all.
 //!
-//! Only then are the blocks restored, newest record first (as the probe's
-//! own undo), each checked again just before it is written.
+//! A sector is restored only when it holds the run's own data. Data equal
+//! to something saved elsewhere in the journal proves nothing (a card
+//! rewritten with copies of its old blocks holds such data): it is never
+//! restored over, and stops the replay as any foreign data does.
+//!
+//! Only then are the sectors restored, newest record first (as the probe's
+//! own undo), each record checked again just before it is written.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -72,9 +82,9 @@ pub enum Replayed {
 /// What one block of a record needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Block {
-    /// The run's block (or a torn write of it) is there: put the saved one back.
+    /// The run's stamp for this very sector is there: put the saved one back.
     Restore,
-    /// The saved content is there already.
+    /// The saved content (or another record's for this sector) is there already.
     InPlace,
     /// The saved content is the run's own block, seen through an alias.
     OwnBackup,
@@ -89,7 +99,7 @@ pub fn replay(pending: &Pending, disk: &mut dyn Disk, identified: bool) -> Resul
     if disk.size() != header.size {
         return Err(ReplayError::Size { now: disk.size(), then: header.size });
     }
-    let list = journal::entries(&pending.file, header.size).map_err(ReplayError::Journal)?;
+    let list = journal::entries(&pending.file, header.size, &pending.key).map_err(ReplayError::Journal)?;
     let stamp = Stamp::new(header.nonce);
     let held = Held::of(pending, &stamp, &list)?;
 
@@ -192,21 +202,27 @@ fn examine(
 }
 
 /// What each sector of a record at `offset` needs, from its saved bytes and
-/// the device's now (`now` starts `before` bytes ahead of the record). A
-/// sector that holds what some record of this journal saved (not blank) is
-/// a restore cut short: the older records, written after this one, finish it.
+/// the device's now (`now` starts `before` bytes ahead of the record).
 fn classify(stamp: &Stamp, held: &Held, offset: u64, saved: &[u8], now: &[u8], before: usize) -> Vec<Block> {
     let mut known = Known::default();
+    let base = offset - before as u64;
     (0..saved.len() / SECTOR)
         .map(|i| {
             let saved_sector = sector_of(saved, i);
-            let now_sector = &now[before + i * SECTOR..before + (i + 1) * SECTOR];
-            if known.ours(stamp, saved, i) || held.written(saved_sector) {
-                Block::OwnBackup
-            } else if now_sector == saved_sector {
+            let j = before / SECTOR + i;
+            let now_sector = sector_of(now, j);
+            if now_sector == saved_sector {
                 Block::InPlace
-            } else if known.ours(stamp, now, before / SECTOR + i) || held.written(now_sector) || held.holds(now_sector)
-            {
+            } else if known.ours(stamp, now, j, Some(base)) {
+                Block::Restore
+            } else if known.ours(stamp, saved, i, None) || held.written(saved_sector) {
+                Block::OwnBackup
+            } else if held.saved_at(offset + at(i), now_sector) {
+                Block::InPlace
+            } else if known.ours(stamp, now, j, None) || held.written(now_sector) {
+                // The run's stamp for an aliased address: on a card that
+                // wraps, what the run wrote here came through its alias. It
+                // is the run's data all the same, never the user's.
                 Block::Restore
             } else if now_sector[..MAGIC.len()] == MAGIC && stamp.header_offset(now_sector).is_none() {
                 Block::Foreign(Foreign::OtherRun.describe())
@@ -222,17 +238,17 @@ fn classify(stamp: &Stamp, held: &Held, offset: u64, saved: &[u8], now: &[u8], b
 
 /// What the journal says the card may hold, by sector hashes.
 ///
-/// - `saved`: every sector some record saved. A crash during the probe's
-///   own undo leaves older data in place under newer records, and that
-///   data is the card's, not another's. Blank sectors do not count, since
-///   any card has them.
+/// - `saved`: for each sector some record saved, the hashes of what was
+///   saved there. A crash during the probe's own undo leaves an older
+///   record's data under a newer record of the same sector. Only the same
+///   sector counts: data that some other sector held proves nothing.
 /// - `written`: every sector of every stamp the run may have written (the
 ///   probe backs up each block and sector before it stamps it, so the
 ///   records name them all). Through a wrap, a block may reach the storage
 ///   split in two far apart, where no header is near its tail.
 #[derive(Default)]
 struct Held {
-    saved: HashSet<u64>,
+    saved: HashMap<u64, HashSet<u64>>,
     written: HashSet<u64>,
 }
 
@@ -242,10 +258,22 @@ impl Held {
         let mut buf = Vec::new();
         let mut unit = vec![0u8; BLOCK as usize];
         let mut single = [0u8; SECTOR];
+        let mut count: HashMap<u64, u32> = HashMap::new();
+        for entry in list {
+            for sector in (entry.offset..entry.offset + u64::from(entry.len)).step_by(SECTOR) {
+                *count.entry(sector).or_default() += 1;
+            }
+        }
         for entry in list {
             buf.resize(entry.len as usize, 0);
             pending.file.read_exact_at(&mut buf, entry.at).map_err(ReplayError::Journal)?;
-            held.saved.extend(buf.chunks_exact(SECTOR).filter(|s| !is_blank(s)).map(sector_hash));
+            // Only sectors saved more than once can hold another record's data.
+            for (i, data) in buf.chunks_exact(SECTOR).enumerate() {
+                let sector = entry.offset + at(i);
+                if count.get(&sector).is_some_and(|&n| n > 1) {
+                    held.saved.entry(sector).or_default().insert(sector_hash(data));
+                }
+            }
             let end = entry.offset + u64::from(entry.len);
             let mut block = entry.offset.next_multiple_of(BLOCK);
             while block + BLOCK <= end {
@@ -261,8 +289,9 @@ impl Held {
         Ok(held)
     }
 
-    fn holds(&self, sector: &[u8]) -> bool {
-        !is_blank(sector) && self.saved.contains(&sector_hash(sector))
+    /// True when some record saved exactly `data` for the sector at `offset`.
+    fn saved_at(&self, offset: u64, data: &[u8]) -> bool {
+        self.saved.get(&offset).is_some_and(|hashes| hashes.contains(&sector_hash(data)))
     }
 
     fn written(&self, sector: &[u8]) -> bool {
@@ -284,7 +313,9 @@ fn sector_of(buf: &[u8], i: usize) -> &[u8] {
 /// 4 KiB blocks and single sectors; through an alias whose period is no
 /// multiple of 4 KiB a block may start at any sector, so a sector is the
 /// run's when a header of the run up to 7 sectors before it names a unit
-/// whose bytes at that distance are exactly this sector's.
+/// whose bytes at that distance are exactly this sector's. With `base`
+/// (the device offset of `buf`), the unit must also be the one written for
+/// that very place: the run's stamp for this sector, not an alias's.
 #[derive(Default)]
 struct Known {
     /// The last 4 KiB unit made, by its offset.
@@ -292,10 +323,13 @@ struct Known {
 }
 
 impl Known {
-    fn ours(&mut self, stamp: &Stamp, buf: &[u8], j: usize) -> bool {
+    fn ours(&mut self, stamp: &Stamp, buf: &[u8], j: usize, base: Option<u64>) -> bool {
         let sector = sector_of(buf, j);
         (0..=j.min(BLOCK as usize / SECTOR - 1)).any(|k| {
             let Some(offset) = stamp.header_offset(&buf[(j - k) * SECTOR..]) else { return false };
+            if base.is_some_and(|base| base + at(j - k) != offset) {
+                return false;
+            }
             if k == 0 {
                 let mut single = [0u8; SECTOR];
                 stamp.fill(offset, &mut single);
@@ -451,6 +485,31 @@ mod tests {
         assert!(matches!(left.as_slice(), [Leftover::Stale { .. }]), "{left:?}");
         assert_eq!(card.snapshot(), before, "nothing may be written");
         assert_eq!(crate::journal::pending(&dir).expect("list").len(), 1, "the journal is kept");
+    }
+
+    #[test]
+    fn a_card_rewritten_with_copies_of_saved_blocks_keeps_its_new_data() {
+        let tmp = tempfile::tempdir().expect("dir");
+        let dir = JournalDir::for_tests(tmp.path());
+        let mut card = crashed(&dir, Some(4), 300);
+        let found = journal::pending(&dir).expect("pending");
+        let [journal::Found::Pending(p)] = found.as_slice() else { panic!("{found:?}") };
+        let list = journal::entries(&p.file, p.header.size, &p.key).expect("entries");
+        assert!(list.len() >= 2, "{list:?}");
+        // Every place the run wrote now holds data that another record
+        // saved: old blocks the user copied back, not the run's.
+        for (i, entry) in list.iter().enumerate() {
+            let other = &list[(i + 1) % list.len()];
+            let mut data = vec![0u8; other.len as usize];
+            p.file.read_exact_at(&mut data, other.at).expect("read");
+            let new: Vec<u8> = (0..entry.len as usize).map(|k| data[k % data.len()]).collect();
+            card.write_at(entry.offset, &new).expect("rewrite");
+        }
+        drop(found);
+        let before = card.snapshot();
+        let left = replay_onto(&dir, &mut card);
+        assert!(matches!(left.as_slice(), [Leftover::Stale { why: ReplayError::Foreign { .. }, .. }]), "{left:?}");
+        assert_eq!(card.snapshot(), before, "the new data was restored over");
     }
 
     #[test]

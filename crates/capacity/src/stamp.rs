@@ -14,7 +14,8 @@
 //! | 24..32 | checksum of every other byte of the block |
 //! | 32..len | filler derived from nonce and offset |
 //!
-//! Pure functions over bytes; no I/O.
+//! Pure functions over bytes, but for [`fresh_nonce`], which asks the
+//! kernel's random source (the crate's one `unsafe`, `getrandom(2)`).
 
 /// The first eight bytes of every stamped block.
 pub const MAGIC: [u8; 8] = *b"SSCAP01\0";
@@ -157,11 +158,40 @@ fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// A fresh nonce: time and process id through the mixer (no RNG needed;
-/// two runs only have to differ).
+/// A fresh nonce from the kernel's random source (`getrandom(2)`, then
+/// `/dev/urandom`): nobody can guess it and plant blocks that pass for the
+/// run's own, which a replay would overwrite. Only a system with neither
+/// (no Linux since 3.17) falls back to time and process id through the
+/// mixer, which still tells two runs apart.
 pub fn fresh_nonce() -> u64 {
+    let mut bytes = [0u8; 8];
+    if kernel_random(&mut bytes) || urandom(&mut bytes) {
+        return u64::from_le_bytes(bytes);
+    }
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     mix(now as u64 ^ ((std::process::id() as u64) << 32) ^ (now >> 64) as u64)
+}
+
+/// Fills `buf` from `getrandom(2)` (blocking only until the kernel's pool
+/// is first seeded, at boot).
+fn kernel_random(buf: &mut [u8; 8]) -> bool {
+    loop {
+        // SAFETY: the pointer and length describe `buf`, a live, writable
+        // array of exactly that many bytes, which the call fills at most.
+        let got = unsafe { libc::getrandom(buf.as_mut_ptr().cast(), buf.len(), 0) };
+        match got {
+            8 => return true,
+            -1 if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) => continue,
+            // Requests of up to 256 bytes are never cut short once the pool
+            // is ready; anything else is a kernel without the call.
+            _ => return false,
+        }
+    }
+}
+
+fn urandom(buf: &mut [u8; 8]) -> bool {
+    use std::io::Read;
+    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(buf)).is_ok()
 }
 
 /// The same mixer, for callers that need a reproducible shuffle.

@@ -8,6 +8,7 @@ use std::path::Path;
 use storage_capacity::preflight::{self, Refusal};
 use storage_capacity::replay::age_words;
 use storage_capacity::{DirError, JournalDir, Leftover, Options, ProbeError, RawDisk, Safety, VerifyError, Watch};
+use storage_identify::usage::OpenRefusal;
 
 use crate::terminal::{errln, json_outln, out, outln};
 use crate::{Failure, VerifyCapacityArgs};
@@ -41,7 +42,7 @@ pub fn verify_capacity(args: &VerifyCapacityArgs) -> Result<(), Failure> {
         Refusal::Usage(m) => Failure::Usage(m),
         Refusal::Unsafe(m) => Failure::Refused(m),
     })?;
-    let mut disk = RawDisk::open(&cleared.node).map_err(|e| open_failure(&args.device, &e))?;
+    let mut disk = RawDisk::open(&cleared.node, cleared.dev).map_err(|e| open_failure(&args.device, e))?;
 
     // The journal's place is checked before it is read or written; with
     // --destructive there is no journal to keep, and an unusable place is
@@ -149,7 +150,7 @@ pub fn hint_after_run_error(error: &storage_bench::RunError, plan: &storage_benc
         ),
         (_, WriteTarget::Raw(device)) => format!(
             "; a card that fails there may be smaller than it claims: check it with sudo storage-score verify-capacity {}",
-            device.display()
+            device.path.display()
         ),
         (_, WriteTarget::Scratch(dir)) => format!(
             "; a card that fails there may be smaller than it claims: check it with sudo storage-score verify-capacity {} --files",
@@ -159,7 +160,12 @@ pub fn hint_after_run_error(error: &storage_bench::RunError, plan: &storage_benc
     }
 }
 
-fn open_failure(device: &str, e: &std::io::Error) -> Failure {
+fn open_failure(device: &str, refusal: OpenRefusal) -> Failure {
+    let e = match refusal {
+        OpenRefusal::Open(e) => e,
+        OpenRefusal::InUse(found) => return Failure::Refused(preflight::in_use(device, &found)),
+        other => return Failure::Refused(other.message(device)),
+    };
     match e.raw_os_error() {
         Some(libc::EBUSY) => Failure::Refused(format!(
             "{device} is in use (another program holds it exclusively, or something on it is mounted); release it first, `sudo fuser -v {device}` shows who holds it"

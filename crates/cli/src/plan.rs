@@ -10,6 +10,7 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use storage_bench::raw::{RawDevice, RawRefusal};
 use storage_bench::{EngineChoice, Plan, Profile, WriteTarget};
 use storage_identify::target::{self, Mount};
 use storage_identify::usage::{self, InUse};
@@ -273,5 +274,18 @@ fn destructive_target(args: &RunArgs, input_is_block: bool) -> Result<WriteTarge
     if !args.yes {
         crate::failure::confirm_data_loss(&args.target, "will overwrite the start of")?;
     }
-    Ok(WriteTarget::Raw(PathBuf::from(&args.target)))
+    // Minutes may pass (the prompt, the read tests) before the write tests
+    // open the device: they open it through `open_raw`, which checks again.
+    Ok(WriteTarget::Raw(RawDevice::new(PathBuf::from(&args.target), open_raw)))
+}
+
+/// The opener of `--destructive`'s raw device: [`usage::open_for_writing`],
+/// the usage check immediately before an `O_EXCL` open and the device
+/// numbers compared, with its refusals as one line each.
+pub fn open_raw(path: &Path, extra_flags: i32) -> Result<std::fs::File, RawRefusal> {
+    let input = path.display().to_string();
+    usage::open_for_writing(path, extra_flags).map(|(file, _)| file).map_err(|refusal| {
+        let line = refusal.message(&input);
+        if refusal.is_safety() { RawRefusal::Unsafe(line) } else { RawRefusal::Bad(line) }
+    })
 }

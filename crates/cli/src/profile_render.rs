@@ -82,7 +82,7 @@ pub fn plan_line(config: &Config) -> String {
     }
     let place = match &config.place {
         Place::Scratch(dir) => format!("a nameless scratch file in {}", dir.display()),
-        Place::Raw(device) => format!("the raw device {} from its first GiB on", device.display()),
+        Place::Raw(device) => format!("the raw device {} from its first GiB on", device.path.display()),
     };
     format!(
         "profile: {} on {place}, time-boxed at {} s in all (--max-time)",

@@ -131,9 +131,11 @@ pub fn run(args: &RunArgs, roots: &Roots) -> Result<(), Failure> {
             Err(Failure::Run(format!("{e}; the figures measured so far are shown above, nothing was left behind")))
         }
         Some(e) if e.is_refusal() => Err(Failure::Refused(e.to_string())),
-        Some(e @ (RunError::Scratch(ScratchError::ReadOnly { .. }) | RunError::TooSmall { .. })) => {
-            Err(Failure::Usage(e.to_string()))
-        }
+        Some(
+            e @ (RunError::Scratch(ScratchError::ReadOnly { .. })
+            | RunError::TooSmall { .. }
+            | RunError::Raw(storage_bench::raw::RawRefusal::Bad(_))),
+        ) => Err(Failure::Usage(e.to_string())),
         Some(e) => Err(Failure::Run(format!(
             "the run failed: {e}; nothing was left behind{}",
             crate::capacity_cmd::hint_after_run_error(&e, &plan)

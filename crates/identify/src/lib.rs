@@ -12,6 +12,7 @@ pub mod device;
 pub mod health;
 pub mod hex;
 pub mod host;
+pub mod loopdev;
 pub mod manufacturers;
 pub mod mmc;
 pub mod safe_fs;

@@ -7,24 +7,33 @@
 //! or open. It finds, on the device or anything stacked on it:
 //! - the running system's root filesystem;
 //! - a device-mapper, RAID or other holder (`holders/`);
-//! - a loop device whose backing file is the device (loop devices are not
-//!   holders, so a filesystem mounted on one would be missed otherwise);
+//! - a loop device whose backing file is the device, or a file on it
+//!   (loop devices are not holders, so a filesystem mounted on one would be
+//!   missed otherwise); asked of the kernel by device and inode
+//!   ([`crate::loopdev`]), so a deleted, renamed or namespaced backing path
+//!   hides nothing;
 //! - a mounted filesystem, directly or through any of those stacks;
 //! - a swap area;
 //! - another process with the device open, by any node name (each open
-//!   descriptor is `stat`ed, so a private device node is seen too).
+//!   descriptor is `stat`ed, so a private device node is seen too), or
+//!   with it mapped into memory (`/proc/PID/maps`; the descriptor may be
+//!   closed long since).
 //!
-//! The exclusive open (`O_EXCL`) of the writer then catches a mount that
-//! appears later. Each finding is one [`InUse`], which says what to run to
-//! release the device.
+//! [`open_for_writing`] is the one way to open a device for a raw write: it
+//! runs the check immediately before the open, opens `O_EXCL` (which then
+//! keeps a mount out) and compares the opened device's number with the one
+//! checked, so a node swapped in between is refused. Each finding is one
+//! [`InUse`], which says what to run to release the device.
 
 use std::collections::BTreeSet;
 use std::fmt;
-use std::fs;
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::loopdev;
 use crate::sysfs::{self, Roots};
 use crate::target::{self, Mount};
 
@@ -140,11 +149,92 @@ impl Family {
 /// Checks that nothing uses the block device `node` (see the module notes).
 /// Reads the live system whatever `--sysfs-root` says.
 pub fn check(node: &Path) -> Result<Family, InUse> {
-    let dev = match fs::metadata(node) {
-        Ok(meta) if meta.file_type().is_block_device() => meta.rdev(),
+    match fs::metadata(node) {
+        Ok(meta) if meta.file_type().is_block_device() => check_dev(meta.rdev()),
         // Not a block device: the callers refuse that with their own words.
-        _ => return Ok(Family::default()),
-    };
+        _ => Ok(Family::default()),
+    }
+}
+
+/// Why a device was not opened for a raw write.
+#[derive(Debug)]
+pub enum OpenRefusal {
+    /// The node is not a block device (any more).
+    NotBlock,
+    /// Something uses it (the check, run again just before the open).
+    InUse(InUse),
+    /// The device opened is not the one checked: the node was replaced.
+    Replaced { checked: u64, opened: u64 },
+    /// The open itself failed (EBUSY: another exclusive user, a mount).
+    Open(io::Error),
+}
+
+impl OpenRefusal {
+    /// True when the refusal protects data (exit 3) rather than reports a
+    /// bad target or an I/O failure.
+    pub fn is_safety(&self) -> bool {
+        match self {
+            OpenRefusal::InUse(_) | OpenRefusal::Replaced { .. } => true,
+            OpenRefusal::Open(e) => e.raw_os_error() == Some(libc::EBUSY),
+            OpenRefusal::NotBlock => false,
+        }
+    }
+
+    /// One line for `input` (the device as the user gave it).
+    pub fn message(&self, input: &str) -> String {
+        match self {
+            OpenRefusal::NotBlock => format!("{input} is not a block device"),
+            OpenRefusal::InUse(InUse::RootDisk) => {
+                format!("refusing to write the raw device {input}: it holds the running system (/)")
+            }
+            OpenRefusal::InUse(found) => format!(
+                "refusing to write the raw device {input} (its data would be destroyed): {}",
+                found.message(input)
+            ),
+            OpenRefusal::Replaced { checked, opened } => {
+                let (cm, cn) = target::split_dev(*checked);
+                let (om, on) = target::split_dev(*opened);
+                format!(
+                    "refusing to write the raw device {input}: the node changed between the check and the open (device {cm}:{cn} was checked, {om}:{on} opened); run again"
+                )
+            }
+            OpenRefusal::Open(e) if e.raw_os_error() == Some(libc::EBUSY) => format!(
+                "refusing to write the raw device {input}: it is busy (mounted or claimed by another program); unmount or release it first"
+            ),
+            OpenRefusal::Open(e) => format!("cannot open {input} for writing: {e}"),
+        }
+    }
+}
+
+/// Opens the block device `node` read-write for a raw write, the only way
+/// this program does: [`check`] runs immediately before the open, the open
+/// is `O_EXCL` (plus `extra_flags`, say `O_DIRECT`), and the opened
+/// device's number (`fstat`) must be the one checked.
+pub fn open_for_writing(node: &Path, extra_flags: i32) -> Result<(File, Family), OpenRefusal> {
+    let meta = fs::metadata(node).map_err(OpenRefusal::Open)?;
+    if !meta.file_type().is_block_device() {
+        return Err(OpenRefusal::NotBlock);
+    }
+    let checked = meta.rdev();
+    let family = check_dev(checked).map_err(OpenRefusal::InUse)?;
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_EXCL | libc::O_CLOEXEC | extra_flags)
+        .open(node)
+        .map_err(OpenRefusal::Open)?;
+    let opened = file.metadata().map_err(OpenRefusal::Open)?;
+    if !opened.file_type().is_block_device() {
+        return Err(OpenRefusal::NotBlock);
+    }
+    if opened.rdev() != checked {
+        return Err(OpenRefusal::Replaced { checked, opened: opened.rdev() });
+    }
+    Ok((file, family))
+}
+
+/// [`check`] for the device number `dev`.
+pub fn check_dev(dev: u64) -> Result<Family, InUse> {
     let family = Family::of(dev);
     let roots = Roots::live();
     refuse_root(&family, &roots)?;
@@ -180,12 +270,11 @@ fn refuse_loops(family: &Family, roots: &Roots) -> Result<(), InUse> {
     let mounts = target::read_mounts(roots);
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(backing) = sysfs::read_attr(&entry.path().join("loop/backing_file")) else { continue };
-        let Some(lower) = backing_devnum(Path::new(&backing), roots) else { continue };
+        let loop_dev = sysfs::read_attr(&entry.path().join("dev")).as_deref().and_then(parse_devnum);
+        let Some(lower) = loop_lower(&entry.path(), loop_dev, roots) else { continue };
         if !family.reaches(lower) {
             continue;
         }
-        let loop_dev = sysfs::read_attr(&entry.path().join("dev")).as_deref().and_then(parse_devnum);
         let mount_point = mounts
             .iter()
             .find(|m| mount_devnum(m).is_some_and(|d| loop_dev.is_some_and(|l| lower_devices(d).contains(&l))))
@@ -266,17 +355,52 @@ fn process_holding(family: &Family, roots: &Roots) -> Option<(u32, String)> {
         if pid == me {
             continue;
         }
-        let Ok(fds) = fs::read_dir(entry.path().join("fd")) else { continue };
-        for fd in fds.flatten() {
-            // stat follows the descriptor to its inode, whatever its name.
-            let Ok(meta) = fs::metadata(fd.path()) else { continue };
-            if meta.file_type().is_block_device() && family.reaches(meta.rdev()) {
-                let command = sysfs::read_attr(&entry.path().join("comm")).unwrap_or_else(|| "?".into());
-                return Some((pid, command));
-            }
+        if holds_open(&entry.path(), family) || maps(&entry.path(), family) {
+            let command = sysfs::read_attr(&entry.path().join("comm")).unwrap_or_else(|| "?".into());
+            return Some((pid, command));
         }
     }
     None
+}
+
+/// True when the process at `/proc/PID` has a descriptor on the family.
+fn holds_open(proc_pid: &Path, family: &Family) -> bool {
+    let Ok(fds) = fs::read_dir(proc_pid.join("fd")) else { return false };
+    fds.flatten().any(|fd| {
+        // stat follows the descriptor to its inode, whatever its name.
+        fs::metadata(fd.path()).is_ok_and(|meta| meta.file_type().is_block_device() && family.reaches(meta.rdev()))
+    })
+}
+
+/// True when the process at `/proc/PID` has the device mapped into memory:
+/// a mapping outlives the descriptor it was made from, and writes through
+/// it reach the device. Each mapped file is `stat`ed once (its `DEV INODE`
+/// columns tell them apart) through `map_files/`, which follows the
+/// mapping to its inode whatever its name; where that is not readable, its
+/// path in `maps` is.
+fn maps(proc_pid: &Path, family: &Family) -> bool {
+    let Ok(text) = sysfs::read_text(&proc_pid.join("maps"), sysfs::TABLE_LIMIT) else { return false };
+    let mut seen = BTreeSet::new();
+    for line in text.lines() {
+        let mut fields = line.split_whitespace();
+        let (Some(range), Some(_), Some(_), Some(dev), Some(inode)) =
+            (fields.next(), fields.next(), fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        // Anonymous memory has inode 0; a file mapped many times is asked once.
+        if inode == "0" || !seen.insert((dev, inode)) {
+            continue;
+        }
+        let meta = fs::metadata(proc_pid.join("map_files").join(range)).or_else(|_| {
+            let path = fields.collect::<Vec<_>>().join(" ");
+            if path.starts_with('/') { fs::metadata(path) } else { Err(io::ErrorKind::NotFound.into()) }
+        });
+        if meta.is_ok_and(|m| m.file_type().is_block_device() && family.reaches(m.rdev())) {
+            return true;
+        }
+    }
+    false
 }
 
 /// `dev` and every block device under it: device-mapper and RAID members
@@ -299,11 +423,26 @@ pub fn lower_devices(dev: u64) -> BTreeSet<u64> {
                 todo.extend(sysfs::read_attr(&entry.path().join("dev")).as_deref().and_then(parse_devnum));
             }
         }
-        if let Some(backing) = sysfs::read_attr(&block.sys_dir.join("loop/backing_file")) {
-            todo.extend(backing_devnum(Path::new(&backing), &roots));
-        }
+        todo.extend(loop_lower(&block.sys_dir, Some(dev), &roots));
     }
     seen
+}
+
+/// The device under the loop device whose sysfs directory is `sys_dir`
+/// (number `loop_dev`): the block device its backing node stands for, or
+/// the device of the filesystem that holds its backing file. Asked of the
+/// kernel by number ([`loopdev::backing`]); the `backing_file` text is the
+/// fallback when `/dev` has no node for it.
+fn loop_lower(sys_dir: &Path, loop_dev: Option<u64>, roots: &Roots) -> Option<u64> {
+    // Only a bound loop device has a backing file: nothing else is opened.
+    let backing = sysfs::read_attr(&sys_dir.join("loop/backing_file"))?;
+    let name = sys_dir.file_name()?;
+    let asked = loop_dev.and_then(|dev| loopdev::backing(&Path::new("/dev").join(name), dev));
+    match asked {
+        Some(b) if b.rdev != 0 => Some(b.rdev),
+        Some(b) => filesystem_device(b.dev, roots),
+        None => backing_devnum(Path::new(&backing), roots),
+    }
 }
 
 /// The device a loop device's backing file stands for: the block device

@@ -30,10 +30,9 @@ pub mod sustained;
 pub mod sweep;
 pub mod transfer;
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Seek, SeekFrom};
 use std::os::fd::AsFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -62,8 +61,8 @@ pub enum Place {
     /// A directory on a mounted, writable filesystem of the device.
     Scratch(PathBuf),
     /// The raw, unmounted device (`--raw --destructive --yes`): its data
-    /// from [`RAW_OFFSET`] on is lost.
-    Raw(PathBuf),
+    /// from [`RAW_OFFSET`] on is lost. Opened only through its opener.
+    Raw(crate::raw::RawDevice),
 }
 
 /// The sustained write, as asked.
@@ -144,6 +143,9 @@ pub enum ProfileError {
     Engine { study: &'static str, source: EngineError },
     #[error("cannot open {path}: {source}; {hint}")]
     Open { path: PathBuf, source: std::io::Error, hint: &'static str },
+    /// The raw device was refused by its opener.
+    #[error("{0}")]
+    Raw(crate::raw::RawRefusal),
     #[error(
         "{path} is too small for the studies: it has {have_mib} MiB from its first GiB on, and they need {need_mib} MiB; give a smaller --sustained SIZE or a larger device"
     )]
@@ -163,7 +165,8 @@ impl ProfileError {
     /// True when the run was refused to protect data (no room, a busy device).
     pub fn is_refusal(&self) -> bool {
         match self {
-            ProfileError::Scratch(ScratchError::NoSpace { .. }) => true,
+            ProfileError::Scratch(ScratchError::NoSpace { .. })
+            | ProfileError::Raw(crate::raw::RawRefusal::Unsafe(_)) => true,
             ProfileError::Open { source, .. } => source.raw_os_error() == Some(libc::EBUSY),
             _ => false,
         }
@@ -175,6 +178,7 @@ impl ProfileError {
             self,
             ProfileError::TooSmall { .. }
                 | ProfileError::NoDirectIo { .. }
+                | ProfileError::Raw(crate::raw::RawRefusal::Bad(_))
                 | ProfileError::Scratch(ScratchError::ReadOnly { .. })
         )
     }
@@ -391,19 +395,12 @@ impl<'a> Runner<'a> {
                 scratch::check_space(dir, CHUNK)?;
                 Ok(Opened::Scratch { dir: dir.clone(), free: free_bytes(dir) })
             }
-            Place::Raw(path) => {
-                // O_EXCL on a block device: refused (EBUSY) while any
-                // partition is mounted or the device is otherwise claimed.
-                let mut device = OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .custom_flags(libc::O_EXCL | libc::O_DIRECT)
-                    .open(path)
-                    .map_err(|source| ProfileError::Open {
-                        path: path.clone(),
-                        source,
-                        hint: "--raw --destructive needs the whole device unmounted and unused",
-                    })?;
+            Place::Raw(raw) => {
+                // The opener checks the device again just before it opens
+                // it O_EXCL (refused, EBUSY, while any partition is mounted
+                // or the device is claimed) and compares device numbers.
+                let mut device = raw.open(libc::O_DIRECT).map_err(ProfileError::Raw)?;
+                let path = &raw.path;
                 let size = device.seek(SeekFrom::End(0)).unwrap_or(0);
                 if size < RAW_OFFSET + 16 * MIB {
                     return Err(ProfileError::TooSmall {

@@ -105,8 +105,8 @@ pub enum WriteTarget {
     /// A directory on a mounted, writable filesystem of the device.
     Scratch(PathBuf),
     /// The raw, unmounted device (`--destructive --yes`); its data from
-    /// [`RAW_OFFSET`] on is lost.
-    Raw(PathBuf),
+    /// [`RAW_OFFSET`] on is lost. Opened only through its opener.
+    Raw(crate::raw::RawDevice),
     /// No write tests can run; the reason goes into the report.
     Unavailable(String),
 }
