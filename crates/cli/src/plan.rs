@@ -202,7 +202,10 @@ fn scratch_target(
                 dir.display()
             )));
         }
-        return Ok(WriteTarget::Scratch(dir));
+        // Its links are resolved now, once: the run opens this real path
+        // following no link, and writes relative to that handle
+        // (docs/safety.md#scratch-files).
+        return Ok(WriteTarget::Scratch(std::fs::canonicalize(&dir).unwrap_or(dir)));
     }
     if resolved.partition.is_some() {
         return Ok(WriteTarget::Unavailable(format!(
