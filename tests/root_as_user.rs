@@ -203,3 +203,24 @@ fn a_bidirectional_override_in_a_model_reached_the_terminal() {
         assert_eq!(stdout_json(&json)["device"]["model"], model);
     }
 }
+
+#[test]
+#[ignore = "needs root"]
+fn a_captured_machine_roots_mountinfo_sent_a_live_runs_writes_to_the_live_root_filesystem() {
+    let _lock = device_lock();
+    // The capture's mountinfo says its card, mmcblk0, holds `/`: the old
+    // build wrote its test file into this machine's `/` (and trimmed it).
+    let (_base, machine) = copy_of("doctor/sd-healthy");
+    let machine = machine.to_str().expect("utf8");
+    let args =
+        ["run", "--machine-root", machine, "mmcblk0", "--only", "seq_write_mb_s", "--profile", "quick", "--json"];
+    let out = output(&mut command(&args));
+    let report = stdout_json(&out);
+    let wrote = report["measurements"]["seq_write_mb_s"].is_number();
+    expect_foiled(wrote, "a captured machine root decided where a live run wrote");
+    if !expect_vulnerable() {
+        let skipped = report["skipped"].as_array().expect("skipped");
+        let why = skipped.iter().find(|s| s["key"] == "seq_write_mb_s").expect("the write test is skipped");
+        assert!(why["reason"].as_str().expect("reason").contains("--machine-root"), "{why}");
+    }
+}

@@ -16,6 +16,7 @@
 
 mod support;
 
+use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Output, Stdio};
@@ -81,6 +82,17 @@ fn swap_mid_run(scene: &Scene, attacker: &TestUser, args: &[&str], after: u64) -
     let (written_before, used_before) = (scene.other_written(), scene.other_used());
     let mut child: Child =
         command(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("start storage-score");
+    // Drained as it runs: a full pipe would stop it (profile's progress).
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        let mut pipe = pipe.expect("pipe");
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
     scene.card.dev.wait_for_writes(after, &mut child, Duration::from_secs(120));
     let moved = scene.home.join("work.old");
     let renamed = attacker.run("mv", &["-T", scene.work.to_str().expect("utf8"), moved.to_str().expect("utf8")]);
@@ -88,12 +100,18 @@ fn swap_mid_run(scene: &Scene, attacker: &TestUser, args: &[&str], after: u64) -
     attacker.symlink(&scene.secret, &scene.work);
     let mut peak = used_before;
     let deadline = Instant::now() + Duration::from_secs(300);
-    while child.try_wait().expect("wait").is_none() {
-        assert!(Instant::now() < deadline, "the run did not end in 300 s");
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the run did not end in 300 s");
+        }
         peak = peak.max(scene.other_used());
         std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().expect("output");
+    };
+    let out = Output { status, stdout: stdout.join().expect("stdout"), stderr: stderr.join().expect("stderr") };
     nix::unistd::sync();
     let figures =
         Figures { written: scene.other_written() - written_before, peak_used: peak.saturating_sub(used_before), out };
