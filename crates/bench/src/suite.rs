@@ -46,7 +46,7 @@ use storage_scoring::schema::{MEASUREMENT_KEYS, Measurements, Samples, Skipped, 
 use crate::devstat::DevStat;
 use crate::engine::EngineError;
 use crate::raw::{RawDevice, RawRefusal};
-use crate::scratch::{self, ScratchError};
+use crate::scratch::{self, ScratchDir, ScratchError};
 
 /// Hears about progress, for progress bars.
 pub trait Observer: Sync {
@@ -126,11 +126,13 @@ impl RunError {
         matches!(self, RunError::Engine { source: EngineError::Interrupted(_), .. })
     }
 
-    /// True when the run was refused to protect data (busy device, no room).
+    /// True when the run was refused to protect data (busy device, no room,
+    /// a scratch directory replaced by a link).
     /// A read-only filesystem is a bad target instead (exit 2).
     pub fn is_refusal(&self) -> bool {
         match self {
-            RunError::Scratch(ScratchError::NoSpace { .. }) | RunError::Raw(RawRefusal::Unsafe(_)) => true,
+            RunError::Scratch(ScratchError::NoSpace { .. } | ScratchError::Link { .. })
+            | RunError::Raw(RawRefusal::Unsafe(_)) => true,
             RunError::Open { source, .. } => source.raw_os_error() == Some(libc::EBUSY),
             _ => false,
         }
@@ -158,6 +160,7 @@ pub fn run(plan: &Plan, observer: &dyn Observer) -> (Outcome, Option<RunError>) 
         deadline: plan.max_time.map(|t| Instant::now() + t),
         out: Outcome::default(),
         stopped: None,
+        scratch: None,
     };
     if plan.profile == Profile::Quick {
         runner
@@ -211,6 +214,9 @@ struct Runner<'a> {
     out: Outcome,
     /// Set once `--max-time` has run out: why the remaining tests are not run.
     stopped: Option<String>,
+    /// The scratch directory, opened once before the first write
+    /// (docs/safety.md#scratch-files).
+    scratch: Option<ScratchDir>,
 }
 
 impl Runner<'_> {
@@ -250,8 +256,10 @@ impl Runner<'_> {
         if let WriteTarget::Scratch(dir) = &self.plan.write_target {
             let writes = std::iter::once("seq_write_mb_s").chain(FILE_TESTS.iter().copied());
             if writes.clone().any(|k| self.plan.wants(k)) {
-                scratch::check_space(dir, self.plan.scratch_bytes())?;
-                self.trim(dir.clone());
+                let dir = ScratchDir::open(dir)?;
+                dir.check_space(self.plan.scratch_bytes())?;
+                self.trim(&dir);
+                self.scratch = Some(dir);
             }
         }
         sync();
@@ -260,16 +268,16 @@ impl Runner<'_> {
     }
 
     /// `fstrim -av` as Storage.sh begins, on the filesystem we write to.
-    fn trim(&mut self, dir: PathBuf) {
-        let note = match scratch::trim(&dir) {
+    fn trim(&mut self, dir: &ScratchDir) {
+        let note = match dir.trim() {
             Ok(bytes) => format!(
                 "trimmed {} MiB of free space in {} first, as Storage.sh's `fstrim -av` does",
                 bytes >> 20,
-                dir.display()
+                dir.path().display()
             ),
             Err(e) => format!(
                 "could not trim the free space of {} first ({e}), as Storage.sh's `fstrim -av` does: on flash that needs trimming, writes may measure slower than in PiBenchmarks",
-                dir.display()
+                dir.path().display()
             ),
         };
         self.note(note);
@@ -318,7 +326,11 @@ impl Runner<'_> {
                 self.skip(&write_keys, &reason);
                 return Ok(());
             }
-            WriteTarget::Scratch(dir) => Place::Scratch(dir.clone()),
+            // Opened in run_all, whenever a write test is wanted.
+            WriteTarget::Scratch(dir) => match self.scratch.take() {
+                Some(open) => Place::Scratch(open),
+                None => Place::Scratch(ScratchDir::open(dir)?),
+            },
             WriteTarget::Raw(device) => Place::Raw(self.open_raw(device)?),
         };
         if self.wants("seq_write_mb_s") {
@@ -378,15 +390,15 @@ impl Runner<'_> {
     }
 
     /// Does the filesystem of `dir` take O_DIRECT? If not, the reason in one line.
-    fn direct_io_refused(&self, dir: &Path) -> Result<(), String> {
-        let probe = scratch::create(dir).map_err(|e| e.to_string())?;
+    fn direct_io_refused(&self, dir: &ScratchDir) -> Result<(), String> {
+        let probe = dir.create().map_err(|e| e.to_string())?;
         match scratch::set_direct(&probe, true) {
             Ok(()) => Ok(()),
             Err(e) => {
                 let fs = self.plan.filesystem.clone().unwrap_or_else(|| "its filesystem".to_owned());
                 Err(format!(
                     "{} is on {fs}, which refuses O_DIRECT ({e}): the fio-like and iozone-like tests need it to reach the device past the page cache, so they were not run",
-                    dir.display()
+                    dir.path().display()
                 ))
             }
         }
@@ -426,7 +438,7 @@ impl Runner<'_> {
 
 /// Where the write tests' files live.
 enum Place {
-    Scratch(PathBuf),
+    Scratch(ScratchDir),
     Raw(File),
 }
 
@@ -435,7 +447,7 @@ impl Place {
     /// on a raw device, the same device again (its region starts at [`Place::base`]).
     fn new_file(&self) -> Result<File, RunError> {
         match self {
-            Place::Scratch(dir) => Ok(scratch::create(dir)?),
+            Place::Scratch(dir) => Ok(dir.create()?),
             Place::Raw(file) => file.try_clone().map_err(|source| RunError::Engine {
                 key: "setup".to_owned(),
                 source: EngineError::Call { op: "dup", source },

@@ -5,6 +5,11 @@
 //! unlink, where the filesystem has no `O_TMPFILE`, as vfat): the space
 //! comes back when the process ends, however it ends, `kill -9` included.
 //!
+//! The directory is opened once, following no link on its path, and every
+//! file is made relative to that handle, the free space read on it: a
+//! directory renamed, or replaced by a link to another filesystem, while
+//! the files are written sends no write elsewhere (docs/safety.md#scratch-files).
+//!
 //! A reserve of free space is left alone so the system keeps working; the
 //! report says how much. Slow (it writes all the free space), but it
 //! touches no byte that a file holds.
@@ -17,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::Serialize;
+use storage_identify::safe_fs::Dir;
 
 use crate::disk::AlignedBuf;
 use crate::probe::{ProbeError, Watch};
@@ -64,7 +70,8 @@ pub enum FilesError {
 pub fn verify_files(dir: &Path, watch: &dyn Watch) -> Result<FilesReport, FilesError> {
     let started = Instant::now();
     let dir_error = |source| FilesError::Dir { dir: dir.to_path_buf(), source };
-    let st = nix::sys::statvfs::statvfs(dir).map_err(|e| dir_error(io::Error::from(e)))?;
+    let handle = Dir::open_no_links(dir).map_err(dir_error)?;
+    let st = handle.statvfs().map_err(dir_error)?;
     // The casts widen: statvfs's fields are u32 on 32-bit ARM.
     #[allow(clippy::unnecessary_cast)]
     let (size, free) =
@@ -84,7 +91,7 @@ pub fn verify_files(dir: &Path, watch: &dyn Watch) -> Result<FilesReport, FilesE
     let mut written = 0u64;
     let mut full = false;
     while written < target && !full {
-        let file = nameless_file(dir).map_err(dir_error)?;
+        let file = handle.nameless_file(0o600).map_err(dir_error)?;
         let first = written;
         let mut in_file = 0u64;
         while in_file < FILE_BYTES && written < target {
@@ -174,27 +181,6 @@ pub fn verify_files(dir: &Path, watch: &dyn Watch) -> Result<FilesReport, FilesE
     })
 }
 
-/// A file with no name in `dir`: O_TMPFILE, or O_EXCL and an immediate unlink.
-fn nameless_file(dir: &Path) -> io::Result<File> {
-    match OpenOptions::new().read(true).write(true).custom_flags(libc::O_TMPFILE).mode(0o600).open(dir) {
-        Ok(file) => return Ok(file),
-        Err(e) if matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL)) => {}
-        Err(e) => return Err(e),
-    }
-    for attempt in 0..100 {
-        let path = dir.join(format!(".storage-score-verify-{}-{attempt}", std::process::id()));
-        match OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).open(&path) {
-            Ok(file) => {
-                std::fs::remove_file(&path)?;
-                return Ok(file);
-            }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(io::Error::new(io::ErrorKind::AlreadyExists, "no free scratch file name"))
-}
-
 /// The same nameless file opened again with O_DIRECT, where the filesystem allows it.
 fn direct_reader(file: &File) -> Option<File> {
     let link = format!("/proc/self/fd/{}", file.as_raw_fd());
@@ -209,7 +195,7 @@ mod tests {
     #[test]
     fn nameless_files_leave_no_name() {
         let dir = tempfile::tempdir().expect("dir");
-        let file = nameless_file(dir.path()).expect("file");
+        let file = Dir::open_no_links(dir.path()).expect("open").nameless_file(0o600).expect("file");
         file.write_all_at(b"data", 0).expect("write");
         assert!(std::fs::read_dir(dir.path()).expect("list").next().is_none());
     }

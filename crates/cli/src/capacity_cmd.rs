@@ -90,7 +90,12 @@ fn files(args: &VerifyCapacityArgs, watch: &Stages) -> Result<(), Failure> {
             args.device
         )));
     }
-    let report = storage_capacity::files::verify_files(dir, watch).map_err(|e| match e {
+    // The links on the path are followed here, once, as for any path a
+    // user gives; from then on none is: the directory is opened by its real
+    // path, and every file made relative to that handle.
+    let real = std::fs::canonicalize(dir)
+        .map_err(|e| Failure::Usage(format!("{}: {e}; give a directory on the mounted card", args.device)))?;
+    let report = storage_capacity::files::verify_files(&real, watch).map_err(|e| match e {
         storage_capacity::files::FilesError::Stopped(ProbeError::Interrupted(signal)) => {
             Failure::Run(format!("interrupted by {signal}; the scratch files had no names and are gone"))
         }

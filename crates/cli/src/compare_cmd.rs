@@ -85,7 +85,12 @@ pub fn comparisons(inputs: &[Input]) -> Vec<Comparison> {
 
 fn read_file(name: &str) -> Result<Input, Failure> {
     // A regular file only (a FIFO would hang, /dev/zero fill memory), capped.
-    let bytes = storage_identify::safe_fs::read_file(std::path::Path::new(name), MAX_REPORT).map_err(|e| {
+    // Under sudo, as the user: root's rights never read a file for them.
+    let who = crate::outputs::sudo_user();
+    let bytes = storage_identify::safe_fs::as_identity(who, || {
+        storage_identify::safe_fs::read_file(std::path::Path::new(name), MAX_REPORT)
+    })
+    .map_err(|e| {
         Failure::Usage(format!("cannot read {name}: {e}; give a report written by `storage-score run --output FILE`"))
     })?;
     let value: Value = serde_json::from_slice(&bytes).map_err(|e| {

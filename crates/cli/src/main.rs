@@ -43,6 +43,13 @@ fn main() {
         (Some(dir), None) => Roots::captured(dir),
         (None, None) => Roots::live(),
     };
+    // A tree someone named is read as the user behind sudo, never with
+    // root's rights (docs/safety.md#what-is-read).
+    if let Some(user) = outputs::sudo_user() {
+        for tree in [&cli.sysfs_root, &cli.machine_root].into_iter().flatten() {
+            storage_identify::sysfs::read_tree_as(tree, user);
+        }
+    }
     let result = match cli.command {
         Some(Command::Run(args)) => run::run(&args, &roots),
         None => run::run(&cli.run, &roots),

@@ -34,11 +34,27 @@ pub fn build(args: &RunArgs, resolved: &Resolved, roots: &Roots) -> Result<Plan,
 
     let read_device = raw_disk_node(input, input_is_block, resolved, disk, roots).and_then(|node| readable(&node));
 
+    // A captured machine root's mounts never decide where a live run
+    // writes: the target is resolved again on the live system for that.
+    let live = Roots::live();
+    let live_resolved;
+    let (write_resolved, write_roots) = if roots.proc != live.proc {
+        live_resolved = target::resolve(&args.target, &live).ok();
+        (live_resolved.as_ref(), &live)
+    } else {
+        (Some(resolved), roots)
+    };
     let write_target = if args.destructive {
         destructive_target(args, input_is_block)?
     } else {
         let wants_writes = keys.iter().any(|k| !k.contains("read"));
-        scratch_target(args, resolved, roots, disk, wants_writes)?
+        match write_resolved.and_then(|r| Some((r, r.disk.as_ref()?))) {
+            Some((w, disk)) => scratch_target(args, w, write_roots, disk, wants_writes)?,
+            None => WriteTarget::Unavailable(format!(
+                "{} has no disk on this machine: under --machine-root the write tests write only where the live system says the target is",
+                args.target
+            )),
+        }
     };
 
     let mut plan = Plan::new(read_device, write_target);
@@ -53,8 +69,9 @@ pub fn build(args: &RunArgs, resolved: &Resolved, roots: &Roots) -> Result<Plan,
         EngineArg::Threads => EngineChoice::Threads,
     };
     plan.max_time = args.max_time.map(|secs| Duration::from_secs(secs.max(1)));
-    plan.write_device = resolved.mount.as_ref().and_then(mount_device);
-    plan.filesystem = resolved.mount.as_ref().map(|m| m.fs_type.clone());
+    let write_mount = write_resolved.and_then(|r| r.mount.as_ref());
+    plan.write_device = write_mount.and_then(mount_device);
+    plan.filesystem = write_mount.map(|m| m.fs_type.clone());
     Ok(plan)
 }
 
@@ -203,7 +220,10 @@ fn scratch_target(
                 dir.display()
             )));
         }
-        return Ok(WriteTarget::Scratch(dir));
+        // Its links are resolved now, once: the run opens this real path
+        // following no link, and writes relative to that handle
+        // (docs/safety.md#scratch-files).
+        return Ok(WriteTarget::Scratch(std::fs::canonicalize(&dir).unwrap_or(dir)));
     }
     if resolved.partition.is_some() {
         return Ok(WriteTarget::Unavailable(format!(

@@ -141,9 +141,11 @@ fn config(
     config
 }
 
-/// `MemAvailable` from `/proc/meminfo`, in bytes.
+/// `MemAvailable` from `/proc/meminfo`, in bytes. Read as any kernel file
+/// is (a FIFO or `/dev/zero` there under `--machine-root` is no figure).
 fn memory_available(proc_root: &Path) -> Option<u64> {
-    let text = std::fs::read_to_string(proc_root.join("meminfo")).ok()?;
+    let text =
+        storage_identify::sysfs::read_text(&proc_root.join("meminfo"), storage_identify::sysfs::ATTR_LIMIT).ok()?;
     let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)

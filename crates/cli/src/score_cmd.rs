@@ -41,7 +41,10 @@ fn read_input(file: &str) -> Result<String, Failure> {
     let result = if file == "-" {
         storage_identify::safe_fs::read_capped(std::io::stdin().lock(), INPUT_LIMIT)
     } else {
-        storage_identify::safe_fs::read_file(std::path::Path::new(file), INPUT_LIMIT)
+        // Under sudo, as the user: root's rights never read a file for them.
+        storage_identify::safe_fs::as_identity(crate::outputs::sudo_user(), || {
+            storage_identify::safe_fs::read_file(std::path::Path::new(file), INPUT_LIMIT)
+        })
     };
     let bytes = result.map_err(|e| {
         Failure::Usage(format!(

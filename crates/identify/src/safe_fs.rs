@@ -105,6 +105,27 @@ impl Dir {
         Ok(Dir { fd, path: path.to_path_buf() })
     }
 
+    /// Opens `path` following no link on the way, in any component: for a
+    /// path whose links were resolved already (`canonicalize`), so that a
+    /// link found now was planted since. `..` is taken as the kernel finds it.
+    pub fn open_no_links(path: &Path) -> io::Result<Dir> {
+        let mut at: Option<OwnedFd> = None;
+        for component in path.components() {
+            let name = match component {
+                Component::RootDir => Path::new("/"),
+                Component::CurDir => continue,
+                Component::ParentDir => Path::new(".."),
+                Component::Normal(name) => Path::new(name),
+                Component::Prefix(_) => return Err(io::ErrorKind::InvalidInput.into()),
+            };
+            at = Some(open_dir_at(at.as_ref().map(AsRawFd::as_raw_fd), name)?);
+        }
+        match at {
+            Some(fd) => Ok(Dir { fd, path: path.to_path_buf() }),
+            None => Dir::open(Path::new(".")),
+        }
+    }
+
     /// Opens `path`, making it and any missing parents first. New
     /// directories get `mode` (less the umask, which can only take bits
     /// away: 0o700 stays private whatever the umask).
@@ -183,6 +204,27 @@ impl Dir {
         let flags = OFlag::O_RDWR | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
         let fd = openat(Some(self.raw()), name, flags, Mode::from_bits_truncate(mode as libc::mode_t))?;
         Ok(File::from(own(fd)))
+    }
+
+    /// A file with no name in this directory, open for reading and
+    /// writing: `O_TMPFILE`, or where the filesystem has none (vfat) a fresh
+    /// `O_CREAT | O_EXCL | O_NOFOLLOW` name unlinked before it is returned.
+    /// Its space returns to the filesystem when it closes, `kill -9` included.
+    pub fn nameless_file(&self, mode: u32) -> io::Result<File> {
+        let flags = OFlag::O_TMPFILE | OFlag::O_EXCL | OFlag::O_RDWR | OFlag::O_CLOEXEC;
+        match openat(Some(self.raw()), ".", flags, Mode::from_bits_truncate(mode as libc::mode_t)) {
+            Ok(fd) => return Ok(File::from(own(fd))),
+            Err(Errno::EOPNOTSUPP | Errno::EISDIR | Errno::EINVAL) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let (temp, file) = self.create_temp(mode)?;
+        unlinkat(Some(self.raw()), temp.as_os_str(), UnlinkatFlags::NoRemoveDir)?;
+        Ok(file)
+    }
+
+    /// `fstatvfs` on the open directory: its filesystem's sizes.
+    pub fn statvfs(&self) -> io::Result<nix::sys::statvfs::Statvfs> {
+        Ok(nix::sys::statvfs::fstatvfs(&self.fd)?)
     }
 
     /// Checks that this process (in its current identity) can make files

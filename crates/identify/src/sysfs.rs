@@ -6,8 +6,10 @@
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::RwLock;
 
 use crate::clock::ClockSource;
+use crate::safe_fs::{self, Identity};
 
 /// Where the kernel interfaces are mounted (or where a capture of them lies).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,10 +87,43 @@ pub const ATTR_LIMIT: u64 = 1 << 20;
 /// The most read from a table such as `/proc/self/mountinfo`.
 pub const TABLE_LIMIT: u64 = 16 << 20;
 
-/// Reads a kernel file through [`safe_fs`](crate::safe_fs): a regular file
-/// only (a FIFO in a captured tree cannot hang us) of at most `limit` bytes.
+/// Trees a user named (`--sysfs-root`, `--machine-root`), each as given and
+/// as its real path, with the user whose identity reads it: root's rights
+/// never read a file there that the user could not (docs/safety.md#what-is-read).
+static USER_TREES: RwLock<Vec<(PathBuf, Identity)>> = RwLock::new(Vec::new());
+
+/// From now on, every file under `tree` is read as `who` (the user behind
+/// sudo), in a thread with that filesystem identity and no supplementary
+/// groups ([`safe_fs::as_identity`]). A link in the tree to a file that
+/// only root may read is then an attribute that could not be read.
+pub fn read_tree_as(tree: &Path, who: Identity) {
+    let real = safe_fs::as_identity(Some(who), || fs::canonicalize(tree)).ok();
+    let mut trees = USER_TREES.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+    trees.push((tree.to_path_buf(), who));
+    trees.extend(real.filter(|real| real != tree).map(|real| (real, who)));
+}
+
+/// Who reads `path`: the user of the tree it is in, if it is in one.
+fn reader_of(path: &Path) -> Option<Identity> {
+    let trees = USER_TREES.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+    trees.iter().find(|(tree, _)| path.starts_with(tree)).map(|(_, who)| *who)
+}
+
+/// True when a link at `from`, in a user's tree, leads to `to` outside
+/// every user's tree: such a path is not followed, or a link to a file
+/// root alone may read (`/root/…`, `/proc/1/environ`) would be read as root.
+fn leaves_user_tree(from: &Path, to: &Path) -> bool {
+    reader_of(from).is_some() && reader_of(to).is_none()
+}
+
+/// Reads a kernel file through [`safe_fs`]: a regular file only, opened
+/// non-blocking (a FIFO in a captured tree cannot hang us), of at most
+/// `limit` bytes; as the user when it lies in a tree they named.
 pub fn read_bytes(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
-    crate::safe_fs::read_file(path, limit)
+    match reader_of(path) {
+        Some(who) => safe_fs::as_identity(Some(who), || safe_fs::read_file(path, limit)),
+        None => safe_fs::read_file(path, limit),
+    }
 }
 
 /// [`read_bytes`] as text (invalid UTF-8 replaced).
@@ -144,7 +179,11 @@ pub fn follow_link(path: &Path) -> io::Result<PathBuf> {
         return Ok(path.to_path_buf());
     };
     let joined = if target.is_absolute() { target } else { path.parent().unwrap_or(Path::new("/")).join(target) };
-    Ok(normalize(&joined))
+    let resolved = normalize(&joined);
+    if leaves_user_tree(path, &resolved) {
+        return Err(io::Error::new(io::ErrorKind::PermissionDenied, "a link out of the tree given, not followed"));
+    }
+    Ok(resolved)
 }
 
 /// Resolves `.` and `..` lexically, without touching the filesystem, so that
@@ -166,8 +205,12 @@ pub fn normalize(path: &Path) -> PathBuf {
 
 /// Canonical path of a sysfs directory where the link can be resolved on
 /// disk; the lexical form otherwise.
+/// A link out of a user's tree is not followed (see [`follow_link`]).
 pub fn resolve_dir(path: &Path) -> PathBuf {
-    fs::canonicalize(path).unwrap_or_else(|_| follow_link(path).unwrap_or_else(|_| path.to_path_buf()))
+    match fs::canonicalize(path) {
+        Ok(real) if !leaves_user_tree(path, &real) => real,
+        _ => follow_link(path).unwrap_or_else(|_| path.to_path_buf()),
+    }
 }
 
 #[cfg(test)]

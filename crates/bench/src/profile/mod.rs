@@ -40,7 +40,7 @@ use storage_scoring::profile::{SkippedStudy, Studies};
 
 use crate::devstat::DevStat;
 use crate::engine::{self, Data, EngineChoice, EngineError, Workload};
-use crate::scratch::{self, ScratchError};
+use crate::scratch::{self, ScratchDir, ScratchError};
 use crate::suite::{Observer, RAW_OFFSET};
 
 const MIB: u64 = 1 << 20;
@@ -165,7 +165,7 @@ impl ProfileError {
     /// True when the run was refused to protect data (no room, a busy device).
     pub fn is_refusal(&self) -> bool {
         match self {
-            ProfileError::Scratch(ScratchError::NoSpace { .. })
+            ProfileError::Scratch(ScratchError::NoSpace { .. } | ScratchError::Link { .. })
             | ProfileError::Raw(crate::raw::RawRefusal::Unsafe(_)) => true,
             ProfileError::Open { source, .. } => source.raw_os_error() == Some(libc::EBUSY),
             _ => false,
@@ -218,9 +218,10 @@ pub fn run(config: &Config, observer: &dyn Observer) -> (Studies, Option<Profile
     (out, error)
 }
 
-/// The open place: a directory's free space, or the raw device.
+/// The open place: a directory, opened once (docs/safety.md#scratch-files),
+/// and its free space then; or the raw device.
 pub(crate) enum Opened {
-    Scratch { dir: PathBuf, free: u64 },
+    Scratch { dir: ScratchDir, free: u64 },
     Raw { device: File, path: PathBuf, size: u64 },
 }
 
@@ -238,10 +239,10 @@ impl Opened {
     fn file(&self, need: u64) -> Result<(File, u64), ProfileError> {
         match self {
             Opened::Scratch { dir, .. } => {
-                scratch::check_space(dir, need)?;
-                let file = scratch::create(dir)?;
+                dir.check_space(need)?;
+                let file = dir.create()?;
                 scratch::set_direct(&file, true)
-                    .map_err(|source| ProfileError::NoDirectIo { dir: dir.clone(), source })?;
+                    .map_err(|source| ProfileError::NoDirectIo { dir: dir.path().to_owned(), source })?;
                 scratch::allocate(&file, need).map_err(|source| ProfileError::Engine {
                     study: "setup",
                     source: EngineError::Call { op: "fallocate", source },
@@ -392,8 +393,10 @@ impl<'a> Runner<'a> {
             Place::Scratch(dir) => {
                 // Refuses a read-only filesystem or one without room for the
                 // smallest study first.
-                scratch::check_space(dir, CHUNK)?;
-                Ok(Opened::Scratch { dir: dir.clone(), free: free_bytes(dir) })
+                let dir = ScratchDir::open(dir)?;
+                dir.check_space(CHUNK)?;
+                let free = dir.space().map_or(0, |space| space.free);
+                Ok(Opened::Scratch { dir, free })
             }
             Place::Raw(raw) => {
                 // The opener checks the device again just before it opens
@@ -423,15 +426,6 @@ impl<'a> Runner<'a> {
             stat: DevStat::for_file(file, &self.config.live_sysfs, self.config.write_device.as_deref()),
         }
     }
-}
-
-/// Free bytes an ordinary user may write in `dir`'s filesystem.
-fn free_bytes(dir: &std::path::Path) -> u64 {
-    // The casts widen: statvfs's fields are u32 on 32-bit ARM.
-    #[allow(clippy::unnecessary_cast)]
-    nix::sys::statvfs::statvfs(dir)
-        .map(|st| (st.blocks_available() as u64).saturating_mul(st.fragment_size() as u64))
-        .unwrap_or(0)
 }
 
 /// Writes `len` bytes at `base` in sequence (4 MiB O_DIRECT writes), untimed,

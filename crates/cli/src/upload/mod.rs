@@ -202,7 +202,9 @@ pub fn send_saved(path: &Path, upload: &Upload, channel: Channel) -> Result<(), 
 }
 
 fn read_report(owner: FsIdentity, path: &Path) -> Result<(Vec<u8>, Report), Failure> {
-    let bytes = read_report_bytes(owner, path).map_err(|e| {
+    // Under sudo the user's own rights read it, wherever it lies.
+    let reader = crate::outputs::sudo_user().or(owner);
+    let bytes = read_report_bytes(reader, path).map_err(|e| {
         Failure::Usage(format!(
             "cannot read the report {}: {e}; give a report saved with `storage-score run --output FILE`",
             path.display()
