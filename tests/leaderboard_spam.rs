@@ -56,6 +56,16 @@ fn rows(server: &Leaderboard, query: &str) -> Vec<Value> {
     reply.json()["rows"].as_array().unwrap().clone()
 }
 
+/// The sum of the card page's claimed-vs-measured counts.
+fn networks_in_class_table(page: &str) -> i64 {
+    let table = page.split("<table id=\"classes\">").nth(1).expect("a classes table").split("</table>").next().unwrap();
+    table
+        .split("<td class=\"n\">")
+        .skip(1)
+        .map(|cell| cell.split('<').next().unwrap().parse::<i64>().expect("a count"))
+        .sum()
+}
+
 fn sd64g_pi4(server: &Leaderboard) -> Value {
     let found: Vec<Value> = rows(server, "q=sd64g&limit=500")
         .into_iter()
@@ -140,6 +150,7 @@ fn a_contradicting_burst_is_held(backend: Backend) {
     let held_list = page.split("<ul id=\"held\">").nth(1).expect("a held list").split("</ul>").next().unwrap();
     assert_eq!(held_list.matches("<li>").count(), 20, "one entry per network");
     assert!(held_list.contains("contradicts this row, established by 22 networks"), "{held_list}");
+    assert_eq!(networks_in_class_table(&page), 22, "held networks are not in the claimed-vs-measured counts");
     let recent = page.split("<ul id=\"recent\">").nth(1).unwrap().split("</ul>").next().unwrap();
     for id in &held_ids {
         assert!(!recent.contains(&format!("result {id}<")), "held result {id} is not among the counted");
@@ -305,9 +316,11 @@ fn one_network_cannot_crowd_shared_pages(backend: Backend) {
         assert_eq!(post_as(&server, "100.69.0.1", &r).status, 201);
     }
     assert_eq!(options_on_home(&server), before, "no choice offered below three networks");
-    // Forty results from one /24 on the honest row: one entry on the card page.
+    // Forty results from one /24 on the honest row (none a copy of an honest
+    // network's report, which would count for that one): one entry on the
+    // card page.
     for n in 0..40 {
-        assert_eq!(post_as(&server, "100.70.0.1", &pi4(0.97 + f64::from(n) / 2000.0)).status, 201);
+        assert_eq!(post_as(&server, "100.70.0.1", &pi4(0.9013 + f64::from(n) / 400.0)).status, 201);
     }
     let row = sd64g_pi4(&server);
     let page = server.get(&format!("/cards/{}", row["card_key"].as_str().unwrap())).text();
@@ -316,6 +329,7 @@ fn one_network_cannot_crowd_shared_pages(backend: Backend) {
     assert!(recent.contains("(and 39 more from this network)"), "{recent}");
     assert!(recent.contains("(and 29 more from this network)"), "{recent}");
     assert!(page.matches("<circle").count() <= 9, "at most one dot per network");
+    assert_eq!(networks_in_class_table(&page), 9, "the claimed-vs-measured table counts networks, not results");
     assert!(page.contains("And 30 more boards or bus modes with fewer than 3 networks each (30 results)"));
     assert!(!page.contains("Spam Board"), "their boards are not listed");
 }

@@ -140,7 +140,7 @@ pub async fn card<S: Storage>(State(app): State<Arc<App<S>>>, Path(key): Path<St
         body.push_str("<p>No public results: every result of this card is flagged (see below).</p>");
     }
 
-    body.push_str("<h3>Claimed vs measured classes</h3><div class=\"scroll\"><table id=\"classes\"><thead><tr><th>Claimed (from the card's SSR)</th><th>Measured</th><th class=\"n\">Results</th></tr></thead><tbody>");
+    body.push_str("<h3>Claimed vs measured classes</h3><div class=\"scroll\"><table id=\"classes\"><thead><tr><th>Claimed (from the card's SSR)</th><th>Measured</th><th class=\"n\">Networks</th></tr></thead><tbody>");
     for (claimed, measured, count) in &data.classes {
         let _ = write!(
             body,

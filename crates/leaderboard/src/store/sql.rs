@@ -82,11 +82,14 @@ pub fn results_table(name: &str, id: &str) -> String {
 
 /// Everything but the `results` table.
 pub const INDEXES_AND_AGGREGATES: &str = "
-CREATE INDEX IF NOT EXISTS results_group_submitter ON results (group_key, submitter, status);
+DROP INDEX IF EXISTS results_group_submitter;
+CREATE INDEX IF NOT EXISTS results_network_newest ON results (group_key, submitter, status, id);
 CREATE INDEX IF NOT EXISTS results_group_content ON results (group_key, content_hash, status, id);
 CREATE INDEX IF NOT EXISTS results_card_points ON results (card_key, status, created_at, score, group_key);
 CREATE INDEX IF NOT EXISTS results_card_classes ON results (card_key, status, claimed, measured);
 CREATE INDEX IF NOT EXISTS results_status_id ON results (status, id);
+CREATE INDEX IF NOT EXISTS results_group_first ON results (group_key, status, id);
+CREATE INDEX IF NOT EXISTS results_card_first ON results (card_key, status, id);
 CREATE INDEX IF NOT EXISTS results_submitter_time ON results (submitter, created_at);
 CREATE TABLE IF NOT EXISTS submitters (
     group_key TEXT NOT NULL,
@@ -362,23 +365,43 @@ pub fn card_groups() -> String {
     )
 }
 
-/// A card's plotted results: one per network (its latest public result of
-/// the card) with how many more it sent, never from a held network.
-pub const CARD_POINTS: &str = "SELECT r.id, r.score, r.group_key, r.created_at, m.n FROM results r \
-    JOIN (SELECT MAX(e.id) AS id, COUNT(*) AS n FROM results e JOIN submitters s \
-    ON s.group_key = e.group_key AND s.submitter = e.submitter \
-    WHERE e.card_key = $1 AND s.held = 0 AND e.status = 'public' AND e.score IS NOT NULL GROUP BY e.submitter) m \
-    ON r.id = m.id ORDER BY r.created_at DESC LIMIT $2";
+/// The newest public result of a network in a row (`s`), found at the end
+/// of its `results_network_newest` range.
+const NEWEST_OF_NETWORK: &str = "(SELECT e.id FROM results e WHERE e.group_key = s.group_key \
+    AND e.submitter = s.submitter AND e.status = 'public' AND e.score IS NOT NULL ORDER BY e.id DESC LIMIT 1)";
+
+/// A card's plot and recent list: one point per counted network (its newest
+/// result on the card) with how many more it sent, never from a held
+/// network. Walks the card's networks (`submitters`), never its results, so
+/// a card with a hundred thousand results costs what one with a hundred does.
+pub fn card_points() -> String {
+    format!(
+        "SELECT r.id, r.score, r.group_key, r.created_at, x.n FROM (SELECT s.submitter, \
+         CAST(SUM(s.results) AS BIGINT) AS n, \
+         MAX({NEWEST_OF_NETWORK}) AS id FROM submitters s WHERE s.card_key = $1 AND s.held = 0 \
+         GROUP BY s.submitter) x JOIN results r ON r.id = x.id ORDER BY r.created_at DESC, r.id DESC LIMIT $2"
+    )
+}
 
 /// A card's held results (public, from a network held back from its row),
-/// newest first, with their row's band.
-pub const CARD_HELD: &str = "SELECT r.id, r.submitter, r.score, r.group_key FROM results r JOIN submitters s \
-    ON s.group_key = r.group_key AND s.submitter = r.submitter \
-    WHERE r.card_key = $1 AND r.status = 'public' AND s.held = 1 ORDER BY r.id DESC LIMIT 500";
+/// newest first: by the held networks, few, then their results. (`CROSS
+/// JOIN` keeps SQLite from walking every public result newest first
+/// instead, which it prefers for the `ORDER BY` when none is held.)
+pub const CARD_HELD: &str = "SELECT r.id, r.submitter, r.score, r.group_key FROM submitters s CROSS JOIN results r \
+    WHERE s.card_key = $1 AND s.held = 1 AND r.group_key = s.group_key AND r.submitter = s.submitter \
+    AND r.status = 'public' ORDER BY r.id DESC LIMIT 500";
 
-pub const CARD_CLASSES: &str = "SELECT COALESCE(claimed, ''), COALESCE(measured, ''), COUNT(*) FROM results \
-    WHERE card_key = $1 AND status = 'public' GROUP BY COALESCE(claimed, ''), COALESCE(measured, '') \
-    ORDER BY COUNT(*) DESC";
+/// A card's claimed and measured classes, with how many networks say so:
+/// each counted network's newest result in each row votes, so one
+/// network's many results count once and a held network's not at all.
+pub fn card_classes() -> String {
+    format!(
+        "SELECT COALESCE(r.claimed, ''), COALESCE(r.measured, ''), COUNT(DISTINCT s.submitter) \
+         FROM submitters s JOIN results r ON r.id = {NEWEST_OF_NETWORK} \
+         WHERE s.card_key = $1 AND s.held = 0 GROUP BY COALESCE(r.claimed, ''), COALESCE(r.measured, '') \
+         ORDER BY COUNT(DISTINCT s.submitter) DESC, COALESCE(r.claimed, ''), COALESCE(r.measured, '')"
+    )
+}
 
 pub const CARD_FLAGGED: &str = "SELECT id, submitter, auto_reasons, moderation FROM results \
     WHERE card_key = $1 AND status = 'flagged' ORDER BY id DESC LIMIT 500";

@@ -378,7 +378,7 @@ impl Storage for PgStore {
             },
         };
         let points = self
-            .query(sql::CARD_POINTS, &[&card_key, &CARD_POINTS])
+            .query(&sql::card_points(), &[&card_key, &CARD_POINTS])
             .await?
             .iter()
             .map(|r| {
@@ -392,7 +392,7 @@ impl Storage for PgStore {
             })
             .collect::<StoreResult<Vec<_>>>()?;
         let classes = self
-            .query(sql::CARD_CLASSES, &[&card_key])
+            .query(&sql::card_classes(), &[&card_key])
             .await?
             .iter()
             .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))

@@ -182,7 +182,7 @@ impl Storage for SqliteStore {
                 },
             };
             let points = c
-                .prepare_cached(sql::CARD_POINTS)?
+                .prepare_cached(&sql::card_points())?
                 .query_map(params![card_key, CARD_POINTS], |r| {
                     Ok(CardPoint {
                         id: r.get(0)?,
@@ -194,7 +194,7 @@ impl Storage for SqliteStore {
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             let classes = c
-                .prepare_cached(sql::CARD_CLASSES)?
+                .prepare_cached(&sql::card_classes())?
                 .query_map([&card_key], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             let flagged = c
