@@ -191,6 +191,16 @@ pub fn group_stats(entries: &[SubmitterEntry]) -> Option<GroupStats> {
 /// The display fields of each row of a card (by group key) from the
 /// samples of all its rows: the class by the card's majority, the label
 /// by each row's own networks.
+/// The rows whose display differs from what they show now: a new result
+/// rarely renames anything, and an unchanged row is not written again (on
+/// PostgreSQL every update is a new row version).
+pub fn displays_to_write(
+    wanted: BTreeMap<String, CardDisplay>,
+    now: &BTreeMap<String, CardDisplay>,
+) -> Vec<(String, CardDisplay)> {
+    wanted.into_iter().filter(|(group, display)| now.get(group) != Some(display)).collect()
+}
+
 pub fn card_display(card: &Card, entries: &[SubmitterEntry]) -> BTreeMap<String, CardDisplay> {
     // A held network has no say in a row's name or its card's class; its
     // row still gets a display (every row of the card has one).
@@ -294,6 +304,27 @@ pub fn standing(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    #[test]
+    fn only_rows_whose_display_changes_are_written() {
+        let display = |name: &str| CardDisplay {
+            class_label: Some("A1".into()),
+            label: None,
+            name: name.into(),
+            search: name.to_lowercase(),
+        };
+        let now: BTreeMap<String, CardDisplay> =
+            [("a".to_owned(), display("SD64G")), ("b".to_owned(), display("SD64G"))].into();
+        assert!(displays_to_write(now.clone(), &now).is_empty(), "nothing changed, nothing written");
+        let wanted: BTreeMap<String, CardDisplay> = [
+            ("a".to_owned(), display("SD64G")),
+            ("b".to_owned(), display("Canvas Go")),
+            ("c".to_owned(), display("SD64G")),
+        ]
+        .into();
+        let written: Vec<String> = displays_to_write(wanted, &now).into_iter().map(|(group, _)| group).collect();
+        assert_eq!(written, ["b", "c"], "a renamed row and a new one");
+    }
 
     fn row(id: i64, score: i64) -> CountedRow {
         CountedRow {

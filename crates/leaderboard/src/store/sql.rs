@@ -312,6 +312,10 @@ pub const UPSERT_GROUP: &str = "INSERT INTO groups (group_key, card_key, kind, m
 pub const DELETE_GROUP: &str = "DELETE FROM groups WHERE group_key = $1";
 
 /// A row's display fields: the card's class, the row's own label and name.
+/// What every row of a card shows now, to write only what changes.
+pub const CARD_GROUP_DISPLAYS: &str =
+    "SELECT group_key, class_label, name, label, search FROM groups WHERE card_key = $1";
+
 pub const SET_GROUP_DISPLAY: &str =
     "UPDATE groups SET class_label = $1, name = $2, label = $3, search = $4 WHERE group_key = $5";
 

@@ -15,12 +15,14 @@
 //! display is derived data: that transaction does not wait for its WAL
 //! flush, and the next write to the card recomputes it anyway.
 
+use std::collections::BTreeMap;
+
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, GenericClient, Statement};
 
 use super::rows::{all, counted_from_row, entry_from_row, result_from_row};
 use crate::card::Card;
-use crate::store::aggregate::{self, SubmitterEntry};
+use crate::store::aggregate::{self, CardDisplay, SubmitterEntry};
 use crate::store::held;
 use crate::store::{NewResult, Standing, StoreResult, sql};
 
@@ -46,6 +48,7 @@ pub(super) struct Prepared {
     pub group_submitters: Statement,
     pub set_submitter_held: Statement,
     pub card_first: Statement,
+    pub card_group_displays: Statement,
 }
 
 impl Prepared {
@@ -77,6 +80,7 @@ impl Prepared {
             group_submitters: client.prepare(&sql::group_submitters()).await?,
             set_submitter_held: client.prepare(sql::SET_SUBMITTER_HELD).await?,
             card_first: client.prepare(&sql::card_first()).await?,
+            card_group_displays: client.prepare(sql::CARD_GROUP_DISPLAYS).await?,
         })
     }
 }
@@ -242,7 +246,17 @@ pub(super) async fn update_card_display(
         None => None,
     };
     let card = first.as_ref().map_or(card, |r| &r.card);
-    for (group, display) in aggregate::card_display(card, &entries) {
+    let mut now = BTreeMap::new();
+    for row in tx.query(&p.card_group_displays, &[&card_key]).await? {
+        let display = CardDisplay {
+            class_label: row.try_get(1)?,
+            name: row.try_get(2)?,
+            label: row.try_get(3)?,
+            search: row.try_get(4)?,
+        };
+        now.insert(row.try_get::<_, String>(0)?, display);
+    }
+    for (group, display) in aggregate::displays_to_write(aggregate::card_display(card, &entries), &now) {
         tx.execute(
             &p.set_group_display,
             &[&display.class_label, &display.name, &display.label, &display.search, &group],

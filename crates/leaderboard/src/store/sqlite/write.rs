@@ -10,7 +10,7 @@ use tokio::sync::oneshot;
 
 use super::rows::{counted_from_row, entry_from_row, result_from_row};
 use crate::card::Card;
-use crate::store::aggregate::{self, SubmitterEntry};
+use crate::store::aggregate::{self, CardDisplay, SubmitterEntry};
 use crate::store::held;
 use crate::store::{
     Deleted, Moderation, NewResult, Receipt, Standing, Status, StoreError, StoreResult, Submitted, note_json,
@@ -391,7 +391,14 @@ fn recompute_card(conn: &Connection, card_key: &str, card: &Card) -> StoreResult
     // same key (in another case, say) rename nothing.
     let first = conn.prepare_cached(&sql::card_first())?.query_row([card_key], result_from_row).optional()?;
     let card = first.as_ref().map_or(card, |r| &r.card);
-    for (group, display) in aggregate::card_display(card, &entries) {
+    let now = conn
+        .prepare_cached(sql::CARD_GROUP_DISPLAYS)?
+        .query_map([card_key], |r| {
+            let display = CardDisplay { class_label: r.get(1)?, name: r.get(2)?, label: r.get(3)?, search: r.get(4)? };
+            Ok((r.get::<_, String>(0)?, display))
+        })?
+        .collect::<rusqlite::Result<BTreeMap<_, _>>>()?;
+    for (group, display) in aggregate::displays_to_write(aggregate::card_display(card, &entries), &now) {
         conn.prepare_cached(sql::SET_GROUP_DISPLAY)?.execute(params![
             display.class_label,
             display.name,
