@@ -204,20 +204,15 @@ pub fn displays_to_write(
 pub fn card_display(card: &Card, entries: &[SubmitterEntry]) -> BTreeMap<String, CardDisplay> {
     // A held network has no say in a row's name or its card's class; its
     // row still gets a display (every row of the card has one).
-    let mut display: BTreeMap<String, CardDisplay> = entries
-        .iter()
-        .map(|e| {
-            (
-                e.group_key.clone(),
-                CardDisplay {
-                    class_label: card.class_label.clone(),
-                    label: None,
-                    name: card.display_name(),
-                    search: card.search_text(),
-                },
-            )
-        })
-        .collect();
+    // Worked out once: a popular card has hundreds of entries.
+    let (name, search) = (card.display_name(), card.search_text());
+    let plain = CardDisplay { class_label: card.class_label.clone(), label: None, name, search };
+    let mut display: BTreeMap<String, CardDisplay> = BTreeMap::new();
+    for entry in entries {
+        if !display.contains_key(&entry.group_key) {
+            display.insert(entry.group_key.clone(), plain.clone());
+        }
+    }
     let entries = counted(entries);
     let entries = entries.as_slice();
     // Each submitter once per value, whatever the number of their groups.
@@ -243,14 +238,14 @@ pub fn card_display(card: &Card, entries: &[SubmitterEntry]) -> BTreeMap<String,
         .into_iter()
         .map(|(group, row)| {
             let label = row_label(&row);
-            let mut search = card.search_text();
+            let mut search = plain.search.clone();
             if let Some(label) = &label {
                 search.push(' ');
                 search.push_str(&label.to_lowercase());
             }
             let display = CardDisplay {
                 class_label: class_label.clone(),
-                name: label.clone().unwrap_or_else(|| card.display_name()),
+                name: label.clone().unwrap_or_else(|| plain.name.clone()),
                 label,
                 search,
             };

@@ -5,7 +5,10 @@
 //!
 //! Every user-supplied value goes in as a parameter, never into the text;
 //! the only text that varies is a column name chosen from a closed enum
-//! ([`super::SortKey`]).
+//! ([`super::SortKey`]). Texts built from shared column lists are built
+//! once (`LazyLock`): they are asked for on every submission.
+
+use std::sync::LazyLock;
 
 /// The schema's version, kept in `meta`; [`super::migrate`] brings an older
 /// database up to it on start.
@@ -280,23 +283,33 @@ pub const DELETE_SUBMITTER: &str = "DELETE FROM submitters WHERE group_key = $1 
 pub const SUBMITTER_COLUMNS: &str = "group_key, submitter, card_key, results, score, seq_read, seq_write, \
     rand_read, rand_write, class_label, label, label_key, board, latest, first_id, accepted, held";
 
-pub fn group_submitters() -> String {
-    format!("SELECT {SUBMITTER_COLUMNS} FROM submitters WHERE group_key = $1")
+pub fn group_submitters() -> &'static str {
+    static TEXT: LazyLock<String> =
+        LazyLock::new(|| format!("SELECT {SUBMITTER_COLUMNS} FROM submitters WHERE group_key = $1"));
+    &TEXT
 }
 
-pub fn card_submitters() -> String {
-    format!("SELECT {SUBMITTER_COLUMNS} FROM submitters WHERE card_key = $1")
+pub fn card_submitters() -> &'static str {
+    static TEXT: LazyLock<String> =
+        LazyLock::new(|| format!("SELECT {SUBMITTER_COLUMNS} FROM submitters WHERE card_key = $1"));
+    &TEXT
 }
 
 /// The first public result of a group: its card identity and board (a
 /// row's identity never changes with a later result).
-pub fn group_sample() -> String {
-    format!("SELECT {RESULT_COLUMNS} FROM results WHERE group_key = $1 AND status = 'public' ORDER BY id LIMIT 1")
+pub fn group_sample() -> &'static str {
+    static TEXT: LazyLock<String> = LazyLock::new(|| {
+        format!("SELECT {RESULT_COLUMNS} FROM results WHERE group_key = $1 AND status = 'public' ORDER BY id LIMIT 1")
+    });
+    &TEXT
 }
 
 /// The first public result of a card: how its name is spelled.
-pub fn card_first() -> String {
-    format!("SELECT {RESULT_COLUMNS} FROM results WHERE card_key = $1 AND status = 'public' ORDER BY id LIMIT 1")
+pub fn card_first() -> &'static str {
+    static TEXT: LazyLock<String> = LazyLock::new(|| {
+        format!("SELECT {RESULT_COLUMNS} FROM results WHERE card_key = $1 AND status = 'public' ORDER BY id LIMIT 1")
+    });
+    &TEXT
 }
 
 pub const UPSERT_GROUP: &str = "INSERT INTO groups (group_key, card_key, kind, manufacturer_id, manufacturer, \
@@ -362,11 +375,14 @@ pub fn leaderboard(rank_by: &str, order_by: &str, descending: bool, min_submitte
 
 /// The rows of one card, most submitters first; `rank` is a placeholder
 /// (a card page ranks nothing).
-pub fn card_groups() -> String {
-    format!(
-        "SELECT {GROUP_COLUMNS}, CAST(NULL AS BIGINT) AS rank, CAST(0 AS BIGINT) AS total FROM groups \
-         WHERE card_key = $1 ORDER BY submitters DESC, samples DESC, group_key"
-    )
+pub fn card_groups() -> &'static str {
+    static TEXT: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "SELECT {GROUP_COLUMNS}, CAST(NULL AS BIGINT) AS rank, CAST(0 AS BIGINT) AS total FROM groups \
+             WHERE card_key = $1 ORDER BY submitters DESC, samples DESC, group_key"
+        )
+    });
+    &TEXT
 }
 
 /// The newest public result of a network in a row (`s`), found at the end
@@ -378,13 +394,16 @@ const NEWEST_OF_NETWORK: &str = "(SELECT e.id FROM results e WHERE e.group_key =
 /// result on the card) with how many more it sent, never from a held
 /// network. Walks the card's networks (`submitters`), never its results, so
 /// a card with a hundred thousand results costs what one with a hundred does.
-pub fn card_points() -> String {
-    format!(
-        "SELECT r.id, r.score, r.group_key, r.created_at, x.n FROM (SELECT s.submitter, \
-         CAST(SUM(s.results) AS BIGINT) AS n, \
-         MAX({NEWEST_OF_NETWORK}) AS id FROM submitters s WHERE s.card_key = $1 AND s.held = 0 \
-         GROUP BY s.submitter) x JOIN results r ON r.id = x.id ORDER BY r.created_at DESC, r.id DESC LIMIT $2"
-    )
+pub fn card_points() -> &'static str {
+    static TEXT: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "SELECT r.id, r.score, r.group_key, r.created_at, x.n FROM (SELECT s.submitter, \
+             CAST(SUM(s.results) AS BIGINT) AS n, \
+             MAX({NEWEST_OF_NETWORK}) AS id FROM submitters s WHERE s.card_key = $1 AND s.held = 0 \
+             GROUP BY s.submitter) x JOIN results r ON r.id = x.id ORDER BY r.created_at DESC, r.id DESC LIMIT $2"
+        )
+    });
+    &TEXT
 }
 
 /// A card's held results (public, from a network held back from its row),
@@ -398,13 +417,16 @@ pub const CARD_HELD: &str = "SELECT r.id, r.submitter, r.score, r.group_key FROM
 /// A card's claimed and measured classes, with how many networks say so:
 /// each counted network's newest result in each row votes, so one
 /// network's many results count once and a held network's not at all.
-pub fn card_classes() -> String {
-    format!(
-        "SELECT COALESCE(r.claimed, ''), COALESCE(r.measured, ''), COUNT(DISTINCT s.submitter) \
-         FROM submitters s JOIN results r ON r.id = {NEWEST_OF_NETWORK} \
-         WHERE s.card_key = $1 AND s.held = 0 GROUP BY COALESCE(r.claimed, ''), COALESCE(r.measured, '') \
-         ORDER BY COUNT(DISTINCT s.submitter) DESC, COALESCE(r.claimed, ''), COALESCE(r.measured, '')"
-    )
+pub fn card_classes() -> &'static str {
+    static TEXT: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "SELECT COALESCE(r.claimed, ''), COALESCE(r.measured, ''), COUNT(DISTINCT s.submitter) \
+             FROM submitters s JOIN results r ON r.id = {NEWEST_OF_NETWORK} \
+             WHERE s.card_key = $1 AND s.held = 0 GROUP BY COALESCE(r.claimed, ''), COALESCE(r.measured, '') \
+             ORDER BY COUNT(DISTINCT s.submitter) DESC, COALESCE(r.claimed, ''), COALESCE(r.measured, '')"
+        )
+    });
+    &TEXT
 }
 
 pub const CARD_FLAGGED: &str = "SELECT id, submitter, auto_reasons, moderation FROM results \
@@ -412,16 +434,25 @@ pub const CARD_FLAGGED: &str = "SELECT id, submitter, auto_reasons, moderation F
 
 /// The identity of a card from any of its results (the card page of a card
 /// whose results are all flagged still has a name).
-pub fn card_any() -> String {
-    format!("SELECT {RESULT_COLUMNS} FROM results WHERE card_key = $1 AND status <> 'hidden' ORDER BY id DESC LIMIT 1")
+pub fn card_any() -> &'static str {
+    static TEXT: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "SELECT {RESULT_COLUMNS} FROM results WHERE card_key = $1 AND status <> 'hidden' ORDER BY id DESC LIMIT 1"
+        )
+    });
+    &TEXT
 }
 
-pub fn get_result() -> String {
-    format!("SELECT {RESULT_COLUMNS} FROM results WHERE id = $1")
+pub fn get_result() -> &'static str {
+    static TEXT: LazyLock<String> = LazyLock::new(|| format!("SELECT {RESULT_COLUMNS} FROM results WHERE id = $1"));
+    &TEXT
 }
 
-pub fn export_page() -> String {
-    format!("SELECT {RESULT_COLUMNS} FROM results WHERE status = 'public' AND id > $1 ORDER BY id LIMIT $2")
+pub fn export_page() -> &'static str {
+    static TEXT: LazyLock<String> = LazyLock::new(|| {
+        format!("SELECT {RESULT_COLUMNS} FROM results WHERE status = 'public' AND id > $1 ORDER BY id LIMIT $2")
+    });
+    &TEXT
 }
 
 // The filter form's choices: values of rows with at least three counted

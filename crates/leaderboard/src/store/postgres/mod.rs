@@ -293,10 +293,10 @@ impl Storage for PgStore {
     }
 
     async fn get(&self, id: i64) -> StoreResult<Option<StoredResult>> {
-        let Some(row) = self.query(&sql::get_result(), &[&id]).await?.into_iter().next() else { return Ok(None) };
+        let Some(row) = self.query(sql::get_result(), &[&id]).await?.into_iter().next() else { return Ok(None) };
         let mut stored = result_from_row(&row)?;
         if let (Status::Public, Some(score)) = (stored.status, stored.score) {
-            let entries = all(&self.query(&sql::group_submitters(), &[&stored.group_key]).await?, entry_from_row)?;
+            let entries = all(&self.query(sql::group_submitters(), &[&stored.group_key]).await?, entry_from_row)?;
             stored.standing = standing(&entries, &stored.submitter, score, &stored.board, &stored.family);
             stored.held = held::is_held(&entries, &stored.submitter);
         }
@@ -362,13 +362,13 @@ impl Storage for PgStore {
     }
 
     async fn card(&self, card_key: String) -> StoreResult<Option<CardData>> {
-        let rows: Vec<_> = all(&self.query(&sql::card_groups(), &[&card_key]).await?, group_from_row)?
+        let rows: Vec<_> = all(&self.query(sql::card_groups(), &[&card_key]).await?, group_from_row)?
             .into_iter()
             .map(|(row, _)| row)
             .collect();
         let (card, name, label) = match rows.first() {
             Some(row) => (row.card.clone(), row.name.clone(), row.label.clone()),
-            None => match self.query(&sql::card_any(), &[&card_key]).await?.first() {
+            None => match self.query(sql::card_any(), &[&card_key]).await?.first() {
                 Some(any) => {
                     let card = result_from_row(any)?.card;
                     let name = card.display_name();
@@ -378,7 +378,7 @@ impl Storage for PgStore {
             },
         };
         let points = self
-            .query(&sql::card_points(), &[&card_key, &CARD_POINTS])
+            .query(sql::card_points(), &[&card_key, &CARD_POINTS])
             .await?
             .iter()
             .map(|r| {
@@ -392,7 +392,7 @@ impl Storage for PgStore {
             })
             .collect::<StoreResult<Vec<_>>>()?;
         let classes = self
-            .query(&sql::card_classes(), &[&card_key])
+            .query(sql::card_classes(), &[&card_key])
             .await?
             .iter()
             .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))
@@ -422,7 +422,7 @@ impl Storage for PgStore {
     }
 
     async fn export_page(&self, after: i64, limit: i64) -> StoreResult<Vec<StoredResult>> {
-        all(&self.query(&sql::export_page(), &[&after, &limit]).await?, result_from_row)
+        all(&self.query(sql::export_page(), &[&after, &limit]).await?, result_from_row)
     }
 
     async fn network_results(&self, id: i64) -> StoreResult<Option<(String, Vec<i64>)>> {

@@ -118,7 +118,7 @@ impl Storage for SqliteStore {
 
     async fn get(&self, id: i64) -> StoreResult<Option<StoredResult>> {
         self.read(move |c| {
-            let Some(mut stored) = c.query_row(&sql::get_result(), [id], result_from_row).optional()? else {
+            let Some(mut stored) = c.query_row(sql::get_result(), [id], result_from_row).optional()? else {
                 return Ok(None);
             };
             if let (Status::Public, Some(score)) = (stored.status, stored.score) {
@@ -170,19 +170,19 @@ impl Storage for SqliteStore {
     async fn card(&self, card_key: String) -> StoreResult<Option<CardData>> {
         self.read(move |c| {
             let rows: Vec<_> = c
-                .prepare_cached(&sql::card_groups())?
+                .prepare_cached(sql::card_groups())?
                 .query_map([&card_key], group_from_row)?
                 .map(|r| r.map(|(row, _)| row))
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             let (card, name, label) = match rows.first() {
                 Some(row) => (row.card.clone(), row.name.clone(), row.label.clone()),
-                None => match c.query_row(&sql::card_any(), [&card_key], result_from_row).optional()? {
+                None => match c.query_row(sql::card_any(), [&card_key], result_from_row).optional()? {
                     Some(any) => (any.card.clone(), any.card.display_name(), None),
                     None => return Ok(None),
                 },
             };
             let points = c
-                .prepare_cached(&sql::card_points())?
+                .prepare_cached(sql::card_points())?
                 .query_map(params![card_key, CARD_POINTS], |r| {
                     Ok(CardPoint {
                         id: r.get(0)?,
@@ -194,7 +194,7 @@ impl Storage for SqliteStore {
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             let classes = c
-                .prepare_cached(&sql::card_classes())?
+                .prepare_cached(sql::card_classes())?
                 .query_map([&card_key], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             let flagged = c
@@ -221,7 +221,7 @@ impl Storage for SqliteStore {
 
     async fn export_page(&self, after: i64, limit: i64) -> StoreResult<Vec<StoredResult>> {
         self.read(move |c| {
-            Ok(c.prepare_cached(&sql::export_page())?
+            Ok(c.prepare_cached(sql::export_page())?
                 .query_map([after, limit], result_from_row)?
                 .collect::<rusqlite::Result<Vec<_>>>()?)
         })

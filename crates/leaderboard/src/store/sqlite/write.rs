@@ -246,7 +246,7 @@ fn find(conn: &Connection, id: i64) -> StoreResult<Option<Found>> {
 /// group who sent the same content (the first copy counts, so another's may
 /// start or stop counting), its group and its card.
 fn touch_result(conn: &Connection, id: i64, found: &Found, touched: &mut Touched) -> StoreResult<()> {
-    let card = conn.query_row(&sql::get_result(), [id], result_from_row)?.card;
+    let card = conn.query_row(sql::get_result(), [id], result_from_row)?.card;
     touched.add(&found.group, &found.submitter, &found.card_key, &card);
     let mut stmt = conn.prepare_cached(sql::SUBMITTERS_OF_CONTENT)?;
     let others = stmt.query_map(params![found.group, found.content_hash], |r| r.get::<_, String>(0))?;
@@ -336,7 +336,7 @@ fn entries(conn: &Connection, query: &str, key: &str) -> StoreResult<Vec<Submitt
 }
 
 fn recompute_group(conn: &Connection, group: &str) -> StoreResult<()> {
-    let mut entries = entries(conn, &sql::group_submitters(), group)?;
+    let mut entries = entries(conn, sql::group_submitters(), group)?;
     let (stats, changed) = held::settle_group(&mut entries);
     for (submitter, held) in changed {
         conn.prepare_cached(sql::SET_SUBMITTER_HELD)?.execute(params![i64::from(held), group, submitter])?;
@@ -345,7 +345,7 @@ fn recompute_group(conn: &Connection, group: &str) -> StoreResult<()> {
         conn.prepare_cached(sql::DELETE_GROUP)?.execute([group])?;
         return Ok(());
     };
-    let sample = conn.prepare_cached(&sql::group_sample())?.query_row([group], result_from_row)?;
+    let sample = conn.prepare_cached(sql::group_sample())?.query_row([group], result_from_row)?;
     let card = &sample.card;
     conn.prepare_cached(sql::UPSERT_GROUP)?.execute(params![
         group,
@@ -383,13 +383,13 @@ fn recompute_group(conn: &Connection, group: &str) -> StoreResult<()> {
 }
 
 fn recompute_card(conn: &Connection, card_key: &str, card: &Card) -> StoreResult<()> {
-    let entries = entries(conn, &sql::card_submitters(), card_key)?;
+    let entries = entries(conn, sql::card_submitters(), card_key)?;
     if entries.is_empty() {
         return Ok(());
     }
     // Spelled as its first public result spelled it: later results of the
     // same key (in another case, say) rename nothing.
-    let first = conn.prepare_cached(&sql::card_first())?.query_row([card_key], result_from_row).optional()?;
+    let first = conn.prepare_cached(sql::card_first())?.query_row([card_key], result_from_row).optional()?;
     let card = first.as_ref().map_or(card, |r| &r.card);
     let now = conn
         .prepare_cached(sql::CARD_GROUP_DISPLAYS)?
@@ -425,6 +425,6 @@ pub(crate) fn standing(
     board: &str,
     family: &str,
 ) -> StoreResult<(Option<Standing>, bool)> {
-    let entries = entries(conn, &sql::group_submitters(), group)?;
+    let entries = entries(conn, sql::group_submitters(), group)?;
     Ok((aggregate::standing(&entries, submitter, score, board, family), held::is_held(&entries, submitter)))
 }
