@@ -36,7 +36,7 @@ use leaderboard::{Http, Leaderboard, Options};
 use serde_json::{Value, json};
 
 const REPORT: &str = include_str!("../../tests/fixtures/leaderboard/report.json");
-const USAGE: &str = "usage: cargo xtask lb-bench [--requests N] [--clients N] [--page-results N] [--pg-scale N] [--sqlite-only] [--server PATH]";
+const USAGE: &str = "usage: cargo xtask lb-bench [--requests N] [--clients N] [--page-results N] [--pg-scale N [--scale-only]] [--sqlite-only] [--server PATH]";
 
 /// One request may take this many tries (connection refused while the
 /// server restarts, 429, 5xx) before the run is declared failed.
@@ -60,6 +60,8 @@ struct Settings {
     page_results: usize,
     /// Results stored on PostgreSQL for the scale phase; 0 skips it.
     pg_scale: usize,
+    /// Only the scale phase (`--scale-only`).
+    scale_only: bool,
     postgres: bool,
     /// A server binary to measure instead of this tree's release build.
     server: Option<PathBuf>,
@@ -83,8 +85,15 @@ pub fn main(args: &[String]) -> ExitCode {
 }
 
 fn parse(args: &[String]) -> Result<Settings> {
-    let mut s =
-        Settings { requests: 10_000, clients: 50, page_results: 100_000, pg_scale: 0, postgres: true, server: None };
+    let mut s = Settings {
+        requests: 10_000,
+        clients: 50,
+        page_results: 100_000,
+        pg_scale: 0,
+        scale_only: false,
+        postgres: true,
+        server: None,
+    };
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let mut number = |name: &str| -> Result<usize> {
@@ -95,6 +104,7 @@ fn parse(args: &[String]) -> Result<Settings> {
             "--clients" => s.clients = number("--clients")?.max(1),
             "--page-results" => s.page_results = number("--page-results")?,
             "--pg-scale" => s.pg_scale = number("--pg-scale")?,
+            "--scale-only" => s.scale_only = true,
             "--sqlite-only" => s.postgres = false,
             "--server" => s.server = Some(PathBuf::from(it.next().context("--server takes a path")?)),
             other => bail!("unknown argument {other}"),
@@ -127,6 +137,46 @@ fn run(settings: &Settings) -> Result<()> {
     let mut summary = json!({"requests": settings.requests, "clients": settings.clients, "cores": cores()});
     let mut missed: Vec<String> = Vec::new();
 
+    let cluster = if settings.postgres {
+        match postgres::PgCluster::start(true) {
+            Ok(cluster) => Some(cluster),
+            Err(e) => {
+                println!("lb-bench: PostgreSQL skipped: {e}");
+                None
+            }
+        }
+    } else {
+        None
+    };
+    if !settings.scale_only {
+        standard_phases(&binary, &work, settings, cluster.as_ref(), &mut summary, &mut missed)?;
+    }
+
+    // 4. Scale on PostgreSQL.
+    if settings.pg_scale > 0 {
+        let cluster = cluster.as_ref().context("--pg-scale needs PostgreSQL")?;
+        let postgres = Options { db: Some(cluster.new_database()), ..Options::default() };
+        summary["scale_postgres"] =
+            pages(&binary, postgres, settings.pg_scale, settings, "PostgreSQL scale", &mut missed)?;
+    }
+    let out = root.join("target/bench/leaderboard.json");
+    summary["missed_goals"] = json!(missed);
+    std::fs::write(&out, serde_json::to_string_pretty(&summary)? + "\n")?;
+    println!("lb-bench: figures in {}", out.display());
+    ensure!(missed.is_empty(), "{} goal(s) missed: {}", missed.len(), missed.join("; "));
+    Ok(())
+}
+
+/// Phases 1 to 3: throughput on both backends, the crash, the pages.
+fn standard_phases(
+    binary: &Path,
+    work: &Path,
+    settings: &Settings,
+    cluster: Option<&postgres::PgCluster>,
+    summary: &mut Value,
+    missed: &mut Vec<String>,
+) -> Result<()> {
+    let binary = binary.to_owned();
     // 1. Throughput on SQLite.
     let server = Leaderboard::start_with(Options {
         binary: Some(binary.clone()),
@@ -141,18 +191,7 @@ fn run(settings: &Settings) -> Result<()> {
     summary["sqlite"] = figures.to_json(stored);
 
     // 1b. Throughput on PostgreSQL.
-    let cluster = if settings.postgres {
-        match postgres::PgCluster::start(true) {
-            Ok(cluster) => Some(cluster),
-            Err(e) => {
-                println!("lb-bench: PostgreSQL skipped: {e}");
-                None
-            }
-        }
-    } else {
-        None
-    };
-    if let Some(cluster) = &cluster {
+    if let Some(cluster) = cluster {
         let url = cluster.new_database();
         let server = Leaderboard::start_with(Options {
             binary: Some(binary.clone()),
@@ -175,31 +214,19 @@ fn run(settings: &Settings) -> Result<()> {
     }
 
     // 2. kill -9 mid-load on SQLite.
-    summary["crash"] = crash(&binary, &work, settings)?;
+    summary["crash"] = crash(&binary, work, settings)?;
 
     // 3. Page latency with many results.
     if settings.page_results > 0 {
         let sqlite = Options { sqlite_path: Some(work.join("pages.db")), ..Options::default() };
-        summary["pages_sqlite"] = pages(&binary, sqlite, settings.page_results, settings, "SQLite", &mut missed)?;
-        if let Some(cluster) = &cluster {
+        summary["pages_sqlite"] = pages(&binary, sqlite, settings.page_results, settings, "SQLite", missed)?;
+        if let Some(cluster) = cluster {
             let postgres = Options { db: Some(cluster.new_database()), ..Options::default() };
             summary["pages_postgres"] =
-                pages(&binary, postgres, settings.page_results, settings, "PostgreSQL", &mut missed)?;
+                pages(&binary, postgres, settings.page_results, settings, "PostgreSQL", missed)?;
         }
     }
 
-    // 4. Scale on PostgreSQL.
-    if settings.pg_scale > 0 {
-        let cluster = cluster.as_ref().context("--pg-scale needs PostgreSQL")?;
-        let postgres = Options { db: Some(cluster.new_database()), ..Options::default() };
-        summary["scale_postgres"] =
-            pages(&binary, postgres, settings.pg_scale, settings, "PostgreSQL scale", &mut missed)?;
-    }
-    let out = root.join("target/bench/leaderboard.json");
-    summary["missed_goals"] = json!(missed);
-    std::fs::write(&out, serde_json::to_string_pretty(&summary)? + "\n")?;
-    println!("lb-bench: figures in {}", out.display());
-    ensure!(missed.is_empty(), "{} goal(s) missed: {}", missed.len(), missed.join("; "));
     Ok(())
 }
 
