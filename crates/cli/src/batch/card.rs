@@ -106,7 +106,13 @@ pub fn test(target: &str, steps: &Steps<'_>) -> Card {
                     mode: found.mode.to_owned(),
                 });
                 if fake {
-                    // Its reads past the real size fail or lie: no figure of it means anything.
+                    // Its reads past the real size fail or lie: no figure of
+                    // it means anything, so none is measured; --require is
+                    // still judged, to name the terms it fails.
+                    if let Some(require) = steps.require {
+                        let facts = Facts { measurements: &Measurements::default(), score: None, genuine };
+                        card.require = Some(require.judge(&facts));
+                    }
                     return end(card, Status::Fake, Some(found.summary()));
                 }
                 say(target, "verify-capacity: genuine");
