@@ -146,7 +146,7 @@ pub struct BatchArgs {
     #[arg(long, value_enum, default_value_t = BatchProfileArg::Quick)]
     pub profile: BatchProfileArg,
     /// What every card must meet, e.g. "A1 genuine seq_read_mib_s>=20"
-    /// (docs/batch.md#require).
+    /// (docs/batch.md#--require).
     #[arg(long, value_name = "EXPR")]
     pub require: Option<String>,
     /// How many cards run at once (cards on one reader or host take turns).

@@ -1,4 +1,4 @@
-//! `--require EXPR` (docs/batch.md#require): words separated by spaces, all
+//! `--require EXPR` (docs/batch.md#--require): words separated by spaces, all
 //! of which a card must meet.
 //!
 //! - a class mark (`A1`, `A2`, `C10`, `Class10`, `U3`, `V30`, …): the
