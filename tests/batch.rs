@@ -163,7 +163,9 @@ fn a_batch_names_the_fake_the_slow_card_and_the_failed_terms_and_changes_no_byte
         for c in fast {
             throttle.also(&c.dev, at(48));
         }
-        let mut args = vec!["batch"];
+        let page = tempfile::Builder::new().prefix("ss-batch-html-").tempdir().expect("tempdir");
+        let html = page.path().join("batch.html");
+        let mut args = vec!["batch", "--html", html.to_str().expect("utf8")];
         args.extend(cards.iter().map(Card::path));
         args.extend([fake.path(), mounted.dev.path()]);
         args.extend(["--verify", "--profile", "quick", "--jobs", "2", "--json"]);
@@ -213,6 +215,16 @@ fn a_batch_names_the_fake_the_slow_card_and_the_failed_terms_and_changes_no_byte
         let z = outliers.iter().find(|o| o["figure"] == "seq_read_mib_s").and_then(|o| o["z"].as_f64()).unwrap_or(0.0);
         assert!(z < -3.5, "z = {z}");
         assert_eq!(summary["figures"]["seq_read_mib_s"]["n"], 4);
+
+        // The page: a strip plot per figure, the slow card in the outliers' row.
+        let page = std::fs::read_to_string(&html).expect("the --html page");
+        assert!(page.starts_with("<!DOCTYPE html>") && page.contains("storage-score batch: 6 cards"));
+        assert_eq!(page.matches("<svg").count(), 2, "one plot per figure");
+        assert_eq!(page.matches("outliers, |z| &gt; 3.5 (1)").count(), 2, "{page}");
+        assert!(page.contains(&format!("{}: 8", slow.path())), "the slow card's dot");
+        if let Ok(keep) = std::env::var("STORAGE_SCORE_KEEP_BATCH_HTML") {
+            std::fs::copy(&html, keep).expect("keep the page");
+        }
         eprintln!("outliers: {outliers:?}");
     }
     let after: Vec<String> = cards.iter().map(|c| device_hash(Path::new(c.path()))).collect();

@@ -158,6 +158,10 @@ pub struct BatchArgs {
     /// Write the batch report (JSON) to FILE.
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Write the batch report as a self-contained HTML page to FILE (a
+    /// strip plot per figure, the outliers marked).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Keep serial numbers in the report instead of salted hashes.
     #[arg(long)]
     pub include_serials: bool,

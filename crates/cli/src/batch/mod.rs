@@ -31,6 +31,7 @@ pub fn batch(args: &BatchArgs, roots: &Roots) -> Result<(), Failure> {
         return Err(Failure::Usage("--require genuine needs --verify: add it, or drop the term".to_owned()));
     }
     let output = args.output.as_deref().map(|path| OutputFile::prepare(path, "--output")).transpose()?;
+    let html = args.html.as_deref().map(|path| OutputFile::prepare(path, "--html")).transpose()?;
     for (i, device) in args.devices.iter().enumerate() {
         let is_block = std::fs::metadata(device).map(|m| m.file_type().is_block_device()).unwrap_or(false);
         if !is_block {
@@ -52,6 +53,9 @@ pub fn batch(args: &BatchArgs, roots: &Roots) -> Result<(), Failure> {
     let cards = run_all(&args.devices, usize::from(args.jobs), &steps);
     let report = assemble(args, created, cards);
     emit(args, &report, output.as_ref())?;
+    if let Some(html) = &html {
+        html.write(storage_report::batch_page::render(&report).as_bytes())?;
+    }
     exit_with(&report)
 }
 
