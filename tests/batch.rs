@@ -255,3 +255,67 @@ fn a_batch_without_a_fake_that_fails_require_exits_5_and_all_passing_exits_0() {
     assert_eq!(code, Some(0), "{doc:#}");
     assert_eq!(doc["summary"]["counts"]["pass"], 2);
 }
+
+/// The cards of the report at `path`, once it is written.
+fn report_targets(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let doc: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    doc["cards"]
+        .as_array()
+        .map(|all| all.iter().filter_map(|c| c["target"].as_str().map(str::to_owned)).collect())
+        .unwrap_or_default()
+}
+
+/// Waits until the report at `path` has `target`, for at most a minute.
+fn wait_for_card(path: &Path, target: &str) {
+    let started = Instant::now();
+    while !report_targets(path).iter().any(|t| t == target) {
+        assert!(started.elapsed().as_secs() < 60, "{target} was not tested within a minute");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+#[test]
+#[ignore = "needs root: loop"]
+fn station_tests_each_card_put_in_once_and_leaves_the_one_present_alone() {
+    let _lock = device_lock();
+    let present = Card::new();
+    let before = device_hash(Path::new(present.path()));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let report = dir.path().join("station.json");
+    let stderr = std::fs::File::create(dir.path().join("stderr")).expect("stderr file");
+    let mut station = std::process::Command::new(BIN)
+        .args(["station", "--profile", "quick", "--output", report.to_str().expect("utf8")])
+        .stdout(std::process::Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .expect("start station");
+    // Its first look at the machine, before any card goes in.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let first = LoopDev::new(32);
+    wait_for_card(&report, first.path());
+    let second = LoopDev::new(48);
+    wait_for_card(&report, second.path());
+    // Another half second of polling: nothing is tested twice.
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(station.id() as i32), nix::sys::signal::Signal::SIGINT)
+        .expect("SIGINT");
+    let status = station.wait().expect("station ends");
+    let log = std::fs::read_to_string(dir.path().join("stderr")).unwrap_or_default();
+    eprintln!("{log}");
+    assert_eq!(status.code(), Some(0), "Ctrl-C ends the station with 0");
+    assert!(log.contains("##  PASS") && log.contains("stopped by SIGINT"), "{log}");
+
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&report).expect("report")).expect("JSON");
+    assert_eq!(doc["schema"], "storage-score-batch/1");
+    let targets = report_targets(&report);
+    for dev in [&first, &second] {
+        assert_eq!(targets.iter().filter(|t| *t == dev.path()).count(), 1, "{} once: {targets:?}", dev.path());
+        let c = card(&doc, dev.path());
+        assert_eq!(c["status"], "pass", "{c}");
+        assert!(c["figures"]["seq_read_mib_s"].as_f64().is_some(), "{c}");
+    }
+    assert_eq!(card(&doc, second.path())["device"]["capacity_bytes"], 48 * MIB);
+    assert!(!targets.iter().any(|t| t == present.path()), "the card present at start was tested: {targets:?}");
+    assert_eq!(device_hash(Path::new(present.path())), before);
+}

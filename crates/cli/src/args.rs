@@ -73,6 +73,11 @@ pub enum Command {
     /// passed, 4 a card is fake, 5 a card failed --require (none fake),
     /// 3 a card was refused (and no card was fake or failed), 2 bad usage.
     Batch(BatchArgs),
+    /// One reader, many cards: waits for cards to be inserted, runs the
+    /// batch steps on each new one, prints PASS or FAIL with the reason,
+    /// adds it to the report and waits for the next. Never touches a disk
+    /// present at start unless named. Ctrl-C writes the report, exit 0.
+    Station(BatchArgs),
 }
 
 #[derive(Debug, Args, Default)]
@@ -134,8 +139,9 @@ pub struct ScanArgs {
 
 #[derive(Debug, Args)]
 pub struct BatchArgs {
-    /// The cards, as whole-disk device nodes (/dev/sdb /dev/mmcblk0 …).
-    #[arg(value_name = "DEVICE", required = true)]
+    /// The cards, as whole-disk device nodes (/dev/sdb /dev/mmcblk0 …);
+    /// for station, cards to test at once even though they are present.
+    #[arg(value_name = "DEVICE")]
     pub devices: Vec<String>,
     /// Check each card's real capacity first (verify-capacity,
     /// non-destructive unless --destructive --yes); a fake card is not

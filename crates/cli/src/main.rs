@@ -69,6 +69,7 @@ fn main() {
         Some(Command::Profile(args)) => profile_cmd::profile(&args, &roots),
         Some(Command::Scan(args)) => scan_cmd::scan(args.json, &roots),
         Some(Command::Batch(args)) => batch::batch(&args, &roots),
+        Some(Command::Station(args)) => batch::station::station(&args, &roots),
     };
     if let Err(failure) = result {
         terminal::errln(&format!("storage-score: {failure}"));

@@ -5,6 +5,7 @@
 //! written and judged into the exit status.
 
 pub mod card;
+pub mod station;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::os::unix::fs::FileTypeExt;
@@ -26,23 +27,16 @@ const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// `storage-score batch DEVICE…`.
 pub fn batch(args: &BatchArgs, roots: &Roots) -> Result<(), Failure> {
-    let require = args.require.as_deref().map(Require::parse).transpose().map_err(Failure::Usage)?;
-    if require.as_ref().is_some_and(Require::needs_verify) && !args.verify {
-        return Err(Failure::Usage("--require genuine needs --verify: add it, or drop the term".to_owned()));
-    }
+    let require = checked_require(args)?;
     let output = args.output.as_deref().map(|path| OutputFile::prepare(path, "--output")).transpose()?;
     let html = args.html.as_deref().map(|path| OutputFile::prepare(path, "--html")).transpose()?;
-    for (i, device) in args.devices.iter().enumerate() {
-        let is_block = std::fs::metadata(device).map(|m| m.file_type().is_block_device()).unwrap_or(false);
-        if !is_block {
-            return Err(Failure::Usage(format!(
-                "{device} is not a block device; give each card's whole device, e.g. /dev/sdb /dev/sdc"
-            )));
-        }
-        if args.devices[..i].contains(device) {
-            return Err(Failure::Usage(format!("{device} is named twice; name each card once")));
-        }
+    if args.devices.is_empty() {
+        return Err(Failure::Usage(
+            "batch needs the cards: name their devices, e.g. storage-score batch /dev/sdb /dev/sdc (storage-score scan lists them)"
+                .to_owned(),
+        ));
     }
+    check_devices(&args.devices)?;
     if args.destructive && !args.yes {
         crate::failure::confirm_data_loss(&args.devices.join(" "), "writes all over")?;
     }
@@ -57,6 +51,31 @@ pub fn batch(args: &BatchArgs, roots: &Roots) -> Result<(), Failure> {
         html.write(storage_report::batch_page::render(&report).as_bytes())?;
     }
     exit_with(&report)
+}
+
+/// `--require`, read, and its `genuine` only with `--verify`.
+pub fn checked_require(args: &BatchArgs) -> Result<Option<Require>, Failure> {
+    let require = args.require.as_deref().map(Require::parse).transpose().map_err(Failure::Usage)?;
+    if require.as_ref().is_some_and(Require::needs_verify) && !args.verify {
+        return Err(Failure::Usage("--require genuine needs --verify: add it, or drop the term".to_owned()));
+    }
+    Ok(require)
+}
+
+/// Every named device is a block device, named once.
+pub fn check_devices(devices: &[String]) -> Result<(), Failure> {
+    for (i, device) in devices.iter().enumerate() {
+        let is_block = std::fs::metadata(device).map(|m| m.file_type().is_block_device()).unwrap_or(false);
+        if !is_block {
+            return Err(Failure::Usage(format!(
+                "{device} is not a block device; give each card's whole device, e.g. /dev/sdb /dev/sdc"
+            )));
+        }
+        if devices[..i].contains(device) {
+            return Err(Failure::Usage(format!("{device} is named twice; name each card once")));
+        }
+    }
+    Ok(())
 }
 
 /// Tests `devices` with up to `jobs` at once, one bus at a time each: the
