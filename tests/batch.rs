@@ -319,3 +319,42 @@ fn station_tests_each_card_put_in_once_and_leaves_the_one_present_alone() {
     assert!(!targets.iter().any(|t| t == present.path()), "the card present at start was tested: {targets:?}");
     assert_eq!(device_hash(Path::new(present.path())), before);
 }
+
+/// A batch report whose cards read `reads` MiB/s and cache-read `cached`.
+fn batch_report(reads: &[f64], cached: &[f64]) -> Value {
+    let cards: Vec<Value> = reads
+        .iter()
+        .zip(cached)
+        .enumerate()
+        .map(|(i, (r, c))| {
+            serde_json::json!({"target": format!("/dev/sd{}", (b'b' + i as u8) as char), "status": "pass",
+                "figures": {"seq_read_mib_s": r, "cached_read_mib_s": c}, "seconds": 10.0})
+        })
+        .collect();
+    serde_json::json!({"schema": "storage-score-batch/1", "created": "2026-12-04T04:00:00Z", "tool_version": "0.1.0",
+        "profile": "quick", "verify": false, "cards": cards,
+        "summary": {"counts": {"cards": 4, "pass": 4, "fail": 0, "fake": 0, "refused": 0, "error": 0},
+                    "figures": {}, "outliers": [], "clones": [], "mixed_stock": []}})
+}
+
+#[test]
+fn compare_takes_two_batches_figure_by_figure() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a, b) = (dir.path().join("supplier-a.json"), dir.path().join("supplier-b.json"));
+    // Supplier B's cards read at half the speed; their cached reads are the same.
+    let write = |path: &Path, doc: Value| std::fs::write(path, doc.to_string()).expect("write");
+    write(&a, batch_report(&[40.0, 41.0, 42.0, 40.5], &[900.0, 910.0, 905.0, 895.0]));
+    write(&b, batch_report(&[20.0, 21.0, 20.5, 19.8], &[902.0, 896.0, 910.0, 899.0]));
+    let out = run(&["compare", a.to_str().expect("utf8"), b.to_str().expect("utf8"), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc = stdout_json(&out);
+    let figures = doc["comparisons"][0]["figures"].as_array().expect("figures");
+    let figure = |key: &str| figures.iter().find(|f| f["key"] == key).unwrap_or_else(|| panic!("{key}: {doc}"));
+    let read = figure("seq_read_mib_s");
+    assert_eq!((&read["difference"], &read["runs"]), (&Value::from("real"), &serde_json::json!([4, 4])), "{read}");
+    assert!((read["ratio"].as_f64().unwrap_or(0.0) - 0.5).abs() < 0.02, "{read}");
+    assert_eq!(figure("cached_read_mib_s")["difference"], "noise");
+    let text = String::from_utf8_lossy(&run(&["compare", a.to_str().expect("utf8"), b.to_str().expect("utf8")]).stdout)
+        .into_owned();
+    assert!(text.contains("a batch of 4 cards, 4 measured"), "{text}");
+}

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::schema::{Device, Score};
+use crate::schema::{Device, MEASUREMENT_KEYS, Measurements, Report, Samples, Score};
 
 pub use require::{Require, RequireResult};
 pub use summary::{Summary, summarize};
@@ -121,6 +121,31 @@ pub struct Capacity {
 }
 
 impl BatchReport {
+    /// The batch as one report for `compare` (docs/compare.md#batch-reports):
+    /// per figure, the measured cards' values as its samples and their
+    /// median as the figure, so that two batches compare figure by figure
+    /// under the same rules as two sets of runs. A fake card's figures
+    /// (there are none) and a card that stopped with an error are left out.
+    pub fn as_samples(&self) -> Report {
+        let mut report = Report::new(&self.tool_version);
+        report.profile = Some(self.profile.clone());
+        let mut measurements = Measurements::default();
+        for key in MEASUREMENT_KEYS {
+            let values: Vec<f64> = self
+                .cards
+                .iter()
+                .filter(|c| matches!(c.status, Status::Pass | Status::Fail))
+                .filter_map(|c| c.figures.get(key).copied())
+                .collect();
+            if let Some(samples) = Samples::of(values) {
+                measurements.set(key, samples.median);
+                report.samples.insert(key.to_owned(), samples);
+            }
+        }
+        report.measurements = Some(measurements);
+        report
+    }
+
     /// The exit status of docs/batch.md#exit-status: 4 a card is fake, 5 a
     /// card fails `--require`, 1 a card's test failed, 3 a card was
     /// refused, 0 every card passed. The first that applies wins.

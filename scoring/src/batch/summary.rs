@@ -280,6 +280,23 @@ mod tests {
     }
 
     #[test]
+    fn a_batch_compares_as_samples_of_its_measured_cards() {
+        use super::super::BatchReport;
+        let mut cards = vec![
+            card("/dev/a", &[("seq_read_mib_s", 40.0)]),
+            card("/dev/b", &[("seq_read_mib_s", 44.0)]),
+            card("/dev/c", &[("seq_read_mib_s", 48.0), ("seq_write_mb_s", 12.0)]),
+            card("/dev/gone", &[("seq_read_mib_s", 1.0)]),
+        ];
+        cards[3].status = Status::Error;
+        let report = BatchReport { cards, profile: "quick".into(), ..BatchReport::default() }.as_samples();
+        assert_eq!(report.samples["seq_read_mib_s"].values, [40.0, 44.0, 48.0]);
+        let m = report.measurements.expect("measurements");
+        assert_eq!((m.get("seq_read_mib_s"), m.get("seq_write_mb_s")), (Some(44.0), Some(12.0)));
+        assert_eq!(report.profile.as_deref(), Some("quick"));
+    }
+
+    #[test]
     fn exit_status_follows_the_worst_card() {
         use super::super::BatchReport;
         let with = |statuses: &[Status]| BatchReport {
