@@ -5,6 +5,7 @@
 //! This crate depends on neither `storage-identify` nor `storage-bench`, so
 //! the leaderboard server and any other consumer of reports can use it alone.
 
+pub mod batch;
 pub mod compare;
 pub mod health;
 pub mod input;

@@ -14,6 +14,45 @@ pub fn mean(values: &[f64]) -> f64 {
     values.iter().sum::<f64>() / values.len() as f64
 }
 
+/// The median (the mean of the middle two for an even count); `None` for
+/// no values. NaNs sort last (`total_cmp`), so give finite values.
+pub fn median(values: &[f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let mid = sorted.len() / 2;
+    Some(if sorted.len() % 2 == 1 { sorted[mid] } else { (sorted[mid - 1] + sorted[mid]) / 2.0 })
+}
+
+/// The median absolute deviation from the median (unscaled); `None` for no
+/// values.
+pub fn mad(values: &[f64]) -> Option<f64> {
+    let centre = median(values)?;
+    median(&values.iter().map(|v| (v - centre).abs()).collect::<Vec<_>>())
+}
+
+/// Iglewicz and Hoaglin's modified z-score of each value, 0.6745 (x −
+/// median) / MAD (Iglewicz & Hoaglin, "How to Detect and Handle Outliers",
+/// ASQC 1993; NIST/SEMATECH e-Handbook 1.3.5.17). When more than half the
+/// values are equal the MAD is 0, and the mean absolute deviation stands in
+/// for it, scaled by 1.253314 (so both estimate the same spread). `None`
+/// when all the values are equal or there are fewer than three.
+pub fn robust_z(values: &[f64]) -> Option<Vec<f64>> {
+    if values.len() < 3 {
+        return None;
+    }
+    let centre = median(values)?;
+    let mad = mad(values)?;
+    let scale = if mad > 0.0 {
+        mad / 0.6745
+    } else {
+        1.253314 * mean(&values.iter().map(|v| (v - centre).abs()).collect::<Vec<_>>())
+    };
+    (scale > 0.0).then(|| values.iter().map(|v| (v - centre) / scale).collect())
+}
+
 /// The sample variance (divisor n − 1); NaN for fewer than two values.
 pub fn variance(values: &[f64]) -> f64 {
     if values.len() < 2 {

@@ -127,6 +127,8 @@ pub struct BlkioThrottle {
     files: Vec<&'static str>,
     /// v2: the cgroup this process came from, to go back to.
     home: Option<PathBuf>,
+    /// More devices limited by the same group ([`BlkioThrottle::also`]).
+    others: Vec<(Rules, Vec<&'static str>)>,
 }
 
 impl BlkioThrottle {
@@ -143,9 +145,12 @@ impl BlkioThrottle {
         let devnum = dev.devnum();
         let (blkio, unified) = cgroup_mounts();
         let mut throttle = match (blkio.filter(|b| b.join("blkio.throttle.write_bps_device").exists()), unified) {
-            (Some(blkio), _) => {
-                BlkioThrottle { rules: Rules { cgroup: Cgroup::V1 { blkio }, devnum }, files: Vec::new(), home: None }
-            }
+            (Some(blkio), _) => BlkioThrottle {
+                rules: Rules { cgroup: Cgroup::V1 { blkio }, devnum },
+                files: Vec::new(),
+                home: None,
+                others: Vec::new(),
+            },
             (None, Some(root)) => BlkioThrottle::v2(&root, devnum),
             (None, None) => panic!("no cgroup v1 blkio and no cgroup v2 here: this test needs throttling"),
         };
@@ -171,6 +176,7 @@ impl BlkioThrottle {
             rules: Rules { cgroup: Cgroup::V2 { group: group.clone() }, devnum },
             files: Vec::new(),
             home: Some(home),
+            others: Vec::new(),
         };
         std::fs::write(group.join("cgroup.procs"), format!("{}\n", std::process::id()))
             .expect("join the throttle's cgroup");
@@ -185,6 +191,14 @@ impl BlkioThrottle {
                 self.files.push(file);
             }
         }
+    }
+
+    /// Limits `dev` too, in the same group (one cgroup v2 group holds a
+    /// line per device): several cards of known speeds at once.
+    pub fn also(&mut self, dev: &LoopDev, limits: Throttle) {
+        let rules = Rules { cgroup: self.rules.cgroup.clone(), devnum: dev.devnum() };
+        let files = rules.write(limits);
+        self.others.push((rules, files));
     }
 
     /// A command that runs `BIN args…` against the throttled device.
@@ -234,9 +248,12 @@ impl Drop for BlkioThrottle {
     fn drop(&mut self) {
         match &self.rules.cgroup {
             Cgroup::V1 { blkio } => {
-                for file in &self.files {
-                    // Writing 0 removes the rule.
-                    let _ = std::fs::write(blkio.join(file), format!("{} 0\n", self.rules.devnum));
+                let all = std::iter::once((&self.rules, &self.files)).chain(self.others.iter().map(|(r, f)| (r, f)));
+                for (rules, files) in all {
+                    for file in files {
+                        // Writing 0 removes the rule.
+                        let _ = std::fs::write(blkio.join(file), format!("{} 0\n", rules.devnum));
+                    }
                 }
             }
             Cgroup::V2 { group } => {

@@ -62,6 +62,22 @@ pub enum Command {
     /// progress, where the cache runs out), a block size × jobs sweep, and
     /// random I/O speed against transfer size. With no study named, all three.
     Profile(ProfileArgs),
+    /// Every block device of this machine, one line each: name, kind, maker,
+    /// model or CID name, size, the class the card claims, whether it is
+    /// mounted or holds `/`, and its health source. Reads only.
+    Scan(ScanArgs),
+    /// Many cards in one go: for each DEVICE, identify it, with --verify
+    /// check its capacity (non-destructive), run a profile, judge it by
+    /// --require, then summarize the batch (median and MAD per figure,
+    /// outliers, cloned CIDs, mixed stock). Exit codes: 0 every card
+    /// passed, 4 a card is fake, 5 a card failed --require (none fake),
+    /// 3 a card was refused (and no card was fake or failed), 2 bad usage.
+    Batch(BatchArgs),
+    /// One reader, many cards: waits for cards to be inserted, runs the
+    /// batch steps on each new one, prints PASS or FAIL with the reason,
+    /// adds it to the report and waits for the next. Never touches a disk
+    /// present at start unless named. Ctrl-C writes the report, exit 0.
+    Station(BatchArgs),
 }
 
 #[derive(Debug, Args, Default)]
@@ -112,6 +128,71 @@ pub struct RunArgs {
     /// real difference from noise.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=100))]
     pub repeat: u16,
+}
+
+#[derive(Debug, Args)]
+pub struct ScanArgs {
+    /// The list as JSON (`storage-score-scan/1`).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BatchArgs {
+    /// The cards, as whole-disk device nodes (/dev/sdb /dev/mmcblk0 …);
+    /// for station, cards to test at once even though they are present.
+    #[arg(value_name = "DEVICE")]
+    pub devices: Vec<String>,
+    /// Check each card's real capacity first (verify-capacity,
+    /// non-destructive unless --destructive --yes); a fake card is not
+    /// measured further.
+    #[arg(long)]
+    pub verify: bool,
+    /// The run profile for each card; `none` measures nothing.
+    #[arg(long, value_enum, default_value_t = BatchProfileArg::Quick)]
+    pub profile: BatchProfileArg,
+    /// What every card must meet, e.g. "A1 genuine seq_read_mib_s>=20"
+    /// (docs/batch.md#--require).
+    #[arg(long, value_name = "EXPR")]
+    pub require: Option<String>,
+    /// How many cards run at once (cards on one reader or host take turns).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub jobs: u16,
+    /// Print the batch report as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the batch report (JSON) to FILE.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Write the batch report as a self-contained HTML page to FILE (a
+    /// strip plot per figure, the outliers marked).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Keep serial numbers in the report instead of salted hashes.
+    #[arg(long)]
+    pub include_serials: bool,
+    /// Let verify-capacity and the write tests write all over each card.
+    #[arg(long)]
+    pub destructive: bool,
+    /// Confirm --destructive without asking.
+    #[arg(long, requires = "destructive")]
+    pub yes: bool,
+    /// Where verify-capacity keeps its undo journal.
+    #[arg(
+        long,
+        env = "STORAGE_SCORE_JOURNAL_DIR",
+        value_name = "DIR",
+        default_value = "/var/lib/storage-score/journal"
+    )]
+    pub journal_dir: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, Default, PartialEq, Eq)]
+pub enum BatchProfileArg {
+    #[default]
+    Quick,
+    Compat,
+    None,
 }
 
 #[derive(Debug, Args)]

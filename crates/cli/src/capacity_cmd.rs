@@ -38,6 +38,21 @@ pub fn verify_capacity(args: &VerifyCapacityArgs) -> Result<(), Failure> {
     if args.files {
         return files(args, &watch);
     }
+    let report = probe(args, &watch)?;
+
+    if args.json {
+        json_outln(&to_json(&report)?);
+    } else {
+        out(&report.text());
+    }
+    if report.verdict.is_fake() { Err(Failure::Fake(report.summary())) } else { Ok(()) }
+}
+
+/// The whole-device probe of `verify-capacity` and `batch --verify`:
+/// preflight, journal place, an unfinished run replayed, then the probe.
+/// `--destructive` without `--yes` asks on the terminal once the card is
+/// cleared (`batch` asks once, up front, and passes `--yes` on).
+pub fn probe(args: &VerifyCapacityArgs, watch: &dyn Watch) -> Result<storage_capacity::Report, Failure> {
     let cleared = preflight::check(&args.device).map_err(|r| match r {
         Refusal::Usage(m) => Failure::Usage(m),
         Refusal::Unsafe(m) => Failure::Refused(m),
@@ -71,15 +86,7 @@ pub fn verify_capacity(args: &VerifyCapacityArgs) -> Result<(), Failure> {
     let bound =
         if args.thorough { storage_capacity::THOROUGH_CACHE_BOUND } else { storage_capacity::DEFAULT_CACHE_BOUND };
     let options = Options { cache_bound: bound, ..Options::default() };
-    let report = storage_capacity::verify(&mut disk, &args.device, &safety, options, &watch)
-        .map_err(|e| verify_failure(e, args))?;
-
-    if args.json {
-        json_outln(&to_json(&report)?);
-    } else {
-        out(&report.text());
-    }
-    if report.verdict.is_fake() { Err(Failure::Fake(report.summary())) } else { Ok(()) }
+    storage_capacity::verify(&mut disk, &args.device, &safety, options, watch).map_err(|e| verify_failure(e, args))
 }
 
 fn files(args: &VerifyCapacityArgs, watch: &Stages) -> Result<(), Failure> {

@@ -27,6 +27,9 @@ pub struct Input {
     pub report: Report,
     /// When a leaderboard stored it (`created_at`), if it came from one.
     pub stored_at: Option<String>,
+    /// A batch report's number of cards: `report` then holds their figures
+    /// as samples (docs/compare.md#batch-reports).
+    pub cards: Option<usize>,
 }
 
 /// One report set against the first.
@@ -119,6 +122,17 @@ fn parse(name: &str, value: Value) -> Result<Input, Failure> {
         }
         other => other,
     };
+    if value.get("schema").and_then(Value::as_str) == Some(storage_scoring::batch::SCHEMA) {
+        let batch: storage_scoring::batch::BatchReport = serde_json::from_value(value).map_err(|e| {
+            Failure::Usage(format!("{name}: the batch report does not read as one ({e}); was it edited by hand?"))
+        })?;
+        return Ok(Input {
+            name: name.to_owned(),
+            report: batch.as_samples(),
+            stored_at,
+            cards: Some(batch.cards.len()),
+        });
+    }
     if value.get("schema").and_then(Value::as_str) != Some(storage_scoring::schema::SCHEMA) {
         return Err(Failure::Usage(format!(
             "{name} is not a storage-score report (no \"schema\": \"{}\"); give a report written by `storage-score run --output FILE`",
@@ -128,7 +142,7 @@ fn parse(name: &str, value: Value) -> Result<Input, Failure> {
     let report: Report = serde_json::from_value(value).map_err(|e| {
         Failure::Usage(format!("{name}: the report does not read as one ({e}); was it edited by hand?"))
     })?;
-    Ok(Input { name: name.to_owned(), report, stored_at })
+    Ok(Input { name: name.to_owned(), report, stored_at, cards: None })
 }
 
 /// The API address of a leaderboard result given as its page

@@ -138,7 +138,11 @@ fn describe(input: &Input) -> String {
     }
     parts.push(one_line(r.profile.as_deref().unwrap_or("compat"), 20));
     let runs = r.samples.values().map(|s| s.values.len()).max().unwrap_or(1);
-    parts.push(if runs == 1 { "1 run".to_owned() } else { format!("{runs} runs") });
+    parts.push(match input.cards {
+        Some(cards) => format!("a batch of {cards} cards, {runs} measured"),
+        None if runs == 1 => "1 run".to_owned(),
+        None => format!("{runs} runs"),
+    });
     if let Some(at) = &input.stored_at {
         parts.push(format!("stored {at}"));
     }
@@ -192,7 +196,7 @@ mod tests {
         if write.len() > 1 {
             report.samples.insert("seq_write_mb_s".into(), samples);
         }
-        Input { name: name.to_owned(), report, stored_at: None }
+        Input { name: name.to_owned(), report, stored_at: None, cards: None }
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! | 2 | bad usage or a bad target |
 //! | 3 | refused for safety |
 //! | 4 | verify-capacity found a fake (a finding, not a failure) |
+//! | 5 | batch: a card fails `--require` (and none is fake) |
 
 use std::fmt;
 use std::io::{BufRead, IsTerminal};
@@ -22,6 +23,8 @@ pub enum Failure {
     Refused(String),
     /// verify-capacity found a fake card: exit 4.
     Fake(String),
+    /// A card of a batch fails `--require`: exit 5.
+    Require(String),
 }
 
 impl Failure {
@@ -31,13 +34,14 @@ impl Failure {
             Failure::Usage(_) => 2,
             Failure::Refused(_) => 3,
             Failure::Fake(_) => 4,
+            Failure::Require(_) => 5,
         }
     }
 }
 
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (Failure::Run(m) | Failure::Usage(m) | Failure::Refused(m) | Failure::Fake(m)) = self;
+        let (Failure::Run(m) | Failure::Usage(m) | Failure::Refused(m) | Failure::Fake(m) | Failure::Require(m)) = self;
         // One line, always: fold any newline a lower layer let through.
         write!(f, "{}", m.replace('\n', " "))
     }

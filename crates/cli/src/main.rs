@@ -2,6 +2,7 @@
 //! libraries, render. Every error leaves through [`Failure`], which prints
 //! one line and picks the documented exit code (docs/cli.md#exit-codes).
 
+mod batch;
 mod capacity_cmd;
 mod compare_cmd;
 mod compare_render;
@@ -18,6 +19,7 @@ mod progress;
 mod prometheus;
 mod render;
 mod run;
+mod scan_cmd;
 mod score_cmd;
 mod terminal;
 mod upload;
@@ -27,10 +29,11 @@ use clap::Parser;
 use storage_identify::Roots;
 
 pub use failure::Failure;
-use storage_score::args::{Cli, Command};
 pub(crate) use storage_score::args::{
-    CompareArgs, DoctorArgs, EngineArg, IdentifyArgs, ProfileArg, RunArgs, ScoreArgs, SubmitArgs, VerifyCapacityArgs,
+    BatchArgs, CompareArgs, DoctorArgs, EngineArg, IdentifyArgs, ProfileArg, RunArgs, ScoreArgs, SubmitArgs,
+    VerifyCapacityArgs,
 };
+use storage_score::args::{Cli, Command};
 
 fn main() {
     // Die quietly on a closed pipe (`storage-score identify | head`), as
@@ -64,6 +67,9 @@ fn main() {
         Some(Command::VerifyCapacity(args)) => capacity_cmd::verify_capacity(&args),
         Some(Command::Submit(args)) => upload::submit_command(&args),
         Some(Command::Profile(args)) => profile_cmd::profile(&args, &roots),
+        Some(Command::Scan(args)) => scan_cmd::scan(args.json, &roots),
+        Some(Command::Batch(args)) => batch::batch(&args, &roots),
+        Some(Command::Station(args)) => batch::station::station(&args, &roots),
     };
     if let Err(failure) = result {
         terminal::errln(&format!("storage-score: {failure}"));

@@ -58,11 +58,71 @@ pub fn run(args: &RunArgs, roots: &Roots) -> Result<(), Failure> {
     // benchmark, and so is a report file that could not be written.
     let upload = upload::before_run(args)?;
     let output = args.output.as_deref().map(|path| OutputFile::prepare(path, "--output")).transpose()?;
+    let show_progress = !args.json && std::io::stderr().is_terminal();
+    let Measured { report, plan, error } = measure(args, roots, show_progress)?;
+
+    let json = to_json(&report)?;
+    if let Some(output) = &output {
+        output.write(format!("{json}\n").as_bytes())?;
+    }
+    // With --submit, the report is on disk before anything is sent, so a
+    // failed upload can be sent again with `submit`.
+    let saved = match (&upload, &args.output) {
+        (Some(_), Some(path)) => Some(path.clone()),
+        (Some(_), None) => Some(upload::keep_report(&json, &report)?),
+        (None, _) => None,
+    };
+    if args.json {
+        crate::terminal::json_outln(&json);
+    } else {
+        crate::terminal::out(&render::report(&report));
+        crate::terminal::out(&doctor_render::sections(&report));
+    }
+    let channel = if args.json { upload::Channel::Stderr } else { upload::Channel::Stdout };
+    if let (Some(path), None) = (&saved, &args.output) {
+        channel.say(&format!("report kept in {}", path.display()));
+    }
+    if let (Some(upload), Some(path), None) = (&upload, &saved, &error) {
+        upload::send_saved(path, upload, channel)?;
+    }
+
+    match error {
+        None => Ok(()),
+        Some(e) => Err(run_failure(e, &plan)),
+    }
+}
+
+/// The error that stopped a run, as one line and its exit code.
+pub fn run_failure(e: RunError, plan: &storage_bench::Plan) -> Failure {
+    match e {
+        e if e.is_interrupt() => {
+            Failure::Run(format!("{e}; the figures measured so far are shown above, nothing was left behind"))
+        }
+        e if e.is_refusal() => Failure::Refused(e.to_string()),
+        e @ (RunError::Scratch(ScratchError::ReadOnly { .. })
+        | RunError::TooSmall { .. }
+        | RunError::Raw(storage_bench::raw::RawRefusal::Bad(_))) => Failure::Usage(e.to_string()),
+        e => Failure::Run(format!(
+            "the run failed: {e}; nothing was left behind{}",
+            crate::capacity_cmd::hint_after_run_error(&e, plan)
+        )),
+    }
+}
+
+/// A run's report, its plan, and the error that stopped it early, if any.
+pub struct Measured {
+    pub report: Report,
+    pub plan: storage_bench::Plan,
+    pub error: Option<RunError>,
+}
+
+/// What `run` measures, without printing or saving anything: identify,
+/// plan, measure, score, judge. `batch` runs it for each card.
+pub fn measure(args: &RunArgs, roots: &Roots, show_progress: bool) -> Result<Measured, Failure> {
     let (resolved, device) = storage_identify::identify(&args.target, roots)?;
     let plan = plan::build(args, &resolved, roots)?;
     storage_bench::interrupt::install().map_err(|e| Failure::Run(format!("cannot install signal handlers: {e}")))?;
 
-    let show_progress = !args.json && std::io::stderr().is_terminal();
     let bars = Bars::new(show_progress);
     let session = watch::Session::start(&resolved, device.as_ref(), roots);
     let (outcome, error) = storage_bench::run_repeated(&plan, usize::from(args.repeat), &session.observer(&bars));
@@ -100,47 +160,7 @@ pub fn run(args: &RunArgs, roots: &Roots) -> Result<(), Failure> {
         report.thermal.as_ref(),
     ));
 
-    let json = to_json(&report)?;
-    if let Some(output) = &output {
-        output.write(format!("{json}\n").as_bytes())?;
-    }
-    // With --submit, the report is on disk before anything is sent, so a
-    // failed upload can be sent again with `submit`.
-    let saved = match (&upload, &args.output) {
-        (Some(_), Some(path)) => Some(path.clone()),
-        (Some(_), None) => Some(upload::keep_report(&json, &report)?),
-        (None, _) => None,
-    };
-    if args.json {
-        crate::terminal::json_outln(&json);
-    } else {
-        crate::terminal::out(&render::report(&report));
-        crate::terminal::out(&doctor_render::sections(&report));
-    }
-    let channel = if args.json { upload::Channel::Stderr } else { upload::Channel::Stdout };
-    if let (Some(path), None) = (&saved, &args.output) {
-        channel.say(&format!("report kept in {}", path.display()));
-    }
-    if let (Some(upload), Some(path), None) = (&upload, &saved, &error) {
-        upload::send_saved(path, upload, channel)?;
-    }
-
-    match error {
-        None => Ok(()),
-        Some(e) if e.is_interrupt() => {
-            Err(Failure::Run(format!("{e}; the figures measured so far are shown above, nothing was left behind")))
-        }
-        Some(e) if e.is_refusal() => Err(Failure::Refused(e.to_string())),
-        Some(
-            e @ (RunError::Scratch(ScratchError::ReadOnly { .. })
-            | RunError::TooSmall { .. }
-            | RunError::Raw(storage_bench::raw::RawRefusal::Bad(_))),
-        ) => Err(Failure::Usage(e.to_string())),
-        Some(e) => Err(Failure::Run(format!(
-            "the run failed: {e}; nothing was left behind{}",
-            crate::capacity_cmd::hint_after_run_error(&e, &plan)
-        ))),
-    }
+    Ok(Measured { report, plan, error })
 }
 
 fn to_json<T: serde::Serialize>(value: &T) -> Result<String, Failure> {

@@ -15,6 +15,7 @@
 //! Pure: no I/O. Its one dependency is `storage-scoring`, for the report
 //! types the pages are drawn from.
 
+pub mod batch_page;
 pub mod csv;
 pub mod html;
 pub mod plot;

@@ -9,7 +9,7 @@
 //! work, the one command that does it.
 
 mod client;
-mod installation;
+pub(crate) mod installation;
 mod payload;
 pub(crate) mod retry;
 

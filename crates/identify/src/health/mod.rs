@@ -26,7 +26,7 @@ use std::io::ErrorKind;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-use storage_scoring::health::Health;
+use storage_scoring::health::{Health, HealthSource};
 use storage_scoring::schema::{Device, DeviceKind};
 
 use crate::sysfs::{Roots, read_attr};
@@ -45,6 +45,23 @@ pub fn read(disk: &BlockDev, device: &Device, roots: &Roots) -> Health {
         *note = crate::advice::printable(note);
     }
     h
+}
+
+/// The source [`read`] would ask, without asking it: `Err(why)` when the
+/// device has none. For `scan`, which lists every device in under two
+/// seconds and sends no command to any of them.
+pub fn source_of(device: &Device) -> Result<HealthSource, String> {
+    if let Some(why) = no_source(device) {
+        return Err(why);
+    }
+    match device.kind {
+        DeviceKind::Emmc => Ok(HealthSource::EmmcLifeTime),
+        DeviceKind::Nvme => Ok(HealthSource::NvmeSmartLog),
+        DeviceKind::Sata => Ok(HealthSource::AtaSmart),
+        DeviceKind::Usb => Ok(HealthSource::AtaSmartSat),
+        DeviceKind::Sd => Ok(HealthSource::SdCmd56),
+        _ => Err("no health source for this kind of device".to_owned()),
+    }
 }
 
 fn read_source(disk: &BlockDev, device: &Device, roots: &Roots) -> Health {

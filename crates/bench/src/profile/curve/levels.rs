@@ -101,7 +101,7 @@ pub(super) fn boundaries(speeds: &[f64], raw: &[f64]) -> Vec<usize> {
     let min_len = 3;
     // Do the medians of two runs of chunks differ by a level's worth?
     let differ = |one: Vec<f64>, other: Vec<f64>| {
-        let (x, y) = (median(&mut one.clone()).unwrap_or(0.0), median(&mut other.clone()).unwrap_or(0.0));
+        let (x, y) = (median(&one).unwrap_or(0.0), median(&other).unwrap_or(0.0));
         (x - y).abs() / x.max(y).max(f64::MIN_POSITIVE) >= MIN_LEVEL_CHANGE
     };
     let mut found = Vec::new();
@@ -177,18 +177,14 @@ fn best_split(prefix: &Prefix, a: usize, b: usize, min_len: usize) -> Option<usi
 /// (× 1.4826 / √2), at least 1% so that a perfectly flat curve is not split
 /// on rounding.
 pub(super) fn noise(speeds: &[f64]) -> f64 {
-    let mut diffs: Vec<f64> = speeds.windows(2).map(|w| (w[1].max(1e-9).ln() - w[0].max(1e-9).ln()).abs()).collect();
-    let mad = median(&mut diffs).unwrap_or(0.0) * 1.4826 / std::f64::consts::SQRT_2;
+    let diffs: Vec<f64> = speeds.windows(2).map(|w| (w[1].max(1e-9).ln() - w[0].max(1e-9).ln()).abs()).collect();
+    let mad = median(&diffs).unwrap_or(0.0) * 1.4826 / std::f64::consts::SQRT_2;
     mad.max(0.01)
 }
 
-pub(super) fn median(values: &mut [f64]) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    Some(if values.len() % 2 == 1 { values[mid] } else { (values[mid - 1] + values[mid]) / 2.0 })
+/// The one median of the project (`storage_scoring::stats`).
+pub(super) fn median(values: &[f64]) -> Option<f64> {
+    storage_scoring::stats::median(values)
 }
 
 /// Prefix sums for O(1) segment means and squared errors.

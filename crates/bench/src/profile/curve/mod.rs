@@ -134,7 +134,7 @@ pub fn analyse(chunks: &[Chunk]) -> Analysis {
     };
     let mut from = 0;
     for &to in bounds.iter().chain(std::iter::once(&chunks.len())) {
-        let median_mb_s = median(&mut speeds[from..to].to_vec()).unwrap_or(0.0);
+        let median_mb_s = median(&speeds[from..to]).unwrap_or(0.0);
         analysis.segments.push(Segment { from, to, mb_s: typical_rate(chunks, from..to, None), median_mb_s });
         from = to;
     }
@@ -173,9 +173,9 @@ fn typical_rate(chunks: &[Chunk], range: Range<usize>, except: Option<usize>) ->
     let except = except.filter(|t| range.contains(t) && range.len() > 1);
     let run: Vec<&Chunk> = range.filter(|&i| Some(i) != except).map(|i| &chunks[i]).collect();
     let logs: Vec<f64> = run.iter().map(|c| c.mb_s().max(1e-9).ln()).collect();
-    let Some(centre) = median(&mut logs.clone()) else { return 0.0 };
-    let mut deviations: Vec<f64> = logs.iter().map(|l| (l - centre).abs()).collect();
-    let sigma = median(&mut deviations).unwrap_or(0.0) * 1.4826;
+    let Some(centre) = median(&logs) else { return 0.0 };
+    let deviations: Vec<f64> = logs.iter().map(|l| (l - centre).abs()).collect();
+    let sigma = median(&deviations).unwrap_or(0.0) * 1.4826;
     let limit = (ODD_Z * sigma).max(-(1.0 - MIN_LEVEL_CHANGE).ln());
     let (bytes, secs) = run
         .iter()

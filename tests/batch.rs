@@ -1,0 +1,360 @@
+//! `scan` and `batch` (docs/batch.md): scan on captured sysfs trees and on
+//! this machine's own loop devices; batch's usage errors; and a whole batch
+//! of real block devices: cards of a known speed (loop devices under a
+//! blkio throttle), one slow card among them, a FUSE counterfeit and a
+//! mounted card, checked for each card's verdict, the fake's real size, the
+//! slow card named as the outlier on the figure the throttle slowed, the
+//! `--require` terms each card fails, the exit status, and every byte of
+//! the cards put back (SHA-256 of each device before and after).
+
+mod support;
+
+use std::path::Path;
+use std::time::Instant;
+
+use serde_json::Value;
+use support::*;
+
+const MIB: u64 = 1 << 20;
+
+fn scan(extra: &[&str]) -> Value {
+    let mut args = vec!["scan", "--json"];
+    args.extend(extra);
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    stdout_json(&out)
+}
+
+/// A folder of `tests/fixtures/`.
+fn fixtures(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures").join(name)
+}
+
+fn device<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    doc["devices"]
+        .as_array()
+        .and_then(|all| all.iter().find(|d| d["name"] == name))
+        .unwrap_or_else(|| panic!("{name} is not in {doc}"))
+}
+
+#[test]
+fn scan_reads_a_captured_sd_card_and_a_usb_reader() {
+    let sd = fixtures("doctor/sd-healthy/sys");
+    let doc = scan(&["--sysfs-root", sd.to_str().expect("utf8")]);
+    assert_eq!(doc["schema"], "storage-score-scan/1");
+    let card = device(&doc, "mmcblk0");
+    assert_eq!(card["kind"], "sd");
+    assert_eq!(card["model"], "SD64G");
+    assert!(card["maker"].as_str().unwrap_or("").contains("Kingston"), "{card}");
+    assert_eq!(card["class"], "A2 Class 10 V30 U3");
+    assert_eq!(card["health_source"], "sd-cmd56");
+    assert_eq!(card["mounts"], serde_json::json!([]));
+
+    let reader = fixtures("devices/usb2-card-reader-sd");
+    let doc = scan(&["--sysfs-root", reader.to_str().expect("utf8")]);
+    let stick = device(&doc, "sdb");
+    assert_eq!((stick["kind"].as_str(), stick["size_bytes"].as_u64()), (Some("usb"), Some(31_914_983_424)));
+    assert!(stick["health_source"].is_null() && stick["health_why"].as_str().unwrap_or("").contains("reader"));
+
+    // The table: a header and one line per device.
+    let out = run(&["scan", "--sysfs-root", sd.to_str().expect("utf8")]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(lines[1].starts_with("mmcblk0") && lines[1].contains("62.0 GB") && lines[1].contains("sd-cmd56"), "{text}");
+}
+
+#[test]
+#[ignore = "needs root: loop, ext4"]
+fn scan_shows_this_machines_loop_devices_with_their_size_and_mounts() {
+    let _lock = device_lock();
+    let plain = LoopDev::new(48);
+    let mounted = Ext4::new(64, "");
+    let started = Instant::now();
+    let doc = scan(&[]);
+    let took = started.elapsed();
+    assert!(took.as_secs_f64() < 2.0, "scan took {took:?}");
+    let name = |dev: &LoopDev| dev.node.file_name().and_then(|n| n.to_str()).expect("name").to_owned();
+    let free = device(&doc, &name(&plain));
+    assert_eq!((free["kind"].as_str(), free["size_bytes"].as_u64()), (Some("loop"), Some(48 * MIB)));
+    assert_eq!(free["mounts"], serde_json::json!([]));
+    let busy = device(&doc, &name(&mounted.dev));
+    assert_eq!(busy["size_bytes"].as_u64(), Some(64 * MIB));
+    assert_eq!(busy["mounts"], serde_json::json!([mounted.mount_point()]));
+    assert_eq!(busy["holds_root"], false);
+    // The disk under `/`, where there is one, says so.
+    for d in doc["devices"].as_array().expect("devices") {
+        let holds = d["mounts"].as_array().is_some_and(|m| m.iter().any(|p| p == "/"));
+        assert_eq!(d["holds_root"], holds, "{d}");
+    }
+    eprintln!("scan took {took:?}:\n{doc}");
+}
+
+#[test]
+fn batch_refuses_bad_usage_before_touching_a_card() {
+    let out = run(&["batch", "/dev/null", "--require", "A7"]);
+    let line = assert_one_line_error(&out, 2);
+    assert!(line.contains("\"A7\""), "{line}");
+    let out = run(&["batch", "/dev/null", "--require", "seq_read_mib_s>=10 genuine"]);
+    let line = assert_one_line_error(&out, 2);
+    assert!(line.contains("--verify"), "{line}");
+    let out = run(&["batch", "/no/such/card"]);
+    let line = assert_one_line_error(&out, 2);
+    assert!(line.contains("/no/such/card") && line.contains("not a block device"), "{line}");
+}
+
+/// A loop device over 64 MiB of random bytes: data a restore must put back.
+struct Card {
+    dev: LoopDev,
+    _dir: tempfile::TempDir,
+}
+
+impl Card {
+    fn new() -> Card {
+        let dir = tempfile::Builder::new().prefix("ss-batch-").tempdir_in("/var/tmp").expect("tempdir");
+        let file = dir.path().join("card.img");
+        let out = std::process::Command::new("dd")
+            .args(["if=/dev/urandom", &format!("of={}", file.display()), "bs=1M", "count=64", "status=none"])
+            .output()
+            .expect("dd");
+        assert!(out.status.success(), "dd: {}", String::from_utf8_lossy(&out.stderr));
+        Card { dev: LoopDev::attach(&file), _dir: dir }
+    }
+
+    fn path(&self) -> &str {
+        self.dev.path()
+    }
+}
+
+fn batch(args: &[&str]) -> (Option<i32>, Value) {
+    let started = Instant::now();
+    let out = run(args);
+    eprintln!(
+        "storage-score {}: exit {:?} after {:?}\n--- stderr:\n{}",
+        args.join(" "),
+        out.status.code(),
+        started.elapsed(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), stdout_json(&out))
+}
+
+fn card<'a>(doc: &'a Value, target: &str) -> &'a Value {
+    doc["cards"]
+        .as_array()
+        .and_then(|all| all.iter().find(|c| c["target"] == target))
+        .unwrap_or_else(|| panic!("{target} is not in {doc}"))
+}
+
+#[test]
+#[ignore = "needs root: loop, fuse, ext4, throttle"]
+fn a_batch_names_the_fake_the_slow_card_and_the_failed_terms_and_changes_no_byte() {
+    let _lock = device_lock();
+    let cards: Vec<Card> = (0..4).map(|_| Card::new()).collect();
+    let fake = FakeFlash::new(256 * MIB, 64 * MIB, "wrap", &[]);
+    let mounted = Ext4::new(64, "");
+    let before: Vec<String> = cards.iter().map(|c| device_hash(Path::new(c.path()))).collect();
+    let journal = journal_dir();
+    let (slow, fast) = (&cards[3], &cards[..3]);
+    {
+        // Cards of a known speed: three read at 48 MiB/s, the slow one at 8.
+        let at = |mib: u64| Throttle { read_bps: Some(mib * MIB), ..Throttle::default() };
+        let mut throttle = BlkioThrottle::new(&slow.dev, at(8));
+        for c in fast {
+            throttle.also(&c.dev, at(48));
+        }
+        let page = tempfile::Builder::new().prefix("ss-batch-html-").tempdir().expect("tempdir");
+        let html = page.path().join("batch.html");
+        let mut args = vec!["batch", "--html", html.to_str().expect("utf8")];
+        args.extend(cards.iter().map(Card::path));
+        args.extend([fake.path(), mounted.dev.path()]);
+        args.extend(["--verify", "--profile", "quick", "--jobs", "2", "--json"]);
+        args.extend([
+            "--require",
+            "genuine seq_read_mib_s>=20",
+            "--journal-dir",
+            journal.path().to_str().expect("utf8"),
+        ]);
+        let (code, doc) = batch(&args);
+        eprintln!("{doc:#}");
+
+        assert_eq!(doc["schema"], "storage-score-batch/1");
+        assert!(doc["created"].as_str().is_some_and(|t| t.ends_with('Z') && t.len() == 20), "{}", doc["created"]);
+        assert_eq!(code, Some(4), "a fake card in the batch: exit 4");
+        for c in fast {
+            let c = card(&doc, c.path());
+            assert_eq!(c["status"], "pass", "{c}");
+            assert_eq!(c["capacity"]["verdict"], "genuine");
+            assert_eq!(c["require"], serde_json::json!({"pass": true, "failed": []}));
+            let read = c["figures"]["seq_read_mib_s"].as_f64().unwrap_or(0.0);
+            assert!((40.0..56.0).contains(&read), "a 48 MiB/s card read at {read}");
+        }
+        let s = card(&doc, slow.path());
+        assert_eq!((&s["status"], &s["capacity"]["verdict"]), (&Value::from("fail"), &Value::from("genuine")), "{s}");
+        assert_eq!(s["require"]["failed"], serde_json::json!(["seq_read_mib_s>=20"]), "{s}");
+        let f = card(&doc, fake.path());
+        assert_eq!(f["status"], "fake", "{f}");
+        assert_eq!(f["capacity"]["verdict"], "wraparound");
+        assert_eq!(f["capacity"]["usable_bytes"], 64 * MIB, "the fake's real size");
+        assert_eq!(f["capacity"]["announced_bytes"], 256 * MIB);
+        assert_eq!(f["require"]["failed"], serde_json::json!(["genuine", "seq_read_mib_s>=20"]), "{f}");
+        let m = card(&doc, mounted.dev.path());
+        assert_eq!(m["status"], "refused", "{m}");
+        assert!(m["reason"].as_str().unwrap_or("").contains("mounted"), "{m}");
+
+        let summary = &doc["summary"];
+        assert_eq!(
+            summary["counts"],
+            serde_json::json!({"cards": 6, "pass": 3, "fail": 1, "fake": 1, "refused": 1, "error": 0})
+        );
+        let outliers = summary["outliers"].as_array().expect("outliers");
+        let named: Vec<(&str, &str)> =
+            outliers.iter().map(|o| (o["target"].as_str().unwrap_or(""), o["figure"].as_str().unwrap_or(""))).collect();
+        assert!(named.contains(&(slow.path(), "seq_read_mib_s")), "{outliers:?}");
+        assert!(named.iter().all(|(t, _)| *t == slow.path()), "only the slow card is an outlier: {outliers:?}");
+        let z = outliers.iter().find(|o| o["figure"] == "seq_read_mib_s").and_then(|o| o["z"].as_f64()).unwrap_or(0.0);
+        assert!(z < -3.5, "z = {z}");
+        assert_eq!(summary["figures"]["seq_read_mib_s"]["n"], 4);
+
+        // The page: a strip plot per figure, the slow card in the outliers' row.
+        let page = std::fs::read_to_string(&html).expect("the --html page");
+        assert!(page.starts_with("<!DOCTYPE html>") && page.contains("storage-score batch: 6 cards"));
+        assert_eq!(page.matches("<svg").count(), 2, "one plot per figure");
+        assert_eq!(page.matches("outliers, |z| &gt; 3.5 (1)").count(), 2, "{page}");
+        assert!(page.contains(&format!("{}: 8", slow.path())), "the slow card's dot");
+        if let Ok(keep) = std::env::var("STORAGE_SCORE_KEEP_BATCH_HTML") {
+            std::fs::copy(&html, keep).expect("keep the page");
+        }
+        eprintln!("outliers: {outliers:?}");
+    }
+    let after: Vec<String> = cards.iter().map(|c| device_hash(Path::new(c.path()))).collect();
+    assert_eq!(before, after, "a card's data changed");
+    fake.assert_intact();
+    eprintln!("SHA-256 of the four genuine cards, unchanged: {after:?}");
+}
+
+#[test]
+#[ignore = "needs root: loop, throttle"]
+fn a_batch_without_a_fake_that_fails_require_exits_5_and_all_passing_exits_0() {
+    let _lock = device_lock();
+    let cards: Vec<Card> = (0..3).map(|_| Card::new()).collect();
+    let at = |mib: u64| Throttle { read_bps: Some(mib * MIB), ..Throttle::default() };
+    let mut throttle = BlkioThrottle::new(&cards[0].dev, at(8));
+    throttle.also(&cards[1].dev, at(48));
+    throttle.also(&cards[2].dev, at(48));
+    let paths: Vec<&str> = cards.iter().map(Card::path).collect();
+    let mut args = vec!["batch", "--json", "--jobs", "3", "--require", "seq_read_mib_s>=20"];
+    args.extend(&paths);
+    let (code, doc) = batch(&args);
+    assert_eq!(code, Some(5), "{doc:#}");
+    assert_eq!(card(&doc, paths[0])["require"]["failed"], serde_json::json!(["seq_read_mib_s>=20"]));
+    assert_eq!(card(&doc, paths[1])["status"], "pass");
+    let mut args = vec!["batch", "--json", "--require", "seq_read_mib_s>=4"];
+    args.extend(&paths[..2]);
+    let (code, doc) = batch(&args);
+    assert_eq!(code, Some(0), "{doc:#}");
+    assert_eq!(doc["summary"]["counts"]["pass"], 2);
+}
+
+/// The cards of the report at `path`, once it is written.
+fn report_targets(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let doc: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    doc["cards"]
+        .as_array()
+        .map(|all| all.iter().filter_map(|c| c["target"].as_str().map(str::to_owned)).collect())
+        .unwrap_or_default()
+}
+
+/// Waits until the report at `path` has `target`, for at most a minute.
+fn wait_for_card(path: &Path, target: &str) {
+    let started = Instant::now();
+    while !report_targets(path).iter().any(|t| t == target) {
+        assert!(started.elapsed().as_secs() < 60, "{target} was not tested within a minute");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+#[test]
+#[ignore = "needs root: loop"]
+fn station_tests_each_card_put_in_once_and_leaves_the_one_present_alone() {
+    let _lock = device_lock();
+    let present = Card::new();
+    let before = device_hash(Path::new(present.path()));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let report = dir.path().join("station.json");
+    let stderr = std::fs::File::create(dir.path().join("stderr")).expect("stderr file");
+    let mut station = std::process::Command::new(BIN)
+        .args(["station", "--profile", "quick", "--output", report.to_str().expect("utf8")])
+        .stdout(std::process::Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .expect("start station");
+    // Its first look at the machine, before any card goes in.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let first = LoopDev::new(32);
+    wait_for_card(&report, first.path());
+    let second = LoopDev::new(48);
+    wait_for_card(&report, second.path());
+    // Another half second of polling: nothing is tested twice.
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(station.id() as i32), nix::sys::signal::Signal::SIGINT)
+        .expect("SIGINT");
+    let status = station.wait().expect("station ends");
+    let log = std::fs::read_to_string(dir.path().join("stderr")).unwrap_or_default();
+    eprintln!("{log}");
+    assert_eq!(status.code(), Some(0), "Ctrl-C ends the station with 0");
+    assert!(log.contains("##  PASS") && log.contains("stopped by SIGINT"), "{log}");
+
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&report).expect("report")).expect("JSON");
+    assert_eq!(doc["schema"], "storage-score-batch/1");
+    let targets = report_targets(&report);
+    for dev in [&first, &second] {
+        assert_eq!(targets.iter().filter(|t| *t == dev.path()).count(), 1, "{} once: {targets:?}", dev.path());
+        let c = card(&doc, dev.path());
+        assert_eq!(c["status"], "pass", "{c}");
+        assert!(c["figures"]["seq_read_mib_s"].as_f64().is_some(), "{c}");
+    }
+    assert_eq!(card(&doc, second.path())["device"]["capacity_bytes"], 48 * MIB);
+    assert!(!targets.iter().any(|t| t == present.path()), "the card present at start was tested: {targets:?}");
+    assert_eq!(device_hash(Path::new(present.path())), before);
+}
+
+/// A batch report whose cards read `reads` MiB/s and cache-read `cached`.
+fn batch_report(reads: &[f64], cached: &[f64]) -> Value {
+    let cards: Vec<Value> = reads
+        .iter()
+        .zip(cached)
+        .enumerate()
+        .map(|(i, (r, c))| {
+            serde_json::json!({"target": format!("/dev/sd{}", (b'b' + i as u8) as char), "status": "pass",
+                "figures": {"seq_read_mib_s": r, "cached_read_mib_s": c}, "seconds": 10.0})
+        })
+        .collect();
+    serde_json::json!({"schema": "storage-score-batch/1", "created": "2026-12-04T04:00:00Z", "tool_version": "0.1.0",
+        "profile": "quick", "verify": false, "cards": cards,
+        "summary": {"counts": {"cards": 4, "pass": 4, "fail": 0, "fake": 0, "refused": 0, "error": 0},
+                    "figures": {}, "outliers": [], "clones": [], "mixed_stock": []}})
+}
+
+#[test]
+fn compare_takes_two_batches_figure_by_figure() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a, b) = (dir.path().join("supplier-a.json"), dir.path().join("supplier-b.json"));
+    // Supplier B's cards read at half the speed; their cached reads are the same.
+    let write = |path: &Path, doc: Value| std::fs::write(path, doc.to_string()).expect("write");
+    write(&a, batch_report(&[40.0, 41.0, 42.0, 40.5], &[900.0, 910.0, 905.0, 895.0]));
+    write(&b, batch_report(&[20.0, 21.0, 20.5, 19.8], &[902.0, 896.0, 910.0, 899.0]));
+    let out = run(&["compare", a.to_str().expect("utf8"), b.to_str().expect("utf8"), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc = stdout_json(&out);
+    let figures = doc["comparisons"][0]["figures"].as_array().expect("figures");
+    let figure = |key: &str| figures.iter().find(|f| f["key"] == key).unwrap_or_else(|| panic!("{key}: {doc}"));
+    let read = figure("seq_read_mib_s");
+    assert_eq!((&read["difference"], &read["runs"]), (&Value::from("real"), &serde_json::json!([4, 4])), "{read}");
+    assert!((read["ratio"].as_f64().unwrap_or(0.0) - 0.5).abs() < 0.02, "{read}");
+    assert_eq!(figure("cached_read_mib_s")["difference"], "noise");
+    let text = String::from_utf8_lossy(&run(&["compare", a.to_str().expect("utf8"), b.to_str().expect("utf8")]).stdout)
+        .into_owned();
+    assert!(text.contains("a batch of 4 cards, 4 measured"), "{text}");
+}
