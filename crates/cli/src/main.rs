@@ -19,12 +19,12 @@ mod prometheus;
 mod render;
 mod run;
 mod score_cmd;
+mod settings;
 mod terminal;
 mod upload;
 mod watch;
 
 use clap::Parser;
-use storage_identify::Roots;
 
 pub use failure::Failure;
 use storage_score::args::{Cli, Command};
@@ -37,12 +37,12 @@ fn main() {
     // Unix filters do, instead of panicking on the failed write.
     // SAFETY: setting a signal disposition to its default has no preconditions.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    let argv: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
+    if let Some(typo) = settings::mistyped_subcommand(&argv) {
+        fail(typo);
+    }
     let cli = Cli::parse();
-    let roots = match (&cli.sysfs_root, &cli.machine_root) {
-        (_, Some(dir)) => Roots::machine(dir),
-        (Some(dir), None) => Roots::captured(dir),
-        (None, None) => Roots::live(),
-    };
+    let roots = settings::roots(cli.sysfs_root.as_deref(), cli.machine_root.as_deref()).unwrap_or_else(|f| fail(f));
     // A tree someone named is read as the user behind sudo, never with
     // root's rights (docs/safety.md#what-is-read).
     if let Some(user) = outputs::sudo_user() {
@@ -66,7 +66,12 @@ fn main() {
         Some(Command::Profile(args)) => profile_cmd::profile(&args, &roots),
     };
     if let Err(failure) = result {
-        terminal::errln(&format!("storage-score: {failure}"));
-        std::process::exit(failure.exit_code());
+        fail(failure);
     }
+}
+
+/// The one way out on an error: one line on stderr, the documented code.
+fn fail(failure: Failure) -> ! {
+    terminal::errln(&format!("storage-score: {failure}"));
+    std::process::exit(failure.exit_code());
 }
