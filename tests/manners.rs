@@ -74,3 +74,50 @@ fn a_mistyped_subcommand_is_answered_did_you_mean() {
     let out = Command::new(BIN).args(["identify", "doctr", "--json"]).current_dir(dir.path()).output().expect("run");
     assert!(!String::from_utf8_lossy(&out.stderr).contains("did you mean"), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+fn report_fixture() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/reports/raspi3b-qemu-quick.json");
+    path.to_str().expect("utf8").to_owned()
+}
+
+/// `"schema"` and `"created"` (RFC 3339, UTC: `YYYY-MM-DDTHH:MM:SSZ`).
+fn assert_stamped(doc: &serde_json::Value, schema: &str) {
+    assert_eq!(doc["schema"], schema, "{doc}");
+    let created = doc["created"].as_str().unwrap_or_else(|| panic!("no created: {doc}"));
+    let b = created.as_bytes();
+    assert!(
+        b.len() == 20 && b[4] == b'-' && b[10] == b'T' && b[13] == b':' && b[19] == b'Z' && created.starts_with("20"),
+        "{created}"
+    );
+}
+
+#[test]
+fn every_json_document_says_what_and_when_it_is() {
+    // A report made before `created` existed still reads, in score and compare.
+    let old = report_fixture();
+    let text = std::fs::read_to_string(&old).expect("fixture");
+    assert!(!text.contains("\"created\""), "the fixture is an old report");
+    let score = run(&["score", &old, "--json"]);
+    assert_eq!(score.status.code(), Some(0), "{}", String::from_utf8_lossy(&score.stderr));
+    assert_stamped(&stdout_json(&score), "storage-score-score/1");
+    let compare = run(&["compare", &old, &old, "--json"]);
+    assert_eq!(compare.status.code(), Some(0), "{}", String::from_utf8_lossy(&compare.stderr));
+    assert_stamped(&stdout_json(&compare), "storage-score-compare/1");
+
+    let root = machine("sd-healthy");
+    let identify = run(&["identify", "--machine-root", &root, "mmcblk0", "--json"]);
+    assert_eq!(identify.status.code(), Some(0), "{}", String::from_utf8_lossy(&identify.stderr));
+    let doc = stdout_json(&identify);
+    assert_stamped(&doc, "storage-score-identify/1");
+    assert_eq!(doc["device"]["kind"], "sd");
+    let doctor = run(&["doctor", "--machine-root", &root, "mmcblk0", "--json"]);
+    let report = stdout_json(&doctor);
+    assert_stamped(&report, "storage-score/1");
+    assert!(report["tool"]["version"].as_str().is_some_and(|v| !v.is_empty()), "{report}");
+    // A report that carries `created` reads back as well.
+    let dir = tempfile::tempdir().expect("tmp");
+    let saved = dir.path().join("doctor.json");
+    std::fs::write(&saved, &doctor.stdout).expect("write");
+    let again = run(&["compare", saved.to_str().expect("utf8"), saved.to_str().expect("utf8"), "--json"]);
+    assert_eq!(again.status.code(), Some(0), "{}", String::from_utf8_lossy(&again.stderr));
+}

@@ -61,8 +61,7 @@ pub fn compare(args: &CompareArgs) -> Result<(), Failure> {
     let comparisons = comparisons(&inputs);
     if args.json {
         let doc = CompareDoc { comparisons: &comparisons };
-        let json = serde_json::to_string_pretty(&doc).map_err(|e| Failure::Run(format!("cannot encode JSON: {e}")))?;
-        crate::terminal::json_outln(&json);
+        crate::terminal::json_outln(&crate::document::encode(crate::document::COMPARE, &doc)?);
     } else {
         crate::terminal::out(&compare_render::render(&inputs, &comparisons));
     }

@@ -8,6 +8,7 @@ mod compare_render;
 mod doctor_cmd;
 mod doctor_render;
 mod doctor_status;
+mod document;
 mod failure;
 mod history;
 mod outputs;

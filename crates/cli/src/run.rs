@@ -28,7 +28,7 @@ pub fn identify(args: &IdentifyArgs, roots: &Roots) -> Result<(), Failure> {
             advice: &report.advice,
             thermal: report.thermal.as_ref(),
         };
-        crate::terminal::json_outln(&to_json(&doc)?);
+        crate::terminal::json_outln(&crate::document::encode(crate::document::IDENTIFY, &doc)?);
     } else {
         crate::terminal::out(&render::identification(target, report.device.as_ref(), Some(system)));
         crate::terminal::out(&doctor_render::sections(&report));
@@ -69,6 +69,7 @@ pub fn run(args: &RunArgs, roots: &Roots) -> Result<(), Failure> {
     bars.finish();
 
     let mut report = Report::new(VERSION);
+    report.created = Some(crate::document::now());
     report.target = Some(resolved.target.clone());
     report.device = device;
     report.system = Some(storage_identify::system::system(roots));

@@ -24,8 +24,7 @@ pub fn score(args: &ScoreArgs) -> Result<(), Failure> {
     });
     if args.json {
         let doc = ScoreDoc { score, verdict };
-        let json = serde_json::to_string_pretty(&doc).map_err(|e| Failure::Run(format!("cannot encode JSON: {e}")))?;
-        crate::terminal::json_outln(&json);
+        crate::terminal::json_outln(&crate::document::encode(crate::document::SCORE, &doc)?);
     } else {
         crate::terminal::out(&render::score_lines(&score, verdict.as_ref()));
     }

@@ -15,7 +15,7 @@
 
 mod dir;
 mod show;
-mod time;
+pub(crate) mod time;
 mod trend;
 
 use std::path::{Path, PathBuf};
