@@ -121,3 +121,39 @@ fn every_json_document_says_what_and_when_it_is() {
     let again = run(&["compare", saved.to_str().expect("utf8"), saved.to_str().expect("utf8"), "--json"]);
     assert_eq!(again.status.code(), Some(0), "{}", String::from_utf8_lossy(&again.stderr));
 }
+
+/// The binary prints what the .deb installs: the same generation
+/// (`storage_score::manual::write_all`, which `cargo xtask dist` calls),
+/// byte for byte; the bash script parses and the page renders.
+#[test]
+fn completions_and_the_man_page_come_from_the_binary() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let packed = storage_score::manual::write_all(dir.path()).expect("generate");
+    for (shell, file) in [("bash", "storage-score.bash"), ("zsh", "_storage-score"), ("fish", "storage-score.fish")] {
+        let out = run(&["completions", shell]);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let path = dir.path().join("completions").join(file);
+        assert!(packed.completions.contains(&path), "{path:?} not among {:?}", packed.completions);
+        assert_eq!(out.stdout, std::fs::read(&path).expect("packed"), "completions {shell} differs from {file}");
+    }
+    let bash = dir.path().join("completions/storage-score.bash");
+    let parsed = Command::new("bash").arg("-n").arg(&bash).output().expect("bash");
+    assert!(parsed.status.success(), "bash -n: {}", String::from_utf8_lossy(&parsed.stderr));
+
+    let man = run(&["man"]);
+    assert_eq!(man.status.code(), Some(0), "{}", String::from_utf8_lossy(&man.stderr));
+    assert_eq!(man.stdout, std::fs::read(dir.path().join("man/storage-score.1")).expect("packed page"));
+    let page = String::from_utf8_lossy(&man.stdout);
+    assert!(page.contains("EXIT STATUS") && page.contains(".TH storage-score 1"), "{page}");
+    // groff parses it with every warning on (where groff is installed).
+    if let Ok(mut groff) =
+        Command::new("groff").args(["-man", "-Tutf8", "-ww", "-z"]).stdin(Stdio::piped()).stderr(Stdio::piped()).spawn()
+    {
+        use std::io::Write;
+        groff.stdin.take().expect("stdin").write_all(&man.stdout).expect("feed groff");
+        let done = groff.wait_with_output().expect("groff");
+        assert!(done.status.success() && done.stderr.is_empty(), "groff: {}", String::from_utf8_lossy(&done.stderr));
+    }
+    // A shell it does not know is bad usage.
+    assert_eq!(run(&["completions", "nosh"]).status.code(), Some(2));
+}

@@ -62,6 +62,17 @@ pub enum Command {
     /// progress, where the cache runs out), a block size × jobs sweep, and
     /// random I/O speed against transfer size. With no study named, all three.
     Profile(ProfileArgs),
+    /// Print the shell completion script for SHELL (what the .deb installs).
+    Completions(CompletionsArgs),
+    /// Print the man page, roff, as the .deb installs it (`storage-score man | man -l -`).
+    Man,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// bash, zsh, fish, elvish or powershell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 #[derive(Debug, Args, Default)]

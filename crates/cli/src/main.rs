@@ -65,10 +65,20 @@ fn main() {
         Some(Command::VerifyCapacity(args)) => capacity_cmd::verify_capacity(&args),
         Some(Command::Submit(args)) => upload::submit_command(&args),
         Some(Command::Profile(args)) => profile_cmd::profile(&args, &roots),
+        Some(Command::Completions(args)) => manual_out(|out| storage_score::manual::completion(args.shell, out)),
+        Some(Command::Man) => manual_out(storage_score::manual::top_page),
     };
     if let Err(failure) = result {
         fail(failure);
     }
+}
+
+/// `completions` and `man`: generated text on stdout.
+fn manual_out(write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>) -> Result<(), Failure> {
+    let mut text = Vec::new();
+    write(&mut text).map_err(|e| Failure::Run(format!("cannot generate the text: {e}")))?;
+    use std::io::Write;
+    std::io::stdout().write_all(&text).map_err(|e| Failure::Run(format!("cannot write to stdout: {e}")))
 }
 
 /// The one way out on an error: one line on stderr, the documented code.
