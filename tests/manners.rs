@@ -157,3 +157,92 @@ fn completions_and_the_man_page_come_from_the_binary() {
     // A shell it does not know is bad usage.
     assert_eq!(run(&["completions", "nosh"]).status.code(), Some(2));
 }
+
+/// `run` with stdin fed `input`.
+fn run_stdin(args: &[&str], input: &[u8]) -> std::process::Output {
+    use std::io::Write;
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child.stdin.take().expect("stdin").write_all(input).expect("feed");
+    child.wait_with_output().expect("wait")
+}
+
+#[test]
+fn show_prints_a_saved_report_again_and_dash_reads_stdin() {
+    let saved = report_fixture();
+    let out = run(&["show", &saved]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for row in ["identification", "seq_read_mib_s", "rand_write_4k_qd1_kib_s", "QEMU!"] {
+        assert!(text.contains(row), "no {row} in:\n{text}");
+    }
+    let bytes = std::fs::read(&saved).expect("fixture");
+    let piped = run_stdin(&["show", "-"], &bytes);
+    assert_eq!(piped.stdout, out.stdout, "show - reads the same report from stdin");
+    let json = run_stdin(&["show", "-", "--json"], &bytes);
+    let doc = stdout_json(&json);
+    let original: serde_json::Value = serde_json::from_slice(&bytes).expect("fixture json");
+    assert_eq!(doc["measurements"], original["measurements"]);
+    assert_eq!(doc["schema"], "storage-score/1");
+    // score and compare read stdin too.
+    let score = run_stdin(&["score", "-", "--json"], &bytes);
+    assert_eq!(score.status.code(), Some(0), "{}", String::from_utf8_lossy(&score.stderr));
+    assert!(stdout_json(&score)["score"]["pibenchmarks"].is_number());
+    let compare = run_stdin(&["compare", "-", &saved, "--json"], &bytes);
+    assert_eq!(compare.status.code(), Some(0), "{}", String::from_utf8_lossy(&compare.stderr));
+    assert_eq!(stdout_json(&compare)["comparisons"][0]["base"], "-");
+}
+
+/// `report` with `edit` applied, saved in `dir` as `name`.
+fn edited_report(dir: &Path, name: &str, edit: impl FnOnce(&mut serde_json::Value)) -> String {
+    let mut report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(report_fixture()).expect("fixture")).expect("json");
+    edit(&mut report);
+    let path = dir.join(name);
+    std::fs::write(&path, serde_json::to_vec(&report).expect("encode")).expect("write");
+    path.to_str().expect("utf8").to_owned()
+}
+
+#[test]
+fn one_validator_with_one_message_for_score_compare_show_and_submit() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let good = report_fixture();
+    // Impossible figures: compare once took them and said "real, >= 10%".
+    for figure in [serde_json::json!(-5), serde_json::json!(1e12)] {
+        let bad = edited_report(dir.path(), "bad.json", |r| r["measurements"]["seq_write_mb_s"] = figure.clone());
+        for args in [&["compare", &good, &bad][..], &["score", &bad], &["show", &bad]] {
+            let line = assert_one_line_error(&run(args), 2);
+            assert!(line.starts_with(&format!("storage-score: {bad}: measurements.seq_write_mb_s: ")), "{line}");
+        }
+    }
+    // A report without `tool`: refused by score as by compare and show.
+    let toolless = edited_report(dir.path(), "toolless.json", |r| {
+        r.as_object_mut().expect("object").remove("tool");
+    });
+    for args in [&["score", &toolless][..], &["compare", &good, &toolless], &["show", &toolless]] {
+        let line = assert_one_line_error(&run(args), 2);
+        assert!(line.starts_with(&format!("storage-score: {toolless}: tool: the key is missing")), "{line}");
+    }
+    // One garbage file, one message.
+    let garbage = dir.path().join("garbage.json");
+    std::fs::write(&garbage, "PK\u{3}\u{4} this is a zip, not a report").expect("write");
+    let garbage = garbage.to_str().expect("utf8");
+    let lines: Vec<String> = [
+        &["score", garbage][..],
+        &["compare", garbage, &good],
+        &["show", garbage],
+        &["submit", garbage, "--url", "http://127.0.0.1:9", "--yes"],
+    ]
+    .iter()
+    .map(|args| assert_one_line_error(&run(args), 2))
+    .collect();
+    assert!(lines[0].starts_with(&format!("storage-score: {garbage}: not valid JSON")), "{}", lines[0]);
+    for line in &lines[1..] {
+        assert_eq!(line, &lines[0], "one garbage file, one message");
+    }
+}

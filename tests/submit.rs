@@ -149,7 +149,7 @@ fn a_missing_or_foreign_report_is_bad_usage() {
     assert!(missing.contains("cannot read the report"), "{missing}");
     std::fs::write(&home.report, r#"{"schema": "something-else/2", "tool": {"name": "x", "version": "1"}}"#).unwrap();
     let foreign = assert_one_line_error(&home.submit(&url, &["--yes"]), 2);
-    assert!(foreign.contains("not a storage-score/1 report"), "{foreign}");
+    assert!(foreign.contains("schema: expected \"storage-score/1\", got \"something-else/2\""), "{foreign}");
 }
 
 #[test]

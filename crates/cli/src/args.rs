@@ -62,10 +62,22 @@ pub enum Command {
     /// progress, where the cache runs out), a block size × jobs sweep, and
     /// random I/O speed against transfer size. With no study named, all three.
     Profile(ProfileArgs),
+    /// Print a saved report's tables again ("-" reads stdin).
+    Show(ShowArgs),
     /// Print the shell completion script for SHELL (what the .deb installs).
     Completions(CompletionsArgs),
     /// Print the man page, roff, as the .deb installs it (`storage-score man | man -l -`).
     Man,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// A report written by `run --output FILE` (or `--json`), or a
+    /// leaderboard result saved as JSON; "-" for stdin.
+    pub report: String,
+    /// Print the report, checked, as JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -19,6 +19,7 @@ mod progress;
 mod prometheus;
 mod render;
 mod run;
+mod saved;
 mod score_cmd;
 mod settings;
 mod terminal;
@@ -65,6 +66,7 @@ fn main() {
         Some(Command::VerifyCapacity(args)) => capacity_cmd::verify_capacity(&args),
         Some(Command::Submit(args)) => upload::submit_command(&args),
         Some(Command::Profile(args)) => profile_cmd::profile(&args, &roots),
+        Some(Command::Show(args)) => run::show(&args),
         Some(Command::Completions(args)) => manual_out(|out| storage_score::manual::completion(args.shell, out)),
         Some(Command::Man) => manual_out(storage_score::manual::top_page),
     };

@@ -36,6 +36,19 @@ pub fn identify(args: &IdentifyArgs, roots: &Roots) -> Result<(), Failure> {
     Ok(())
 }
 
+/// `storage-score show REPORT`: a saved report's tables, as `run` printed
+/// them, through the one validator.
+pub fn show(args: &storage_score::args::ShowArgs) -> Result<(), Failure> {
+    let report = crate::saved::load(&args.report)?.report;
+    if args.json {
+        crate::terminal::json_outln(&to_json(&report)?);
+    } else {
+        crate::terminal::out(&render::report(&report));
+        crate::terminal::out(&doctor_render::sections(&report));
+    }
+    Ok(())
+}
+
 /// `identify --json`: the report's `target`, `device`, `system`, `health`,
 /// `advice` and `thermal` blocks.
 #[derive(serde::Serialize)]

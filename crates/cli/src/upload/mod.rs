@@ -17,7 +17,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use storage_scoring::schema::{Report, SCHEMA};
+use storage_scoring::schema::Report;
 
 use crate::{Failure, RunArgs, SubmitArgs};
 use client::{Accepted, Client, SendError};
@@ -210,19 +210,10 @@ fn read_report(owner: FsIdentity, path: &Path) -> Result<(Vec<u8>, Report), Fail
             path.display()
         ))
     })?;
-    let report: Report = serde_json::from_slice(&bytes).map_err(|e| {
-        Failure::Usage(format!(
-            "{} is not a storage-score report ({e}); give a report saved with `storage-score run --output FILE`",
-            path.display()
-        ))
-    })?;
-    if report.schema != SCHEMA {
-        return Err(Failure::Usage(format!(
-            "{} is a \"{}\" document, not a {SCHEMA} report",
-            path.display(),
-            client::one_line(&report.schema, 60)
-        )));
-    }
+    // The leaderboard's own validator, so that what it would refuse is
+    // refused here first, in the words `score` and `compare` use.
+    let report = storage_scoring::input::parse_report(&bytes)
+        .map_err(|e| crate::saved::refused(&path.display().to_string(), &e))?;
     Ok((bytes, report))
 }
 
