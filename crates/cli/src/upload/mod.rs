@@ -173,9 +173,17 @@ pub fn send_saved(path: &Path, upload: &Upload, channel: Channel) -> Result<(), 
     save_receipt(owner, &receipt_path, &receipt)?;
     let client = Client::new(upload.timeout, Policy::default()).map_err(Failure::Run)?;
     let earlier = receipt.entry(&upload.base, &digest, &key).url.clone();
-    let accepted = client.submit(&endpoint, &key, &payload.body, &mut |note| channel.say(note)).map_err(|e| match (
-        e, earlier,
-    ) {
+    let sent = client.submit(&endpoint, &key, &payload.body, &mut |note| channel.say(note));
+    if sent.is_err() {
+        // The receipt says what happened: an entry the leaderboard never
+        // took is "not sent", not left "pending" as if an answer might come.
+        let entry = receipt.entry(&upload.base, &digest, &key);
+        if entry.id.is_none() {
+            entry.status = payload::NOT_SENT.to_owned();
+            let _ = save_receipt(owner, &receipt_path, &receipt);
+        }
+    }
+    let accepted = sent.map_err(|e| match (e, earlier) {
         // The key is this report's, the body differs: it went before with
         // other options (--include-serials, say). It is there, once.
         (SendError::Refused { status: 422, .. }, Some(url)) => Failure::Run(format!(
@@ -378,6 +386,14 @@ fn delete(args: &SubmitArgs) -> Result<(), Failure> {
         })
         .collect();
     let at = match candidates.as_slice() {
+        [] if receipt.submissions.iter().all(|s| s.status == payload::NOT_SENT && s.id.is_none()) => {
+            return Err(Failure::Usage(format!(
+                "nothing from {} ever reached a leaderboard: every attempt in {} is \"{}\", so there is nothing to delete",
+                path.display(),
+                receipt_path.display(),
+                payload::NOT_SENT
+            )));
+        }
         [] => {
             return Err(Failure::Usage(format!(
                 "{} holds no delete token{}: only the first answer to a submission carries one",
