@@ -246,3 +246,48 @@ fn one_validator_with_one_message_for_score_compare_show_and_submit() {
         assert_eq!(line, &lines[0], "one garbage file, one message");
     }
 }
+
+/// `LANG=C`, `LC_ALL=POSIX` and `TERM=dumb` (a serial console) get plain
+/// ASCII; prose wraps to 80 columns when the width is unknown (a pipe),
+/// with its hanging indent, and to `COLUMNS` when that is set.
+#[test]
+fn output_follows_the_terminal() {
+    let root = machine("sd-under-voltage");
+    let doctor = ["doctor", "--machine-root", root.as_str(), "mmcblk0"];
+    let saved = report_fixture();
+    let show = ["show", saved.as_str()];
+    let utf8 = [("LANG", "C.UTF-8"), ("LC_ALL", ""), ("LC_CTYPE", ""), ("TERM", "xterm"), ("COLUMNS", "")];
+    let rich = String::from_utf8(run_env(&doctor, &utf8).stdout).expect("utf8");
+    assert!(rich.contains("\u{b0}C") && rich.contains('\u{2502}'), "{rich}");
+    for plain in [
+        &[("LANG", "C"), ("LC_ALL", ""), ("LC_CTYPE", ""), ("TERM", "xterm")][..],
+        &[("LANG", "C.UTF-8"), ("LC_ALL", "POSIX"), ("TERM", "xterm")],
+        &[("LANG", "C.UTF-8"), ("LC_ALL", ""), ("LC_CTYPE", ""), ("TERM", "dumb")],
+    ] {
+        for args in [&doctor[..], &show[..]] {
+            let out = run_env(args, plain);
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(!text.is_empty() && text.is_ascii(), "{plain:?} {args:?}:\n{text}");
+            if args[0] == "doctor" {
+                assert!(text.contains("deg C") && text.contains("+---"), "{text}");
+            } else {
+                assert!(text.contains(" us |") && !text.contains('\u{b5}'), "{text}");
+            }
+        }
+    }
+    // Prose: seen/fix/source within 80 columns, continued under the text.
+    let lines: Vec<&str> = rich
+        .lines()
+        .filter(|l| !l.starts_with('\u{2502}') && !l.starts_with(['\u{250c}', '\u{2514}', '\u{255e}', '\u{251c}']))
+        .collect();
+    let advice = lines.iter().position(|l| l.starts_with("advice (")).expect("advice");
+    for line in &lines[advice + 1..] {
+        assert!(line.chars().count() <= 80, "wider than 80: {line}");
+        assert!(line.starts_with("- [") || line.starts_with("    ") || line.starts_with("doctor took"), "{line}");
+    }
+    assert!(lines.iter().any(|l| l.starts_with("            ") && !l.trim().is_empty()), "a hanging indent");
+    let narrow = run_env(&doctor, &[("LANG", "C.UTF-8"), ("LC_ALL", ""), ("COLUMNS", "50")]);
+    let narrow = String::from_utf8_lossy(&narrow.stdout);
+    let seen = narrow.lines().skip_while(|l| !l.starts_with("advice (")).skip(1);
+    assert!(seen.clone().all(|l| l.chars().count() <= 50 || l.starts_with("doctor took")), "{narrow}");
+}

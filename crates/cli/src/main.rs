@@ -12,6 +12,7 @@ mod document;
 mod failure;
 mod history;
 mod outputs;
+mod plain;
 mod plan;
 mod profile_cmd;
 mod profile_render;
