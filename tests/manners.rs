@@ -291,3 +291,21 @@ fn output_follows_the_terminal() {
     let seen = narrow.lines().skip_while(|l| !l.starts_with("advice (")).skip(1);
     assert!(seen.clone().all(|l| l.chars().count() <= 50 || l.starts_with("doctor took")), "{narrow}");
 }
+
+/// Argument errors are one line too, as docs/cli.md promises.
+#[test]
+fn argument_errors_are_one_line_and_exit_2() {
+    for (args, says) in [
+        (&["--bogus"][..], "unexpected argument '--bogus' found"),
+        (&["score"], "the following required arguments were not provided: <FILE>"),
+        (&["completions", "nosh"], "invalid value 'nosh' for '<SHELL>'; [possible values: bash"),
+        (&["run", "--repeat", "0"], "--repeat <N>"),
+    ] {
+        let line = assert_one_line_error(&run(args), 2);
+        assert!(line.starts_with("storage-score: ") && line.contains(says), "{args:?}: {line}");
+        assert!(line.ends_with("storage-score --help shows the usage"), "{line}");
+    }
+    let version = run(&["--version"]);
+    assert_eq!(version.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&version.stdout).starts_with("storage-score "));
+}

@@ -28,7 +28,6 @@ mod upload;
 mod watch;
 
 use clap::Parser;
-
 pub use failure::Failure;
 use storage_score::args::{Cli, Command};
 pub(crate) use storage_score::args::{
@@ -44,7 +43,7 @@ fn main() {
     if let Some(typo) = settings::mistyped_subcommand(&argv) {
         fail(typo);
     }
-    let cli = Cli::parse();
+    let cli = Cli::try_parse().unwrap_or_else(|e| settings::clap_error(e));
     let roots = settings::roots(cli.sysfs_root.as_deref(), cli.machine_root.as_deref()).unwrap_or_else(|f| fail(f));
     // A tree someone named is read as the user behind sudo, never with
     // root's rights (docs/safety.md#what-is-read).

@@ -57,6 +57,45 @@ fn must_be_dir(dir: &Path) -> Result<(), String> {
     }
 }
 
+/// Clap's error as the one line every error is (docs/cli.md#exit-codes),
+/// exit 2: its first line, with the value lists and tips that follow it,
+/// without the usage block. Help and version are printed as clap prints
+/// them (exit 0).
+pub fn clap_error(e: clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        e.exit();
+    }
+    crate::terminal::errln(&format!("storage-score: {}", one_line(&e.render().to_string())));
+    std::process::exit(2);
+}
+
+/// `error: X\n\n  tip: Y\n\nUsage: …\n\nFor more information, try '--help'.`
+/// as `X; tip: Y; storage-score --help shows the usage`.
+fn one_line(rendered: &str) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for line in rendered.lines().map(str::trim) {
+        if line.starts_with("Usage:") || line.starts_with("For more information") {
+            break;
+        }
+        let line = line.strip_prefix("error: ").unwrap_or(line);
+        match parts.last_mut() {
+            _ if line.is_empty() => {}
+            // "the following required arguments were not provided:" and its list.
+            Some(last) if last.ends_with(':') => {
+                last.push(' ');
+                last.push_str(line);
+            }
+            _ => parts.push(line.to_owned()),
+        }
+    }
+    parts.push("storage-score --help shows the usage".to_owned());
+    parts.join("; ")
+}
+
 /// `storage-score docter` or `storage-score indentify /dev/vda`: the first
 /// word that is not an option, when it names no subcommand and no existing
 /// path (here or under /dev) but is a few letters from a subcommand.
@@ -119,6 +158,18 @@ mod tests {
 
     fn args(words: &[&str]) -> Vec<String> {
         std::iter::once("storage-score").chain(words.iter().copied()).map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn clap_errors_are_one_line() {
+        use clap::Parser;
+        let e = storage_score::args::Cli::try_parse_from(["storage-score", "completions", "nosh"]).unwrap_err();
+        let line = one_line(&e.render().to_string());
+        assert!(!line.contains('\n') && line.starts_with("invalid value 'nosh' for '<SHELL>'"), "{line}");
+        assert!(
+            line.contains("[possible values: bash") && line.ends_with("storage-score --help shows the usage"),
+            "{line}"
+        );
     }
 
     #[test]
