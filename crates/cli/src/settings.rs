@@ -118,13 +118,14 @@ pub fn mistyped_subcommand(args: &[String]) -> Option<Failure> {
     Some(Failure::Usage(format!("'{word}' is not a command; did you mean '{best}'? (storage-score --help lists them)")))
 }
 
-/// The first argument that is not an option nor the value of a global
-/// option that takes one.
+/// The first argument that is not an option nor the value of an option
+/// that takes one (the global ones, and those of the bare `run`).
 fn first_word(args: &[String]) -> Option<&str> {
     let mut rest = args.iter().skip(1);
     while let Some(arg) = rest.next() {
         match arg.as_str() {
-            "--sysfs-root" | "--machine-root" => {
+            "--sysfs-root" | "--machine-root" | "--profile" | "--engine" | "--label" | "--only" | "-o" | "--output"
+            | "--max-time" | "--repeat" => {
                 rest.next();
             }
             "--" => return rest.next().map(String::as_str),
@@ -189,7 +190,17 @@ mod tests {
         );
         assert!(said(&["indentify", "/dev/vda"]).is_some_and(|m| m.contains("'identify'")));
         assert!(said(&["--sysfs-root", "/x", "compre", "a", "b"]).is_some_and(|m| m.contains("'compare'")));
-        for target in [&["doctor"][..], &["/"], &["mmcblk0"], &["sda"], &["elephant"], &["--json", "/tmp"], &["tmp"]] {
+        for target in [
+            &["--engine", "threds", "/"][..],
+            &["--label", "scor"],
+            &["doctor"],
+            &["/"],
+            &["mmcblk0"],
+            &["sda"],
+            &["elephant"],
+            &["--json", "/tmp"],
+            &["tmp"],
+        ] {
             assert_eq!(said(target), None, "{target:?}");
         }
     }
