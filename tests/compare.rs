@@ -121,8 +121,8 @@ fn bad_input_is_one_line_and_exit_2() {
     for (args, says) in [
         (vec!["compare", a.as_str()], "compare needs two reports or more"),
         (vec!["compare", a.as_str(), "/nonexistent/b.json"], "cannot read /nonexistent/b.json"),
-        (vec!["compare", a.as_str(), not_json.to_str().expect("utf8")], "is not JSON"),
-        (vec!["compare", a.as_str(), not_report.as_str()], "is not a storage-score report"),
+        (vec!["compare", a.as_str(), not_json.to_str().expect("utf8")], "not valid JSON"),
+        (vec!["compare", a.as_str(), not_report.as_str()], "schema: the key is missing"),
         (vec!["compare", a.as_str(), "--from", "https://lb.example/cards/7"], "not a leaderboard result's address"),
     ] {
         let message = assert_one_line_error(&run(&args), 2);

@@ -44,7 +44,8 @@ fn a_captured_machine_gives_its_advice_as_json_and_as_text() {
     assert!(doc.get("measurements").is_none() && doc.get("verdict").is_none());
 
     let out = run(&["doctor", "--machine-root", &root, "mmcblk0"]);
-    let text = String::from_utf8_lossy(&out.stdout);
+    // Prose is wrapped to 80 columns (docs/cli.md#the-terminal): read it unwrapped.
+    let text = String::from_utf8_lossy(&out.stdout).split('\n').map(str::trim).collect::<Vec<_>>().join(" ");
     assert!(
         text.contains("- [warn] partition-misaligned: a partition does not start on the card's erase unit"),
         "{text}"

@@ -149,7 +149,7 @@ fn a_missing_or_foreign_report_is_bad_usage() {
     assert!(missing.contains("cannot read the report"), "{missing}");
     std::fs::write(&home.report, r#"{"schema": "something-else/2", "tool": {"name": "x", "version": "1"}}"#).unwrap();
     let foreign = assert_one_line_error(&home.submit(&url, &["--yes"]), 2);
-    assert!(foreign.contains("not a storage-score/1 report"), "{foreign}");
+    assert!(foreign.contains("schema: expected \"storage-score/1\", got \"something-else/2\""), "{foreign}");
 }
 
 #[test]
@@ -497,6 +497,10 @@ fn a_dead_server_keeps_the_report_and_the_command_given_sends_it_later() {
     assert!(line.contains("cannot connect") && line.contains("after 5 attempts"), "{line}");
     let command = line.split_once("send it later with: ").map(|(_, c)| c.to_owned()).expect("command");
     let pending = home.receipt()["submissions"][0]["idempotency_key"].as_str().expect("key kept").to_owned();
+    // The receipt says what happened, and --delete does not pretend a token was lost.
+    assert_eq!(home.receipt()["submissions"][0]["status"], "not sent");
+    let delete = assert_one_line_error(&home.run(&["submit", home.report_arg(), "--delete", "--url", &url]), 2);
+    assert!(delete.contains("ever reached a leaderboard") && delete.contains("nothing to delete"), "{delete}");
 
     // The server comes back where it was; the command printed, as given
     // (with the --yes it repeats), sends the report with the same key.

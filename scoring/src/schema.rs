@@ -28,6 +28,10 @@ pub const MAX_LABEL_CHARS: usize = 80;
 pub struct Report {
     pub schema: String,
     pub tool: Tool,
+    /// When the report was made, RFC 3339 in UTC (`2026-12-04T03:45:10Z`);
+    /// absent from reports made before it was added (docs/report.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<Target>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -78,6 +78,29 @@ pub enum Command {
     /// adds it to the report and waits for the next. Never touches a disk
     /// present at start unless named. Ctrl-C writes the report, exit 0.
     Station(BatchArgs),
+    /// Print a saved report's tables again ("-" reads stdin).
+    Show(ShowArgs),
+    /// Print the shell completion script for SHELL (what the .deb installs).
+    Completions(CompletionsArgs),
+    /// Print the man page, roff, as the .deb installs it (`storage-score man | man -l -`).
+    Man,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// A report written by `run --output FILE` (or `--json`), or a
+    /// leaderboard result saved as JSON; "-" for stdin.
+    pub report: String,
+    /// Print the report, checked, as JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// bash, zsh, fish, elvish or powershell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 #[derive(Debug, Args, Default)]

@@ -41,7 +41,7 @@ pub fn verify_capacity(args: &VerifyCapacityArgs) -> Result<(), Failure> {
     let report = probe(args, &watch)?;
 
     if args.json {
-        json_outln(&to_json(&report)?);
+        json_outln(&crate::document::encode(crate::document::CAPACITY, &report)?);
     } else {
         out(&report.text());
     }
@@ -110,7 +110,7 @@ fn files(args: &VerifyCapacityArgs, watch: &Stages) -> Result<(), Failure> {
         other => Failure::Usage(other.to_string()),
     })?;
     if args.json {
-        json_outln(&to_json(&report)?);
+        json_outln(&crate::document::encode(crate::document::CAPACITY, &report)?);
     } else {
         let size = storage_capacity::verdict::size;
         outln(&format!(
@@ -269,8 +269,4 @@ fn verify_failure(e: VerifyError, args: &VerifyCapacityArgs) -> Failure {
         VerifyError::Probe(e) => Failure::Run(format!("the probe failed: {e}; every byte written was restored")),
         e @ (VerifyError::Undo { .. } | VerifyError::Replay { .. }) => Failure::Run(e.to_string()),
     }
-}
-
-fn to_json<T: serde::Serialize>(value: &T) -> Result<String, Failure> {
-    serde_json::to_string_pretty(value).map_err(|e| Failure::Run(format!("cannot encode the finding as JSON: {e}")))
 }

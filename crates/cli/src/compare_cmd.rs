@@ -12,10 +12,6 @@ use storage_scoring::schema::Report;
 
 use crate::{CompareArgs, Failure, compare_render, upload};
 
-/// The largest report read. Reports are tens of KiB; a file far larger is
-/// not one, and reading it whole would only waste memory.
-const MAX_REPORT: u64 = 64 << 20;
-
 /// How long to wait for a leaderboard's answer.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -56,7 +52,9 @@ pub fn compare(args: &CompareArgs) -> Result<(), Failure> {
     }
     let mut inputs = Vec::with_capacity(count);
     for name in &args.reports {
-        inputs.push(read_file(name)?);
+        let bytes = crate::saved::read(name)?;
+        let value = storage_scoring::input::parse_json(&bytes).map_err(|e| crate::saved::refused(name, &e))?;
+        inputs.push(parse(name, value)?);
     }
     for url in &args.from {
         inputs.push(fetch(url)?);
@@ -64,8 +62,7 @@ pub fn compare(args: &CompareArgs) -> Result<(), Failure> {
     let comparisons = comparisons(&inputs);
     if args.json {
         let doc = CompareDoc { comparisons: &comparisons };
-        let json = serde_json::to_string_pretty(&doc).map_err(|e| Failure::Run(format!("cannot encode JSON: {e}")))?;
-        crate::terminal::json_outln(&json);
+        crate::terminal::json_outln(&crate::document::encode(crate::document::COMPARE, &doc)?);
     } else {
         crate::terminal::out(&compare_render::render(&inputs, &comparisons));
     }
@@ -86,22 +83,6 @@ pub fn comparisons(inputs: &[Input]) -> Vec<Comparison> {
         .collect()
 }
 
-fn read_file(name: &str) -> Result<Input, Failure> {
-    // A regular file only (a FIFO would hang, /dev/zero fill memory), capped.
-    // Under sudo, as the user: root's rights never read a file for them.
-    let who = crate::outputs::sudo_user();
-    let bytes = storage_identify::safe_fs::as_identity(who, || {
-        storage_identify::safe_fs::read_file(std::path::Path::new(name), MAX_REPORT)
-    })
-    .map_err(|e| {
-        Failure::Usage(format!("cannot read {name}: {e}; give a report written by `storage-score run --output FILE`"))
-    })?;
-    let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
-        Failure::Usage(format!("{name} is not JSON ({e}); give a report written by `storage-score run --output FILE`"))
-    })?;
-    parse(name, value)
-}
-
 fn fetch(url: &str) -> Result<Input, Failure> {
     let api = api_address(url).ok_or_else(|| {
         Failure::Usage(format!(
@@ -112,17 +93,11 @@ fn fetch(url: &str) -> Result<Input, Failure> {
     parse(url, value)
 }
 
-/// A report, or a leaderboard's result that holds one (`{"report": …}`,
-/// as its API answers and its JSON export has on each line).
+/// A batch report (its cards' figures as samples), or a report or a
+/// leaderboard result through the one validator ([`crate::saved`]).
 fn parse(name: &str, value: Value) -> Result<Input, Failure> {
-    let stored_at = value.get("created_at").and_then(Value::as_str).map(|s| upload::one_line(s, 40));
-    let value = match value {
-        Value::Object(mut map) if !map.contains_key("schema") && map.get("report").is_some_and(Value::is_object) => {
-            map.remove("report").unwrap_or_default()
-        }
-        other => other,
-    };
     if value.get("schema").and_then(Value::as_str) == Some(storage_scoring::batch::SCHEMA) {
+        let stored_at = value.get("created_at").and_then(Value::as_str).map(|s| upload::one_line(s, 40));
         let batch: storage_scoring::batch::BatchReport = serde_json::from_value(value).map_err(|e| {
             Failure::Usage(format!("{name}: the batch report does not read as one ({e}); was it edited by hand?"))
         })?;
@@ -133,16 +108,8 @@ fn parse(name: &str, value: Value) -> Result<Input, Failure> {
             cards: Some(batch.cards.len()),
         });
     }
-    if value.get("schema").and_then(Value::as_str) != Some(storage_scoring::schema::SCHEMA) {
-        return Err(Failure::Usage(format!(
-            "{name} is not a storage-score report (no \"schema\": \"{}\"); give a report written by `storage-score run --output FILE`",
-            storage_scoring::schema::SCHEMA
-        )));
-    }
-    let report: Report = serde_json::from_value(value).map_err(|e| {
-        Failure::Usage(format!("{name}: the report does not read as one ({e}); was it edited by hand?"))
-    })?;
-    Ok(Input { name: name.to_owned(), report, stored_at, cards: None })
+    let saved = crate::saved::from_value(name, value)?;
+    Ok(Input { name: name.to_owned(), report: saved.report, stored_at: saved.stored_at, cards: None })
 }
 
 /// The API address of a leaderboard result given as its page
@@ -192,17 +159,5 @@ mod tests {
         ] {
             assert_eq!(api_address(bad), None, "{bad}");
         }
-    }
-
-    #[test]
-    fn a_leaderboard_result_holds_its_report() {
-        let result = serde_json::json!({"id": 3, "created_at": "2025-01-02T03:04:05Z",
-            "report": {"schema": "storage-score/1", "tool": {"name": "storage-score", "version": "0.1.0"},
-                       "measurements": {"seq_write_mb_s": 20.5}}});
-        let input = parse("r.json", result).expect("a result");
-        assert_eq!(input.stored_at.as_deref(), Some("2025-01-02T03:04:05Z"));
-        assert_eq!(input.report.measurements.and_then(|m| m.seq_write_mb_s), Some(20.5));
-        let err = parse("x.json", serde_json::json!({"measurements": {}})).expect_err("no schema");
-        assert!(err.to_string().starts_with("x.json is not a storage-score report"), "{err}");
     }
 }

@@ -65,6 +65,7 @@ pub fn examine(target: &str, roots: &Roots) -> Result<Report, Failure> {
     let (resolved, device) = storage_identify::identify(target, roots)?;
     let system = storage_identify::system::system(roots);
     let mut report = Report::new(VERSION);
+    report.created = Some(crate::document::now());
     match (&resolved.disk, &device) {
         (Some(disk), Some(device)) => {
             let found = checkup(disk, device, roots, system.board.as_deref());

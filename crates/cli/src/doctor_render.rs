@@ -255,10 +255,11 @@ fn advice(items: &[Advice]) -> String {
             Severity::Info => "info",
             Severity::Unknown => "?",
         };
-        let _ = writeln!(out, "- [{tag}] {}: {}", a.code.as_str(), a.code.title());
-        let _ = writeln!(out, "    seen:   {}", a.evidence);
-        let _ = writeln!(out, "    fix:    {}", a.fix);
-        let _ = writeln!(out, "    source: {}", a.source);
+        let width = crate::plain::width();
+        out.push_str(&crate::plain::hanging("- ", &format!("[{tag}] {}: {}", a.code.as_str(), a.code.title()), width));
+        out.push_str(&crate::plain::hanging("    seen:   ", &a.evidence, width));
+        out.push_str(&crate::plain::hanging("    fix:    ", &a.fix, width));
+        out.push_str(&crate::plain::hanging("    source: ", &a.source, width));
     }
     out
 }

@@ -9,9 +9,11 @@ mod compare_render;
 mod doctor_cmd;
 mod doctor_render;
 mod doctor_status;
+mod document;
 mod failure;
 mod history;
 mod outputs;
+mod plain;
 mod plan;
 mod profile_cmd;
 mod profile_render;
@@ -19,15 +21,15 @@ mod progress;
 mod prometheus;
 mod render;
 mod run;
+mod saved;
 mod scan_cmd;
 mod score_cmd;
+mod settings;
 mod terminal;
 mod upload;
 mod watch;
 
 use clap::Parser;
-use storage_identify::Roots;
-
 pub use failure::Failure;
 pub(crate) use storage_score::args::{
     BatchArgs, CompareArgs, DoctorArgs, EngineArg, IdentifyArgs, ProfileArg, RunArgs, ScoreArgs, SubmitArgs,
@@ -40,12 +42,12 @@ fn main() {
     // Unix filters do, instead of panicking on the failed write.
     // SAFETY: setting a signal disposition to its default has no preconditions.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    let cli = Cli::parse();
-    let roots = match (&cli.sysfs_root, &cli.machine_root) {
-        (_, Some(dir)) => Roots::machine(dir),
-        (Some(dir), None) => Roots::captured(dir),
-        (None, None) => Roots::live(),
-    };
+    let argv: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
+    if let Some(typo) = settings::mistyped_subcommand(&argv) {
+        fail(typo);
+    }
+    let cli = Cli::try_parse().unwrap_or_else(|e| settings::clap_error(e));
+    let roots = settings::roots(cli.sysfs_root.as_deref(), cli.machine_root.as_deref()).unwrap_or_else(|f| fail(f));
     // A tree someone named is read as the user behind sudo, never with
     // root's rights (docs/safety.md#what-is-read).
     if let Some(user) = outputs::sudo_user() {
@@ -70,9 +72,25 @@ fn main() {
         Some(Command::Scan(args)) => scan_cmd::scan(args.json, &roots),
         Some(Command::Batch(args)) => batch::batch(&args, &roots),
         Some(Command::Station(args)) => batch::station::station(&args, &roots),
+        Some(Command::Show(args)) => run::show(&args),
+        Some(Command::Completions(args)) => manual_out(|out| storage_score::manual::completion(args.shell, out)),
+        Some(Command::Man) => manual_out(storage_score::manual::top_page),
     };
     if let Err(failure) = result {
-        terminal::errln(&format!("storage-score: {failure}"));
-        std::process::exit(failure.exit_code());
+        fail(failure);
     }
+}
+
+/// `completions` and `man`: generated text on stdout.
+fn manual_out(write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>) -> Result<(), Failure> {
+    let mut text = Vec::new();
+    write(&mut text).map_err(|e| Failure::Run(format!("cannot generate the text: {e}")))?;
+    use std::io::Write;
+    std::io::stdout().write_all(&text).map_err(|e| Failure::Run(format!("cannot write to stdout: {e}")))
+}
+
+/// The one way out on an error: one line on stderr, the documented code.
+fn fail(failure: Failure) -> ! {
+    terminal::errln(&format!("storage-score: {failure}"));
+    std::process::exit(failure.exit_code());
 }

@@ -65,6 +65,7 @@ pub fn profile(args: &ProfileArgs, roots: &Roots) -> Result<(), Failure> {
     bars.finish();
 
     let mut report = Report::new(VERSION);
+    report.created = Some(crate::document::now());
     session.finish(&mut report);
     report.target = Some(resolved.target.clone());
     report.device = device;

@@ -28,9 +28,22 @@ pub fn identify(args: &IdentifyArgs, roots: &Roots) -> Result<(), Failure> {
             advice: &report.advice,
             thermal: report.thermal.as_ref(),
         };
-        crate::terminal::json_outln(&to_json(&doc)?);
+        crate::terminal::json_outln(&crate::document::encode(crate::document::IDENTIFY, &doc)?);
     } else {
         crate::terminal::out(&render::identification(target, report.device.as_ref(), Some(system)));
+        crate::terminal::out(&doctor_render::sections(&report));
+    }
+    Ok(())
+}
+
+/// `storage-score show REPORT`: a saved report's tables, as `run` printed
+/// them, through the one validator.
+pub fn show(args: &storage_score::args::ShowArgs) -> Result<(), Failure> {
+    let report = crate::saved::load(&args.report)?.report;
+    if args.json {
+        crate::terminal::json_outln(&to_json(&report)?);
+    } else {
+        crate::terminal::out(&render::report(&report));
         crate::terminal::out(&doctor_render::sections(&report));
     }
     Ok(())
@@ -129,6 +142,7 @@ pub fn measure(args: &RunArgs, roots: &Roots, show_progress: bool) -> Result<Mea
     bars.finish();
 
     let mut report = Report::new(VERSION);
+    report.created = Some(crate::document::now());
     report.target = Some(resolved.target.clone());
     report.device = device;
     report.system = Some(storage_identify::system::system(roots));

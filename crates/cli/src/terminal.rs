@@ -43,10 +43,11 @@ pub fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
-/// Prints `text` on stdout, cleaned.
+/// Prints `text` on stdout, cleaned, in ASCII where the terminal wants it
+/// ([`crate::plain`]).
 pub fn out(text: &str) {
     let mut stdout = std::io::stdout().lock();
-    let _ = stdout.write_all(clean(text).as_bytes()).and_then(|()| stdout.flush());
+    let _ = stdout.write_all(crate::plain::fit(clean(text)).as_bytes()).and_then(|()| stdout.flush());
 }
 
 /// Prints `text` and a newline on stdout, cleaned.
@@ -76,7 +77,7 @@ pub fn json_outln(text: &str) {
 /// Prints `text` on stderr, cleaned.
 pub fn err(text: &str) {
     let mut stderr = std::io::stderr().lock();
-    let _ = stderr.write_all(clean(text).as_bytes()).and_then(|()| stderr.flush());
+    let _ = stderr.write_all(crate::plain::fit(clean(text)).as_bytes()).and_then(|()| stderr.flush());
 }
 
 /// Prints `text` and a newline on stderr, cleaned.

@@ -46,6 +46,8 @@ pub enum InputError {
     Schema { found: String },
     /// No `schema` key, where a report must say what it is (a submission).
     MissingSchema,
+    /// A report (it names its `schema`) without the `tool` that wrote it.
+    MissingTool,
     /// A part of the report that does not match the schema (a wrong type,
     /// an unknown enum word), as the typed report says.
     Shape { path: String, detail: String },
@@ -78,6 +80,7 @@ impl InputError {
             InputError::NonFinite { key, .. } | InputError::NumberOutOfRange { key, .. } => key.as_deref(),
             InputError::NoMeasurements => Some("measurements"),
             InputError::Schema { .. } | InputError::MissingSchema => Some("schema"),
+            InputError::MissingTool => Some("tool"),
             InputError::WrongType { path, .. }
             | InputError::Negative { path, .. }
             | InputError::TooLarge { path, .. }
@@ -158,7 +161,8 @@ impl InputError {
             | InputError::NotAnObject { .. }
             | InputError::EmptyObject
             | InputError::NoMeasurements
-            | InputError::MissingSchema => {}
+            | InputError::MissingSchema
+            | InputError::MissingTool => {}
         }
         e
     }
@@ -237,6 +241,10 @@ impl fmt::Display for InputError {
             InputError::MissingSchema => write!(
                 f,
                 "schema: the key is missing; a storage-score report says \"schema\": \"{SCHEMA}\", send the file as storage-score wrote it"
+            ),
+            InputError::MissingTool => write!(
+                f,
+                "tool: the key is missing; a storage-score report says which program and version wrote it, send the file as storage-score wrote it"
             ),
             InputError::Shape { path, detail } => write!(
                 f,

@@ -10,9 +10,11 @@
 //! string it keeps checked ([`strings`]). Nothing here panics, whatever the
 //! bytes.
 //!
-//! Two uses differ only where they must ([`Use`]): `score` also takes a
-//! bare measurements object and a report without `schema` or `tool`; a
-//! submission must be a whole report that says what it is.
+//! The uses differ only where they must ([`Use`]): `score` also takes a
+//! bare measurements object, or figures under `measurements` with no
+//! `schema`; a report that names its `schema` must name its `tool` in
+//! every use; a submission must be a whole report that says what it is;
+//! `show` and `compare` also take a report without figures (`doctor`'s).
 
 mod error;
 mod figures;
@@ -39,6 +41,9 @@ pub enum Use {
     Score,
     /// A leaderboard submission: a whole report, `schema` included.
     Submission,
+    /// A saved report for `show`, `compare` and `submit`'s reading: as a
+    /// submission, but figures may be absent (a `doctor --json` report).
+    Saved,
 }
 
 /// What the score command works on.
@@ -92,19 +97,45 @@ pub fn parse_score_input(text: &str) -> Result<ScoreInput, InputError> {
     Err(InputError::UnknownKey { path: unknown })
 }
 
+/// [`parse_score_input`] over any bytes: UTF-8 first.
+pub fn parse_score_bytes(bytes: &[u8]) -> Result<ScoreInput, InputError> {
+    parse_score_input(json::utf8(bytes)?)
+}
+
 /// Parses a submitted report: any bytes in, a checked [`Report`] or one
 /// error out.
 pub fn parse_report(bytes: &[u8]) -> Result<Report, InputError> {
-    let text = json::utf8(bytes)?;
-    let value = json::parse(text)?;
+    report_from(parse_json(bytes)?, Use::Submission)
+}
+
+/// Any bytes to JSON: UTF-8 first, then JSON with NaN and Infinity named.
+pub fn parse_json(bytes: &[u8]) -> Result<Value, InputError> {
+    json::parse(json::utf8(bytes)?)
+}
+
+/// A JSON value as a checked [`Report`] for `how` (not [`Use::Score`],
+/// whose bare measurements object [`parse_score_input`] reads).
+pub fn report_from(value: Value, how: Use) -> Result<Report, InputError> {
     let Value::Object(object) = value else {
         return Err(InputError::NotAnObject { found: json::describe(&value) });
     };
-    validate(object, Use::Submission)
+    if object.is_empty() {
+        return Err(InputError::EmptyObject);
+    }
+    validate(object, how)
 }
 
 /// Checks a report object and reads it as a [`Report`].
 pub fn validate(mut object: Map<String, Value>, how: Use) -> Result<Report, InputError> {
+    // A report that says what it is says who wrote it, in every use.
+    if !object.contains_key("tool") && (how != Use::Score || object.contains_key("schema")) {
+        if !object.contains_key("schema") {
+            return Err(InputError::MissingSchema);
+        }
+        if matches!(object.get("schema"), Some(Value::String(s)) if s == SCHEMA) {
+            return Err(InputError::MissingTool);
+        }
+    }
     match object.get("schema") {
         Some(Value::String(s)) if s == SCHEMA => {}
         Some(Value::String(s)) => return Err(InputError::Schema { found: figures::clip(s) }),
@@ -125,6 +156,7 @@ pub fn validate(mut object: Map<String, Value>, how: Use) -> Result<Report, Inpu
         Some(Value::Object(m)) => {
             figures::measurements(m, "measurements.")?;
         }
+        None | Some(Value::Null) if how == Use::Saved => {}
         None | Some(Value::Null) => return Err(InputError::NoMeasurements),
         Some(other) => {
             return Err(InputError::WrongType {

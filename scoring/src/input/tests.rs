@@ -128,7 +128,37 @@ fn unknown_keys() {
     assert_eq!(e, InputError::UnknownKey { path: "measurements.iops".into() });
     // A report without figures.
     assert_eq!(err(r#"{"schema": "storage-score/1", "tool": {}}"#), InputError::NoMeasurements);
-    assert_eq!(err(r#"{"schema": "storage-score/1", "measurements": null}"#), InputError::NoMeasurements);
+    let figureless = r#"{"schema": "storage-score/1", "tool": {"name": "storage-score", "version": "0.1.0"}}"#;
+    assert_eq!(err(figureless), InputError::NoMeasurements);
+}
+
+/// A report that names its schema names its tool, in `score` as in
+/// `compare`, `show` and a submission; only figures with no `schema` are
+/// taken without one, and only by `score`.
+#[test]
+fn a_report_without_tool_is_refused_everywhere() {
+    let toolless = r#"{"schema": "storage-score/1", "measurements": {"seq_write_mb_s": 20.0}}"#;
+    assert_eq!(err(toolless), InputError::MissingTool);
+    assert!(err(toolless).to_string().starts_with("tool: the key is missing"), "{}", err(toolless));
+    let value: serde_json::Value = serde_json::from_str(toolless).unwrap();
+    for how in [Use::Saved, Use::Submission] {
+        assert_eq!(report_from(value.clone(), how), Err(InputError::MissingTool), "{how:?}");
+    }
+    assert_eq!(parse_report(toolless.as_bytes()), Err(InputError::MissingTool));
+    assert!(parse_score_input(r#"{"measurements": {"seq_write_mb_s": 20.0}}"#).is_ok());
+    // `show` and `compare` read a report without figures (doctor's).
+    let doctor =
+        serde_json::json!({"schema": "storage-score/1", "tool": {"name": "storage-score", "version": "0.1.0"}});
+    assert!(report_from(doctor.clone(), Use::Saved).is_ok());
+    assert_eq!(report_from(doctor, Use::Submission), Err(InputError::NoMeasurements));
+    // Impossible figures, as compare once took them.
+    for figure in ["-5", "1e12"] {
+        let text = format!(
+            r#"{{"schema": "storage-score/1", "tool": {{"name": "storage-score", "version": "0.1.0"}}, "measurements": {{"seq_write_mb_s": {figure}}}}}"#
+        );
+        let e = report_from(serde_json::from_str(&text).unwrap(), Use::Saved).unwrap_err();
+        assert!(e.is_implausible() && e.field() == Some("measurements.seq_write_mb_s"), "{e}");
+    }
 }
 
 #[test]

@@ -49,7 +49,7 @@ pub fn show(args: &DoctorArgs, which: &str) -> Result<(), Failure> {
     if args.json {
         let doc = Document {
             schema: "storage-score-history-trend/1",
-            created: super::time::rfc3339(std::time::SystemTime::now()),
+            created: crate::document::now(),
             history_dir: args.history_dir.display().to_string(),
             devices: &trends,
         };

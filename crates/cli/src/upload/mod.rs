@@ -17,7 +17,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use storage_scoring::schema::{Report, SCHEMA};
+use storage_scoring::schema::Report;
 
 use crate::{Failure, RunArgs, SubmitArgs};
 use client::{Accepted, Client, SendError};
@@ -173,9 +173,17 @@ pub fn send_saved(path: &Path, upload: &Upload, channel: Channel) -> Result<(), 
     save_receipt(owner, &receipt_path, &receipt)?;
     let client = Client::new(upload.timeout, Policy::default()).map_err(Failure::Run)?;
     let earlier = receipt.entry(&upload.base, &digest, &key).url.clone();
-    let accepted = client.submit(&endpoint, &key, &payload.body, &mut |note| channel.say(note)).map_err(|e| match (
-        e, earlier,
-    ) {
+    let sent = client.submit(&endpoint, &key, &payload.body, &mut |note| channel.say(note));
+    if sent.is_err() {
+        // The receipt says what happened: an entry the leaderboard never
+        // took is "not sent", not left "pending" as if an answer might come.
+        let entry = receipt.entry(&upload.base, &digest, &key);
+        if entry.id.is_none() {
+            entry.status = payload::NOT_SENT.to_owned();
+            let _ = save_receipt(owner, &receipt_path, &receipt);
+        }
+    }
+    let accepted = sent.map_err(|e| match (e, earlier) {
         // The key is this report's, the body differs: it went before with
         // other options (--include-serials, say). It is there, once.
         (SendError::Refused { status: 422, .. }, Some(url)) => Failure::Run(format!(
@@ -210,19 +218,10 @@ fn read_report(owner: FsIdentity, path: &Path) -> Result<(Vec<u8>, Report), Fail
             path.display()
         ))
     })?;
-    let report: Report = serde_json::from_slice(&bytes).map_err(|e| {
-        Failure::Usage(format!(
-            "{} is not a storage-score report ({e}); give a report saved with `storage-score run --output FILE`",
-            path.display()
-        ))
-    })?;
-    if report.schema != SCHEMA {
-        return Err(Failure::Usage(format!(
-            "{} is a \"{}\" document, not a {SCHEMA} report",
-            path.display(),
-            client::one_line(&report.schema, 60)
-        )));
-    }
+    // The leaderboard's own validator, so that what it would refuse is
+    // refused here first, in the words `score` and `compare` use.
+    let report = storage_scoring::input::parse_report(&bytes)
+        .map_err(|e| crate::saved::refused(&path.display().to_string(), &e))?;
     Ok((bytes, report))
 }
 
@@ -387,6 +386,14 @@ fn delete(args: &SubmitArgs) -> Result<(), Failure> {
         })
         .collect();
     let at = match candidates.as_slice() {
+        [] if receipt.submissions.iter().all(|s| s.status == payload::NOT_SENT && s.id.is_none()) => {
+            return Err(Failure::Usage(format!(
+                "nothing from {} ever reached a leaderboard: every attempt in {} is \"{}\", so there is nothing to delete",
+                path.display(),
+                receipt_path.display(),
+                payload::NOT_SENT
+            )));
+        }
         [] => {
             return Err(Failure::Usage(format!(
                 "{} holds no delete token{}: only the first answer to a submission carries one",

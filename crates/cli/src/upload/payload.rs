@@ -87,6 +87,10 @@ pub fn beside(report: &Path, suffix: &str) -> PathBuf {
     report.with_file_name(format!("{stem}.{suffix}.json"))
 }
 
+/// A receipt entry's status when the leaderboard could not be reached or
+/// refused: nothing of this submission is on it.
+pub const NOT_SENT: &str = "not sent";
+
 /// The receipt kept beside a report: every submission of it, with what
 /// the leaderboard answered. Written 0600: the delete tokens are secrets.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -102,7 +106,8 @@ pub struct Submission {
     /// Which version of the report file this is for ([`report_digest`]).
     pub report_sha256: String,
     pub idempotency_key: String,
-    /// `pending` until the leaderboard acknowledges it, then its status.
+    /// `pending` while it is being sent, [`NOT_SENT`] when no leaderboard
+    /// took it, else the status the leaderboard answered.
     pub status: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
