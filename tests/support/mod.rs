@@ -1,6 +1,7 @@
 //! Real devices for end-to-end tests: loop devices, ext4 mounts, throttles
 //! (`throttle.rs`, cgroup v1 or v2), each torn down by `Drop` on every path
-//! (a failing assertion unwinds through them too).
+//! (a failing assertion unwinds through them too), and by the reaper
+//! (`reaper.rs`) when the test process is killed and no `Drop` runs.
 //!
 //! Tests that need these are `#[ignore]`d with a reason that names what
 //! they need in a fixed vocabulary (`needs root: loop, fuse, throttle`;
@@ -17,6 +18,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
 
 mod mounts;
+mod reaper;
 mod throttle;
 #[allow(unused_imports)] // not every test binary uses these
 pub use mounts::*;
@@ -63,6 +65,8 @@ pub struct LoopDev {
     pub minor: u32,
     /// The backing file's directory, when the loop device made it.
     _dir: Option<tempfile::TempDir>,
+    /// Detaches it (and removes `_dir`) if the test process dies.
+    _undo: reaper::Undo,
 }
 
 impl LoopDev {
@@ -72,9 +76,14 @@ impl LoopDev {
         let dir = tempfile::Builder::new().prefix("ss-test-").tempdir_in("/var/tmp").expect("tempdir");
         let file = dir.path().join("disk.img");
         std::fs::File::create(&file).and_then(|f| f.set_len(mib << 20)).expect("backing file");
-        let mut dev = LoopDev::attach(&file);
-        dev._dir = Some(dir);
-        dev
+        LoopDev::attach(&file).owning(dir)
+    }
+
+    /// This device owns `dir`, which holds its backing file `disk.img`.
+    fn owning(mut self, dir: tempfile::TempDir) -> LoopDev {
+        self._undo = reaper::Undo::register(&reaper::loop_undo(&dir.path().join("disk.img"), Some(dir.path())));
+        self._dir = Some(dir);
+        self
     }
 
     /// A loop device with direct I/O on over an existing `file`, which the
@@ -96,6 +105,7 @@ impl LoopDev {
             major: major.parse().expect("major"),
             minor: minor.parse().expect("minor"),
             _dir: None,
+            _undo: reaper::Undo::register(&reaper::loop_undo(file, None)),
         }
     }
 
@@ -115,7 +125,13 @@ impl LoopDev {
         let name = node.file_name().and_then(|n| n.to_str()).expect("name").to_owned();
         let dev = std::fs::read_to_string(format!("/sys/block/{name}/dev")).expect("dev");
         let (major, minor) = dev.trim().split_once(':').expect("MAJ:MIN");
-        LoopDev { node, major: major.parse().expect("major"), minor: minor.parse().expect("minor"), _dir: None }
+        LoopDev {
+            node,
+            major: major.parse().expect("major"),
+            minor: minor.parse().expect("minor"),
+            _dir: None,
+            _undo: reaper::Undo::register(&reaper::loop_undo(file, None)),
+        }
     }
 
     pub fn path(&self) -> &str {
@@ -124,6 +140,13 @@ impl LoopDev {
 
     pub fn devnum(&self) -> String {
         format!("{}:{}", self.major, self.minor)
+    }
+
+    /// The file the kernel has attached, as sysfs names it: what the
+    /// reaper checks before it touches this device's settings.
+    pub fn attached_file(&self) -> PathBuf {
+        let file = std::fs::read_to_string(format!("/sys/dev/block/{}/loop/backing_file", self.devnum()));
+        PathBuf::from(file.expect("loop/backing_file").trim_end_matches('\n'))
     }
 }
 
@@ -149,6 +172,7 @@ impl BlockDev for LoopDev {
 pub struct Ext4<D = LoopDev> {
     pub dir: tempfile::TempDir,
     pub dev: D,
+    _undo: reaper::Undo,
 }
 
 impl Ext4 {
@@ -173,8 +197,9 @@ impl<D: BlockDev> Ext4<D> {
         args.push(dev.path());
         sh("mkfs.ext4", &args);
         let dir = tempfile::Builder::new().prefix("ss-mnt-").tempdir().expect("mount dir");
+        let undo = reaper::Undo::register(&reaper::mount_undo(dir.path()));
         sh("mount", &["-o", options, dev.path(), dir.path().to_str().expect("utf8")]);
-        Ext4 { dir, dev }
+        Ext4 { dir, dev, _undo: undo }
     }
 
     pub fn unmount(&self) {
@@ -230,12 +255,19 @@ impl<D> Drop for Ext4<D> {
 /// Loop devices outlive a test, so the defaults are put back on drop.
 pub struct DirtyLimit {
     bdi: PathBuf,
+    _undo: reaper::Undo,
 }
 
 impl DirtyLimit {
     pub fn new(dev: &LoopDev, bytes: u64) -> DirtyLimit {
         let bdi = PathBuf::from("/sys/class/bdi").join(dev.devnum());
-        let limit = DirtyLimit { bdi };
+        let reset = format!(
+            "echo 0 > {}\necho 100 > {}\n",
+            reaper::quoted(&bdi.join("strict_limit")),
+            reaper::quoted(&bdi.join("max_ratio"))
+        );
+        let undo = reaper::Undo::register(&reaper::while_loop_is(&dev.devnum(), &dev.attached_file(), &reset));
+        let limit = DirtyLimit { bdi, _undo: undo };
         std::fs::write(limit.bdi.join("strict_limit"), "1\n").expect("bdi strict_limit");
         std::fs::write(limit.bdi.join("max_bytes"), format!("{bytes}\n")).expect("bdi max_bytes");
         limit
@@ -405,6 +437,7 @@ struct FuseServer {
     mount: PathBuf,
     log: PathBuf,
     _dir: tempfile::TempDir,
+    _undo: reaper::Undo,
 }
 
 impl FuseServer {
@@ -437,7 +470,8 @@ impl FuseServer {
             .spawn()
             .unwrap_or_else(|e| panic!("{}: {e}", fuse_python()));
         // From here on, Drop stops the server whatever happens next.
-        let mut server = FuseServer { child, mount, log, _dir: dir };
+        let undo = reaper::Undo::register(&reaper::fuse_undo(&mount, child.id(), script, dir.path()));
+        let mut server = FuseServer { child, mount, log, _dir: dir, _undo: undo };
         let disk = server.mount.join("disk.img");
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         while !disk.exists() {
@@ -527,6 +561,11 @@ impl FakeFlash {
     }
 
     /// Sends a command to the card (`pause-at=write:100`, `resume`, `cache=4M`).
+    /// Where the FUSE server serves the card's image.
+    pub fn fuse_dir(&self) -> &Path {
+        &self.server.mount
+    }
+
     pub fn ctl(&self, command: &str) {
         std::fs::write(self.server.mount.join("ctl"), command).unwrap_or_else(|e| panic!("ctl {command}: {e}"));
     }

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::{LoopDev, fuse_python, sh};
+use super::{LoopDev, fuse_python, reaper, sh};
 
 impl LoopDev {
     /// A loop device of `mib` MiB over a file in `/dev/shm`: a fast device,
@@ -15,9 +15,7 @@ impl LoopDev {
         let dir = tempfile::Builder::new().prefix("ss-test-").tempdir_in("/dev/shm").expect("tempdir in /dev/shm");
         let file = dir.path().join("disk.img");
         std::fs::File::create(&file).and_then(|f| f.set_len(mib << 20)).expect("backing file");
-        let mut dev = LoopDev::attach(&file);
-        dev._dir = Some(dir);
-        dev
+        LoopDev::attach(&file).owning(dir)
     }
 
     /// The backing file, when this device made it.
@@ -51,6 +49,7 @@ impl LoopDev {
 /// drop (lazily if it must be).
 pub struct Mounted {
     pub dir: tempfile::TempDir,
+    _undo: reaper::Undo,
 }
 
 impl Mounted {
@@ -62,8 +61,9 @@ impl Mounted {
             args.extend(["-o", o]);
         }
         args.extend([source, dir.path().to_str().expect("utf8")]);
+        let undo = reaper::Undo::register(&reaper::mount_undo(dir.path()));
         sh("mount", &args);
-        Mounted { dir }
+        Mounted { dir, _undo: undo }
     }
 
     pub fn path(&self) -> &str {
@@ -92,6 +92,7 @@ pub const MEMORY_FUSE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/
 pub struct MemoryFuse {
     child: std::process::Child,
     pub dir: tempfile::TempDir,
+    _undo: reaper::Undo,
 }
 
 impl MemoryFuse {
@@ -107,7 +108,8 @@ impl MemoryFuse {
             .stderr(Stdio::null())
             .spawn()
             .expect("memory_fuse.py");
-        let fs = MemoryFuse { child, dir };
+        let undo = reaper::Undo::register(&reaper::fuse_undo(dir.path(), child.id(), MEMORY_FUSE, dir.path()));
+        let fs = MemoryFuse { child, dir, _undo: undo };
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         let mounted = || {
             std::fs::read_to_string("/proc/self/mountinfo")

@@ -15,14 +15,15 @@
 //!   commands it starts are throttled with it. The limits name the one loop
 //!   device, so nothing else this process does is slowed.
 //!
-//! The rules are reset, and the process moved back, on drop.
+//! The rules are reset, and the process moved back, on drop; the reaper
+//! (`reaper.rs`) resets them if the test process is killed instead.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use super::{BIN, LoopDev, sh};
+use super::{BIN, LoopDev, reaper, sh};
 
 /// Limits for a throttled "slow card"; `None` is no limit.
 #[derive(Debug, Default, Clone, Copy)]
@@ -129,6 +130,26 @@ pub struct BlkioThrottle {
     home: Option<PathBuf>,
     /// More devices limited by the same group ([`BlkioThrottle::also`]).
     others: Vec<(Rules, Vec<&'static str>)>,
+    /// What resets each device's rules if the test process dies.
+    undos: Vec<reaper::Undo>,
+}
+
+impl Rules {
+    /// The reaper's reset of these rules: every v1 file's rule for the
+    /// device, while it is still the test's; the v2 group removed.
+    fn undo(&self, dev: &LoopDev) -> reaper::Undo {
+        let script = match &self.cgroup {
+            Cgroup::V1 { blkio } => {
+                let resets: String = V1_FILES
+                    .iter()
+                    .map(|file| format!("echo '{} 0' > {}\n", self.devnum, reaper::quoted(&blkio.join(file))))
+                    .collect();
+                reaper::while_loop_is(&self.devnum, &dev.attached_file(), &resets)
+            }
+            Cgroup::V2 { group } => format!("rmdir {}\n", reaper::quoted(group)),
+        };
+        reaper::Undo::register(&script)
+    }
 }
 
 impl BlkioThrottle {
@@ -150,10 +171,12 @@ impl BlkioThrottle {
                 files: Vec::new(),
                 home: None,
                 others: Vec::new(),
+                undos: Vec::new(),
             },
             (None, Some(root)) => BlkioThrottle::v2(&root, devnum),
             (None, None) => panic!("no cgroup v1 blkio and no cgroup v2 here: this test needs throttling"),
         };
+        throttle.undos.push(throttle.rules.undo(dev));
         throttle.set(limits);
         throttle
     }
@@ -177,6 +200,7 @@ impl BlkioThrottle {
             files: Vec::new(),
             home: Some(home),
             others: Vec::new(),
+            undos: Vec::new(),
         };
         std::fs::write(group.join("cgroup.procs"), format!("{}\n", std::process::id()))
             .expect("join the throttle's cgroup");
@@ -197,6 +221,7 @@ impl BlkioThrottle {
     /// line per device): several cards of known speeds at once.
     pub fn also(&mut self, dev: &LoopDev, limits: Throttle) {
         let rules = Rules { cgroup: self.rules.cgroup.clone(), devnum: dev.devnum() };
+        self.undos.push(rules.undo(dev));
         let files = rules.write(limits);
         self.others.push((rules, files));
     }
