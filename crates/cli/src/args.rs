@@ -6,6 +6,10 @@ use std::path::PathBuf;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 
+/// Where `verify-capacity` and `batch --verify` keep their undo journal
+/// unless told otherwise (docs/verify-capacity.md#the-journal-directory).
+pub const JOURNAL_DIR: &str = "/var/lib/storage-score/journal";
+
 #[derive(Debug, Parser)]
 #[command(
     name = "storage-score",
@@ -205,7 +209,7 @@ pub struct BatchArgs {
         long,
         env = "STORAGE_SCORE_JOURNAL_DIR",
         value_name = "DIR",
-        default_value = "/var/lib/storage-score/journal"
+        default_value = JOURNAL_DIR
     )]
     pub journal_dir: PathBuf,
 }
@@ -317,7 +321,7 @@ pub struct VerifyCapacityArgs {
         long,
         env = "STORAGE_SCORE_JOURNAL_DIR",
         value_name = "DIR",
-        default_value = "/var/lib/storage-score/journal"
+        default_value = JOURNAL_DIR
     )]
     pub journal_dir: PathBuf,
 }
