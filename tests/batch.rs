@@ -296,8 +296,8 @@ fn station_tests_each_card_put_in_once_and_leaves_the_one_present_alone() {
     wait_for_card(&report, first.path());
     let second = LoopDev::new(48);
     wait_for_card(&report, second.path());
-    // Another half second of polling: nothing is tested twice.
-    std::thread::sleep(std::time::Duration::from_millis(1200));
+    // Another look or two at the machine: nothing is tested twice.
+    std::thread::sleep(std::time::Duration::from_millis(2500));
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(station.id() as i32), nix::sys::signal::Signal::SIGINT)
         .expect("SIGINT");
     let status = station.wait().expect("station ends");
@@ -305,6 +305,16 @@ fn station_tests_each_card_put_in_once_and_leaves_the_one_present_alone() {
     eprintln!("{log}");
     assert_eq!(status.code(), Some(0), "Ctrl-C ends the station with 0");
     assert!(log.contains("##  PASS") && log.contains("stopped by SIGINT"), "{log}");
+    // Each card is seen by the kernel's uevent, not by the 2 s look, where
+    // netlink is open to the process (it is on any machine with a udev).
+    if log.contains("(kernel uevents, and a look every 2 s)") {
+        for dev in [&first, &second] {
+            let line = format!("station: {}: a new card (the kernel's uevent)", dev.path());
+            assert!(log.contains(&line), "{} was not seen by its uevent: {log}", dev.path());
+        }
+    } else {
+        eprintln!("note: no kernel uevents here; the station found the cards by looking");
+    }
 
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&report).expect("report")).expect("JSON");
     assert_eq!(doc["schema"], "storage-score-batch/1");
@@ -357,4 +367,27 @@ fn compare_takes_two_batches_figure_by_figure() {
     let text = String::from_utf8_lossy(&run(&["compare", a.to_str().expect("utf8"), b.to_str().expect("utf8")]).stdout)
         .into_owned();
     assert!(text.contains("a batch of 4 cards, 4 measured"), "{text}");
+}
+
+/// A batch report's card figures pass the one validator: an edited card's
+/// impossible figure is refused, naming the card, as a report's would be.
+#[test]
+fn compare_refuses_a_batch_with_an_impossible_card_figure() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    std::fs::write(&a, batch_report(&[40.0, 41.0, 42.0, 40.5], &[900.0, 910.0, 905.0, 895.0]).to_string())
+        .expect("write");
+    for (figure, says) in
+        [(serde_json::json!(-5), "cannot be negative"), (serde_json::json!(1e12), "which no storage device measures")]
+    {
+        let mut doc = batch_report(&[20.0, 21.0, 20.5, 19.8], &[902.0, 896.0, 910.0, 899.0]);
+        doc["cards"][2]["figures"]["seq_read_mib_s"] = figure;
+        std::fs::write(&b, doc.to_string()).expect("write");
+        let out = run(&["compare", a.to_str().expect("utf8"), b.to_str().expect("utf8")]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        let prefix = format!("storage-score: {}: cards[2].figures.seq_read_mib_s: ", b.display());
+        assert!(stderr.starts_with(&prefix) && stderr.contains(says), "{stderr}");
+    }
 }

@@ -309,3 +309,23 @@ fn argument_errors_are_one_line_and_exit_2() {
     assert_eq!(version.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&version.stdout).starts_with("storage-score "));
 }
+
+/// `--help` wraps as prose does: to 80 columns when the width is unknown (a
+/// pipe), to `COLUMNS` when set, with clap's hanging indent under each
+/// option's text.
+#[test]
+fn help_wraps_to_the_terminal() {
+    for args in [&["--help"][..], &["run", "--help"], &["batch", "--help"], &["verify-capacity", "--help"]] {
+        for (columns, width) in [("", 80), ("60", 60), ("100", 100)] {
+            let out = run_env(args, &[("COLUMNS", columns)]);
+            assert_eq!(out.status.code(), Some(0), "{args:?}");
+            let text = String::from_utf8(out.stdout).expect("utf8");
+            let widest = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+            assert!(widest <= width, "{args:?} COLUMNS={columns:?}: a line of {widest}:\n{text}");
+            // Narrow enough to need it, the text goes on under itself.
+            if width == 60 {
+                assert!(text.lines().any(|l| l.starts_with("          ") && !l.trim().is_empty()), "{text}");
+            }
+        }
+    }
+}

@@ -29,7 +29,7 @@ mod terminal;
 mod upload;
 mod watch;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 pub use failure::Failure;
 pub(crate) use storage_score::args::{
     BatchArgs, CompareArgs, DoctorArgs, EngineArg, IdentifyArgs, ProfileArg, RunArgs, ScoreArgs, SubmitArgs,
@@ -46,7 +46,13 @@ fn main() {
     if let Some(typo) = settings::mistyped_subcommand(&argv) {
         fail(typo);
     }
-    let cli = Cli::try_parse().unwrap_or_else(|e| settings::clap_error(e));
+    // `--help` wraps to the width prose wraps to (COLUMNS, the terminal,
+    // else 80), not clap's own guess.
+    let cli = Cli::command()
+        .term_width(plain::width())
+        .try_get_matches()
+        .and_then(|mut matches| Cli::from_arg_matches_mut(&mut matches))
+        .unwrap_or_else(|e| settings::clap_error(e));
     let roots = settings::roots(cli.sysfs_root.as_deref(), cli.machine_root.as_deref()).unwrap_or_else(|f| fail(f));
     // A tree someone named is read as the user behind sudo, never with
     // root's rights (docs/safety.md#what-is-read).

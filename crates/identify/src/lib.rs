@@ -21,6 +21,7 @@ pub mod sysfs;
 pub mod system;
 pub mod target;
 pub mod thermal;
+pub mod uevent;
 pub mod usage;
 pub mod usb;
 

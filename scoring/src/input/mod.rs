@@ -125,6 +125,30 @@ pub fn report_from(value: Value, how: Use) -> Result<Report, InputError> {
     validate(object, how)
 }
 
+/// Checks every card's figures of a `storage-score-batch/1` report with
+/// the rules and messages of a report's `measurements` (`compare` reads a
+/// batch's cards as samples, so one edited card must not slip through).
+pub fn batch_figures(batch: &Value) -> Result<(), InputError> {
+    let Some(cards) = batch.get("cards").and_then(Value::as_array) else { return Ok(()) };
+    for (i, card) in cards.iter().enumerate() {
+        match card.get("figures") {
+            Some(Value::Object(figures)) => {
+                figures::measurements(figures, &format!("cards[{i}].figures."))?;
+            }
+            None | Some(Value::Null) => {}
+            Some(other) => {
+                return Err(InputError::WrongType {
+                    path: format!("cards[{i}].figures"),
+                    expected: "an object of figures",
+                    found: json::describe(other),
+                    hint: "a card's figures are written as {\"seq_write_mb_s\": 20.1, …}".to_owned(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Checks a report object and reads it as a [`Report`].
 pub fn validate(mut object: Map<String, Value>, how: Use) -> Result<Report, InputError> {
     // A report that says what it is says who wrote it, in every use.

@@ -6,10 +6,10 @@
 //!
 //! A card is "new" when a disk under `/sys/block` gains media: it appears
 //! with a size, or its size goes from 0 to more (a card put into a reader
-//! that was there all along, a loop device attached). The machine's block
-//! devices are listed every half second; this polling is the documented
-//! way (kernel uevents would say the same sooner, and need a netlink
-//! socket for no other gain here). A disk that had media when the station
+//! that was there all along, a loop device attached). The disks are listed
+//! again as soon as the kernel sends a block device's uevent, and every 2 s
+//! in any case; where netlink is closed to the process (some containers),
+//! every half second instead. A disk that had media when the station
 //! started is never touched unless it was named; once its media goes away,
 //! whatever comes next in its place is a new card.
 
@@ -19,6 +19,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use storage_identify::Roots;
+use storage_identify::uevent::{Uevents, Woken};
 use storage_scoring::batch::Card;
 
 use super::card::Steps;
@@ -26,8 +27,9 @@ use crate::outputs::OutputFile;
 use crate::terminal::errln;
 use crate::{BatchArgs, Failure};
 
-/// How often the block devices are listed.
-const POLL: Duration = Duration::from_millis(500);
+/// How often the block devices are listed with uevents heard, and without.
+const POLL_WITH_UEVENTS: Duration = Duration::from_secs(2);
+const POLL_WITHOUT: Duration = Duration::from_millis(500);
 
 /// `storage-score station [DEVICE…] [batch options]`.
 pub fn station(args: &BatchArgs, roots: &Roots) -> Result<(), Failure> {
@@ -48,27 +50,41 @@ pub fn station(args: &BatchArgs, roots: &Roots) -> Result<(), Failure> {
 
     // What has media now is left alone; a named device is tested first.
     let mut known = with_media(&live);
+    let uevents = Uevents::open();
     errln(&format!(
-        "station: waiting for cards; {} left alone ({}); Ctrl-C writes the report and ends",
+        "station: waiting for cards ({}); {} left alone ({}); Ctrl-C writes the report and ends",
+        match &uevents {
+            Ok(_) => "kernel uevents, and a look every 2 s".to_owned(),
+            Err(e) => format!("no kernel uevents ({e}), so a look every 0.5 s"),
+        },
         if known.is_empty() { "no disk is".to_owned() } else { format!("{} disks present now are", known.len()) },
         known.iter().cloned().collect::<Vec<_>>().join(" ")
     ));
     let mut cards: Vec<Card> = Vec::new();
-    let mut queue: Vec<String> = args.devices.clone();
+    let mut queue: Vec<(String, Seen)> = args.devices.iter().map(|d| (d.clone(), Seen::Named)).collect();
     while storage_bench::interrupt::requested().is_none() {
-        for device in std::mem::take(&mut queue) {
-            let card = test_one(&device, &steps);
+        for (device, seen) in std::mem::take(&mut queue) {
+            let card = test_one(&device, seen, &steps);
             cards.push(card);
             save(args, &created, &cards, output.as_ref(), html.as_ref())?;
             errln("station: waiting for the next card");
         }
-        std::thread::sleep(POLL);
+        let seen = match &uevents {
+            Ok(events) => match events.wait(POLL_WITH_UEVENTS) {
+                Woken::Block => Seen::Uevent,
+                Woken::Timeout => Seen::Polling,
+            },
+            Err(_) => {
+                std::thread::sleep(POLL_WITHOUT);
+                Seen::Polling
+            }
+        };
         let now = with_media(&live);
         for name in now.difference(&known) {
             let node = format!("/dev/{name}");
             let is_block = std::fs::metadata(&node).is_ok_and(|m| m.file_type().is_block_device());
             if is_block && !args.devices.contains(&node) {
-                queue.push(node);
+                queue.push((node, seen));
             }
         }
         // Media gone: what comes next in that place is a new card.
@@ -91,9 +107,24 @@ pub fn station(args: &BatchArgs, roots: &Roots) -> Result<(), Failure> {
     Ok(())
 }
 
+/// How a card came to be tested.
+#[derive(Debug, Clone, Copy)]
+enum Seen {
+    Named,
+    Uevent,
+    Polling,
+}
+
 /// One card, with the line a person across the room can read.
-fn test_one(device: &str, steps: &Steps<'_>) -> Card {
-    errln(&format!("station: {device}: a new card"));
+fn test_one(device: &str, seen: Seen, steps: &Steps<'_>) -> Card {
+    errln(&format!(
+        "station: {device}: {}",
+        match seen {
+            Seen::Named => "named, so tested first",
+            Seen::Uevent => "a new card (the kernel's uevent)",
+            Seen::Polling => "a new card (found by looking)",
+        }
+    ));
     let card = super::one(device, steps);
     let bar = "#".repeat(48);
     let why = card.reason.as_deref().unwrap_or("meets every requirement");
