@@ -198,6 +198,15 @@ fn a_batch_names_the_fake_the_slow_card_and_the_failed_terms_and_changes_no_byte
         assert_eq!(f["capacity"]["usable_bytes"], 64 * MIB, "the fake's real size");
         assert_eq!(f["capacity"]["announced_bytes"], 256 * MIB);
         assert_eq!(f["require"]["failed"], serde_json::json!(["genuine", "seq_read_mib_s>=20"]), "{f}");
+        // Its reason stands alone: no "sfdisk line above" that a batch never printed.
+        let reason = f["reason"].as_str().unwrap_or_default();
+        assert!(!reason.contains("above"), "{reason}");
+        if reason.contains("use at most") {
+            assert!(
+                reason.contains(&format!("storage-score verify-capacity {} prints the sfdisk line", fake.path())),
+                "{reason}"
+            );
+        }
         let m = card(&doc, mounted.dev.path());
         assert_eq!(m["status"], "refused", "{m}");
         assert!(m["reason"].as_str().unwrap_or("").contains("mounted"), "{m}");
@@ -390,4 +399,90 @@ fn compare_refuses_a_batch_with_an_impossible_card_figure() {
         let prefix = format!("storage-score: {}: cards[2].figures.seq_read_mib_s: ", b.display());
         assert!(stderr.starts_with(&prefix) && stderr.contains(says), "{stderr}");
     }
+}
+
+/// A captured SD card's sysfs entry for a live loop device: the loop
+/// device's `MAJ:MIN` leads to `block/NAME`, a copy of a fixture's card
+/// with `cid` (and the files the kernel derives from it) replaced, so the
+/// batch reads these registers while it reads and checks the real device.
+fn captured_sd(tree: &Path, dev: &LoopDev, name: &str, fixture: &str, cid: &str) {
+    let card = tree.join("block").join(name);
+    copy_dir(&fixture_dir(fixture).join("block/mmcblk0"), &card);
+    let byte = |i: usize| u8::from_str_radix(&cid[2 * i..2 * i + 2], 16).expect("hex");
+    let device = card.join("device");
+    let files = [
+        ("cid", cid.to_owned()),
+        ("manfid", format!("0x{:06x}", byte(0))),
+        ("oemid", format!("0x{:02x}{:02x}", byte(1), byte(2))),
+        ("name", (3..8).map(|i| byte(i) as char).collect()),
+        ("serial", format!("0x{}", &cid[18..26])),
+        (
+            "date",
+            format!("{:02}/{}", byte(14) & 0x0f, 2000 + (u32::from(byte(13) & 0x0f) << 4 | u32::from(byte(14) >> 4))),
+        ),
+    ];
+    for (file, value) in files {
+        std::fs::write(device.join(file), format!("{value}\n")).expect(file);
+    }
+    let sectors = std::fs::read_to_string(format!(
+        "/sys/block/{}/size",
+        dev.node.file_name().and_then(|n| n.to_str()).expect("name")
+    ))
+    .expect("the loop device's size");
+    std::fs::write(card.join("size"), sectors).expect("size");
+    let links = tree.join("dev/block");
+    std::fs::create_dir_all(&links).expect("dev/block");
+    std::os::unix::fs::symlink(format!("../../block/{name}"), links.join(format!("{}:{}", dev.major, dev.minor)))
+        .expect("link");
+}
+
+/// Cloned registers and mixed stock, end to end: four real loop devices
+/// whose registers come from a captured tree. Two share one CID byte for
+/// byte (serial included: a copied register), a third is the same product
+/// from another OEM and lot, the fourth another product.
+#[test]
+#[ignore = "needs root: loop"]
+fn a_batch_names_cloned_cids_and_mixed_stock() {
+    let _lock = device_lock();
+    let cards: Vec<LoopDev> = (0..4).map(|_| LoopDev::new(16)).collect();
+    let tree = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(tree.path().join("block")).expect("block");
+    let sandisk = "12-sandisk-extreme-pro-64gb-microsd-xc-i-v30-u3";
+    // SanDisk (0x03), OEM "SD", AGGCE, rev 8.0, serial dd1c1144, 2017-03.
+    let original = "035344414747434580dd1c1144011355";
+    // The same product from OEM "PT", serial 12345678, made 2019-06.
+    let other_lot = "03505441474743458012345678013655";
+    let lexar = "08-lexar-a1-v30-u3-64gb-microsd-xc-red-card";
+    let lexar_cid = std::fs::read_to_string(fixture_dir(lexar).join("block/mmcblk0/device/cid")).expect("cid");
+    for (i, (dev, (fixture, cid))) in cards
+        .iter()
+        .zip([(sandisk, original), (sandisk, original), (sandisk, other_lot), (lexar, lexar_cid.trim())])
+        .enumerate()
+    {
+        captured_sd(tree.path(), dev, &format!("mmcblk{}", i + 1), fixture, cid);
+    }
+    let mut args = vec!["batch", "--sysfs-root", tree.path().to_str().expect("utf8"), "--profile", "none", "--json"];
+    args.extend(cards.iter().map(LoopDev::path));
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc = stdout_json(&out);
+    let target = |i: usize| Value::from(cards[i].path());
+    for i in 0..4 {
+        assert_eq!(card(&doc, cards[i].path())["device"]["kind"], "sd", "{doc}");
+    }
+    assert_eq!(doc["summary"]["clones"], serde_json::json!([{"product": "AGGCE", "targets": [target(0), target(1)]}]));
+    let mixed = doc["summary"]["mixed_stock"].as_array().expect("mixed_stock");
+    assert_eq!(mixed.len(), 1, "{mixed:?}");
+    assert_eq!(mixed[0]["product"], "AGGCE");
+    assert_eq!(mixed[0]["differs"], serde_json::json!(["oem_id", "manufactured"]), "{}", mixed[0]);
+    assert_eq!(mixed[0]["targets"], serde_json::json!([target(0), target(1), target(2)]), "{}", mixed[0]);
+    // Serials stay hashed in the report: the raw CID is not printed whole.
+    assert!(!out.stdout.windows(8).any(|w| w == b"dd1c1144"), "a serial in the report");
+    // And the table says the same in words.
+    let mut args = args;
+    args.retain(|a| *a != "--json");
+    let text = String::from_utf8_lossy(&run(&args).stdout).into_owned();
+    let clone_line = format!("cloned CID (AGGCE): {}, {}", cards[0].path(), cards[1].path());
+    assert!(text.contains(&clone_line), "{text}");
+    assert!(text.contains("mixed stock of AGGCE: oem_id, manufactured differ across"), "{text}");
 }

@@ -239,6 +239,16 @@ impl Report {
 
     /// One line for stderr when the exit code says "fake".
     pub fn summary(&self) -> String {
+        self.summary_with(" (see the sfdisk line above)")
+    }
+
+    /// [`Self::summary`] where no sfdisk line was printed (a batch's card):
+    /// it names the command that prints one.
+    pub fn summary_alone(&self) -> String {
+        self.summary_with(&format!(" (storage-score verify-capacity {} prints the sfdisk line)", self.device))
+    }
+
+    fn summary_with(&self, where_sfdisk: &str) -> String {
         format!(
             "{} is fake ({}): {} usable of the {} it claims{}",
             self.device,
@@ -246,7 +256,7 @@ impl Report {
             size(self.usable_bytes),
             size(self.announced_bytes),
             match &self.safe_partition {
-                Some(p) => format!("; use at most {} (see the sfdisk line above)", size(p.size_bytes)),
+                Some(p) => format!("; use at most {}{where_sfdisk}", size(p.size_bytes)),
                 None => "; do not use it".to_owned(),
             }
         )

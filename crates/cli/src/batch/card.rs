@@ -113,7 +113,7 @@ pub fn test(target: &str, steps: &Steps<'_>) -> Card {
                         let facts = Facts { measurements: &Measurements::default(), score: None, genuine };
                         card.require = Some(require.judge(&facts));
                     }
-                    return end(card, Status::Fake, Some(found.summary()));
+                    return end(card, Status::Fake, Some(found.summary_alone()));
                 }
                 say(target, "verify-capacity: genuine");
             }
