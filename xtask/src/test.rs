@@ -9,8 +9,9 @@
 //!    by cgroup v1 or v2, …), installing the Debian packages it lacks when
 //!    it is root (a fresh machine has only Rust, gcc, python3 and
 //!    qemu-utils).
-//! 3. Runs `cargo test --workspace` (the leaderboard package on its own,
-//!    after the rest). Tests that need more than a build machine are
+//! 3. Builds every test, then runs `cargo test --workspace` (the
+//!    leaderboard package on its own, beside the rest, with the QEMU checks
+//!    in a third lane: each lane's lines are printed whole when it ends). Tests that need more than a build machine are
 //!    `#[ignore = "needs root: loop, fuse"]` in the source; the first pass
 //!    runs the others and reads each ignored test's reason, the second runs
 //!    (`--ignored`) those whose every capability is here and `--skip`s the
@@ -18,7 +19,7 @@
 //!    runnable test that the second pass did not run, an ignore reason that
 //!    names no known capability, a test binary that ended without its
 //!    summary, and a build that failed are each a failure.
-//! 4. Runs the QEMU end-to-end checks, `vm-identify` (the SD stack) and
+//! 4. The QEMU end-to-end checks (the third lane): `vm-identify` (the SD stack) and
 //!    `vm-doctor` (the nvme and ahci drivers), each of which skips itself
 //!    only where QEMU cannot be had at all; an exit status that disagrees
 //!    with its summary, or no summary, is a failure. (`vm-raspi` is not
@@ -53,6 +54,14 @@ struct Report {
     failures: Vec<String>,
     /// What did not run, and why.
     skips: Vec<(String, String)>,
+}
+
+impl Report {
+    fn merge(&mut self, other: Report) {
+        self.passed += other.passed;
+        self.failures.extend(other.failures);
+        self.skips.extend(other.skips);
+    }
 }
 
 pub fn main(args: &[String]) -> ExitCode {
@@ -110,21 +119,105 @@ fn run(report: &mut Report, only: &[String]) -> Result<()> {
     for line in machine.describe() {
         println!("  {line}");
     }
+    let mut live = Echo::live();
     if !only.is_empty() {
         let mut select = vec!["--workspace"];
         for name in only {
             select.extend(["--test", name.as_str()]);
         }
-        return suite(report, &machine, &select);
+        return suite(report, &machine, &select, &mut live);
     }
-    suite(report, &machine, &["--workspace", "--exclude", LEADERBOARD, "--all-targets"])?;
-    suite(report, &machine, &["-p", LEADERBOARD, "--all-targets"])?;
-    for task in VM_TASKS {
-        let started = Instant::now();
-        vm_task(report, task)?;
-        eprintln!("xtask test: {task} took {:.0} s", started.elapsed().as_secs_f64());
+    // Everything is built first, so that the three lanes below only run
+    // tests: the device tests wait on throttled I/O and a device lock, the
+    // QEMU checks keep one core busy, the leaderboard's tests wait on
+    // sockets and PostgreSQL. Side by side they take about as long as the
+    // longest of them (cargo holds its build lock only while it builds).
+    for select in [&MAIN[..], &LEADERBOARD_SUITE[..]] {
+        let mut args = vec!["test"];
+        args.extend(select);
+        args.push("--no-run");
+        let (_, built) = cargo_test(&args, &mut live)?;
+        if !built {
+            report.failures.push(format!("cargo {}: the build failed (above)", args.join(" ")));
+            return Ok(());
+        }
     }
+    let started = Instant::now();
+    let (main, leaderboard, vms) = std::thread::scope(|scope| {
+        let leaderboard = scope.spawn(|| lane(|r, echo| suite(r, &machine, &LEADERBOARD_SUITE, echo)));
+        let vms = scope.spawn(|| {
+            lane(|r, echo| {
+                for task in VM_TASKS {
+                    let started = Instant::now();
+                    vm_task(r, task, echo)?;
+                    echo.line(&format!("xtask test: {task} took {:.0} s", started.elapsed().as_secs_f64()));
+                }
+                Ok(())
+            })
+        });
+        let main = suite(report, &machine, &MAIN, &mut live);
+        println!("xtask test: the workspace's tests took {:.0} s", started.elapsed().as_secs_f64());
+        (main, leaderboard.join(), vms.join())
+    });
+    if let Err(e) = main {
+        report.failures.push(format!("xtask test itself: {e:#}"));
+    }
+    for (what, joined) in [("the leaderboard's tests", leaderboard), ("the QEMU checks", vms)] {
+        match joined {
+            Ok(done) => {
+                println!("xtask test: ---- {what}, run beside the workspace's ----");
+                for line in &done.echo.kept {
+                    println!("{line}");
+                }
+                report.merge(done.report);
+            }
+            Err(_) => report.failures.push(format!("xtask test: the lane running {what} panicked")),
+        }
+    }
+    println!("xtask test: the three lanes took {:.0} s", started.elapsed().as_secs_f64());
     Ok(())
+}
+
+/// The workspace but the leaderboard, and the leaderboard on its own.
+const MAIN: [&str; 4] = ["--workspace", "--exclude", LEADERBOARD, "--all-targets"];
+const LEADERBOARD_SUITE: [&str; 3] = ["-p", LEADERBOARD, "--all-targets"];
+
+/// What one lane ran, and what it printed.
+struct Lane {
+    report: Report,
+    echo: Echo,
+}
+
+/// Runs `work` with a report and an echo of its own; an error of its own
+/// is one of its failures.
+fn lane(work: impl FnOnce(&mut Report, &mut Echo) -> Result<()>) -> Lane {
+    let mut report = Report::default();
+    let mut echo = Echo { live: false, kept: Vec::new() };
+    if let Err(e) = work(&mut report, &mut echo) {
+        report.failures.push(format!("xtask test itself: {e:#}"));
+    }
+    Lane { report, echo }
+}
+
+/// Where a lane's lines go: straight to stdout, or kept to be printed
+/// whole once it ends (lines of lanes running at once would interleave).
+struct Echo {
+    live: bool,
+    kept: Vec<String>,
+}
+
+impl Echo {
+    fn live() -> Echo {
+        Echo { live: true, kept: Vec::new() }
+    }
+
+    fn line(&mut self, line: &str) {
+        if self.live {
+            println!("{line}");
+        } else {
+            self.kept.push(line.to_owned());
+        }
+    }
 }
 
 /// The QEMU checks run by the whole suite, in this order.
@@ -135,11 +228,11 @@ const LEADERBOARD: &str = "storage-score-leaderboard";
 
 /// `cargo test SELECT`, in the two passes of the module documentation,
 /// into `report`.
-fn suite(report: &mut Report, machine: &Machine, select: &[&str]) -> Result<()> {
+fn suite(report: &mut Report, machine: &Machine, select: &[&str], echo: &mut Echo) -> Result<()> {
     let mut args = vec!["test"];
     args.extend(select);
     args.extend(["--no-fail-fast", "--", "--color", "never"]);
-    let (first, built) = cargo_test(&args)?;
+    let (first, built) = cargo_test(&args, echo)?;
     account(report, &first, built, &select.join(" "));
 
     // The ignored tests: run where the machine has what they need.
@@ -186,7 +279,7 @@ fn suite(report: &mut Report, machine: &Machine, select: &[&str]) -> Result<()> 
     for name in &not_here {
         args.extend(["--skip", name]);
     }
-    let (second, built) = cargo_test(&args)?;
+    let (second, built) = cargo_test(&args, echo)?;
     account(report, &second, built, &format!("{} (ignored tests)", select.join(" ")));
     // Every test that could run here did: a name another binary's skipped
     // test shares would have been skipped too, so look for each.
@@ -233,7 +326,7 @@ fn account(report: &mut Report, run: &CargoTest, built: bool, what: &str) {
 /// Runs `cargo ARGS` with its stderr on its stdout (so that a binary's
 /// `Running …` line comes before its tests' lines), echoing every line.
 /// Returns what it printed and whether cargo succeeded.
-fn cargo_test(args: &[&str]) -> Result<(CargoTest, bool)> {
+fn cargo_test(args: &[&str], echo: &mut Echo) -> Result<(CargoTest, bool)> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut child = Command::new("sh")
         .args(["-c", "exec \"$@\" 2>&1", "sh", &cargo])
@@ -245,7 +338,7 @@ fn cargo_test(args: &[&str]) -> Result<(CargoTest, bool)> {
     let mut run = CargoTest::default();
     for line in BufReader::new(stdout).lines() {
         let line = line.context("reading cargo's output")?;
-        println!("{line}");
+        echo.line(&line);
         run.line(&line);
     }
     let ok = child.wait().context("waiting for cargo")?.success();
@@ -255,7 +348,7 @@ fn cargo_test(args: &[&str]) -> Result<(CargoTest, bool)> {
 /// `cargo xtask TASK` (a QEMU check: `vm-identify`, `vm-doctor`), counted
 /// by its summary line (`TASK: N passed, M failed`) and checked against its
 /// exit status; `TASK: skipped: WHY` is its one skip.
-fn vm_task(report: &mut Report, task: &str) -> Result<()> {
+fn vm_task(report: &mut Report, task: &str, echo: &mut Echo) -> Result<()> {
     let exe = std::env::current_exe().context("xtask path")?;
     let mut child =
         Command::new(exe).arg(task).stdout(Stdio::piped()).spawn().with_context(|| format!("cannot start {task}"))?;
@@ -265,7 +358,7 @@ fn vm_task(report: &mut Report, task: &str) -> Result<()> {
     let mut named = 0;
     for line in BufReader::new(stdout).lines() {
         let line = line.with_context(|| format!("reading {task}'s output"))?;
-        println!("{line}");
+        echo.line(&line);
         if let Some(reason) = line.strip_prefix(&prefix).and_then(|l| l.strip_prefix("skipped: ")) {
             report.skips.push((task.to_owned(), reason.to_owned()));
         } else if let Some(counts) = line.strip_prefix(&prefix) {
