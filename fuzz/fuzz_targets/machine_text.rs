@@ -4,7 +4,8 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use storage_identify::advice::{layout, link};
-use storage_identify::{target, thermal, usb};
+use storage_identify::{thermal, usb};
+use storage_platform::target;
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);

@@ -1,7 +1,7 @@
 //! SD CSD decoding (all three structures) and the CSD hints: never a panic.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use storage_identify::clock::ClockReading;
+use storage_platform::clock::ClockReading;
 use storage_identify::sd;
 
 fuzz_target!(|data: &[u8]| {

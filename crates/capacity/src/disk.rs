@@ -11,7 +11,7 @@ use std::io::{self, Seek, SeekFrom};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
 
-use storage_identify::usage::{self, OpenRefusal};
+use storage_platform::usage::{self, OpenRefusal};
 
 /// Byte-addressed block storage.
 pub trait Disk {

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::Serialize;
-use storage_identify::safe_fs::Dir;
+use storage_platform::safe_fs::Dir;
 
 use crate::disk::AlignedBuf;
 use crate::probe::{ProbeError, Watch};

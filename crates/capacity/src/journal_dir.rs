@@ -22,9 +22,9 @@ use std::ffi::OsStr;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
-use storage_identify::Roots;
-use storage_identify::safe_fs::{self, Dir};
-use storage_identify::usage::{self, Family};
+use storage_platform::Roots;
+use storage_platform::safe_fs::{self, Dir};
+use storage_platform::usage::{self, Family};
 
 /// The key file's name in the journal directory.
 pub const KEY_NAME: &str = "journal.key";

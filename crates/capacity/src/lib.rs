@@ -10,7 +10,7 @@
 //! - [`verdict`]: genuine / wraparound / limbo / chain / io-errors, usable
 //!   size, first bad byte, a safe partition with its `sfdisk` line.
 //! - [`preflight`]: the refusals (a partition, a stack, and every user of
-//!   the device that `storage_identify::usage` finds) and the fingerprint.
+//!   the device that `storage_platform::usage` finds) and the fingerprint.
 //! - [`files`]: `--files`, for a mounted card: fill free space with
 //!   self-identifying nameless files, read them back, and let them go.
 //! - [`disk`]: the device as byte-addressed storage, `O_DIRECT | O_EXCL`.

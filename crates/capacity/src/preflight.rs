@@ -19,10 +19,10 @@ use std::fs;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
-use storage_identify::Roots;
-use storage_identify::sysfs::read_attr;
-use storage_identify::target::BlockDev;
-use storage_identify::usage::{self, Family, InUse};
+use storage_platform::Roots;
+use storage_platform::sysfs::read_attr;
+use storage_platform::target::BlockDev;
+use storage_platform::usage::{self, Family, InUse};
 
 /// Why the device cannot be probed.
 #[derive(Debug, thiserror::Error)]
@@ -66,7 +66,7 @@ pub fn check(input: &str) -> Result<Cleared, Refusal> {
             "{input} is not a block device; give the card's whole device, e.g. /dev/sdb or /dev/mmcblk0"
         )));
     }
-    let resolved = storage_identify::resolve(input, &roots).map_err(|e| Refusal::Usage(e.to_string()))?;
+    let resolved = storage_platform::resolve(input, &roots).map_err(|e| Refusal::Usage(e.to_string()))?;
     let Some(disk) = resolved.disk.clone() else {
         return Err(Refusal::Usage(format!("{input}: no disk found behind it in sysfs")));
     };

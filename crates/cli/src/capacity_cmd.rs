@@ -8,7 +8,7 @@ use std::path::Path;
 use storage_capacity::preflight::{self, Refusal};
 use storage_capacity::replay::age_words;
 use storage_capacity::{DirError, JournalDir, Leftover, Options, ProbeError, RawDisk, Safety, VerifyError, Watch};
-use storage_identify::usage::OpenRefusal;
+use storage_platform::usage::OpenRefusal;
 
 use crate::terminal::{errln, json_outln, out, outln};
 use crate::{Failure, VerifyCapacityArgs};
@@ -197,7 +197,7 @@ fn leftovers_said(leftovers: &[Leftover], device: &str) -> Result<(), Failure> {
     let made = |header: &storage_capacity::journal::Header| {
         format!("made {} ago for {}", age_words(now.saturating_sub(header.created_unix)), header.device)
     };
-    let rm = |journal: &Path| format!("sudo rm {}", storage_identify::usage::shell_word(&journal.to_string_lossy()));
+    let rm = |journal: &Path| format!("sudo rm {}", storage_platform::usage::shell_word(&journal.to_string_lossy()));
     for leftover in leftovers {
         match leftover {
             Leftover::Replayed { journal, bytes } => errln(&format!(

@@ -5,8 +5,8 @@
 use std::path::Path;
 use std::time::Instant;
 
-use storage_identify::Roots;
 use storage_identify::checkup::checkup;
+use storage_platform::Roots;
 use storage_scoring::health::{Health, Thermal, ThermalSnapshot};
 use storage_scoring::schema::Report;
 

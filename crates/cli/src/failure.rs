@@ -47,8 +47,8 @@ impl fmt::Display for Failure {
     }
 }
 
-impl From<storage_identify::TargetError> for Failure {
-    fn from(e: storage_identify::TargetError) -> Self {
+impl From<storage_platform::TargetError> for Failure {
+    fn from(e: storage_platform::TargetError) -> Self {
         Failure::Usage(e.to_string())
     }
 }

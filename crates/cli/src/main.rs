@@ -58,7 +58,7 @@ fn main() {
     // root's rights (docs/safety.md#what-is-read).
     if let Some(user) = outputs::sudo_user() {
         for tree in [&cli.sysfs_root, &cli.machine_root].into_iter().flatten() {
-            storage_identify::sysfs::read_tree_as(tree, user);
+            storage_platform::sysfs::read_tree_as(tree, user);
         }
     }
     let result = match cli.command {

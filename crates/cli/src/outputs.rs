@@ -2,7 +2,7 @@
 //! and `profile --csv` (docs/safety.md#files). Each is opened before the
 //! run, so that a path that cannot be written is refused before minutes of
 //! measuring, and written after it through
-//! [`storage_identify::safe_fs`]: the directory opened without following
+//! [`storage_platform::safe_fs`]: the directory opened without following
 //! a link, a fresh `O_EXCL` file renamed over the name. A link planted at
 //! the name (to `/etc/shadow`, or a shell's startup file) is replaced, not
 //! written through, and a directory renamed in the meantime changes
@@ -16,7 +16,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use storage_identify::safe_fs::{self, Dir, Identity, as_identity};
+use storage_platform::safe_fs::{self, Dir, Identity, as_identity};
 
 use crate::Failure;
 

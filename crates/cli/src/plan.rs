@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use storage_bench::raw::{RawDevice, RawRefusal};
 use storage_bench::{EngineChoice, Plan, Profile, WriteTarget};
-use storage_identify::target::{self, Mount};
-use storage_identify::usage::{self, InUse};
-use storage_identify::{Resolved, Roots};
+use storage_platform::target::{self, Mount};
+use storage_platform::usage::{self, InUse};
+use storage_platform::{Resolved, Roots};
 use storage_scoring::schema::MEASUREMENT_KEYS;
 
 use crate::{EngineArg, Failure, ProfileArg, RunArgs};

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use storage_bench::profile::{self, Config, Place, ProfileError, SdFacts, SustainedPlan};
 use storage_bench::{EngineChoice, WriteTarget};
-use storage_identify::Roots;
+use storage_platform::Roots;
 use storage_score::args::{ProfileArgs, SizeArg};
 use storage_scoring::profile::ProfileReport;
 use storage_scoring::schema::{Device, DeviceKind, Report};
@@ -146,7 +146,7 @@ fn config(
 /// is (a FIFO or `/dev/zero` there under `--machine-root` is no figure).
 fn memory_available(proc_root: &Path) -> Option<u64> {
     let text =
-        storage_identify::sysfs::read_text(&proc_root.join("meminfo"), storage_identify::sysfs::ATTR_LIMIT).ok()?;
+        storage_platform::sysfs::read_text(&proc_root.join("meminfo"), storage_platform::sysfs::ATTR_LIMIT).ok()?;
     let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)

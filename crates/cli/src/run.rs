@@ -4,7 +4,7 @@ use std::io::IsTerminal;
 
 use storage_bench::RunError;
 use storage_bench::scratch::ScratchError;
-use storage_identify::Roots;
+use storage_platform::Roots;
 use storage_scoring::schema::{Advice, Device, Health, Report, System, Target, Thermal};
 
 use crate::outputs::OutputFile;

@@ -25,11 +25,11 @@ pub fn read(name: &str) -> Result<Vec<u8>, Failure> {
     // A regular file only (a FIFO would hang, /dev/zero fill memory), and
     // never more than the limit, from stdin too.
     let result = if name == "-" {
-        storage_identify::safe_fs::read_capped(std::io::stdin().lock(), LIMIT)
+        storage_platform::safe_fs::read_capped(std::io::stdin().lock(), LIMIT)
     } else {
         // Under sudo, as the user: root's rights never read a file for them.
-        storage_identify::safe_fs::as_identity(crate::outputs::sudo_user(), || {
-            storage_identify::safe_fs::read_file(std::path::Path::new(name), LIMIT)
+        storage_platform::safe_fs::as_identity(crate::outputs::sudo_user(), || {
+            storage_platform::safe_fs::read_file(std::path::Path::new(name), LIMIT)
         })
     };
     result.map_err(|e| {

@@ -6,8 +6,8 @@
 
 use std::path::Path;
 
-use storage_identify::Roots;
-use storage_identify::target::{self, BlockDev};
+use storage_platform::Roots;
+use storage_platform::target::{self, BlockDev};
 use storage_scoring::schema::{Device, DeviceKind};
 
 use crate::Failure;

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use clap::CommandFactory;
-use storage_identify::Roots;
+use storage_platform::Roots;
 
 use crate::Failure;
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use storage_bench::Observer;
 use storage_identify::checkup::{Checkup, checkup};
 use storage_identify::thermal::{self, Watcher};
-use storage_identify::{Resolved, Roots};
+use storage_platform::{Resolved, Roots};
 use storage_scoring::health::{Thermal, ThermalSnapshot};
 use storage_scoring::schema::{Device, Report};
 

@@ -6,9 +6,9 @@ use storage_scoring::health::{Advice, Health, ThermalSnapshot};
 use storage_scoring::schema::Device;
 
 use crate::advice::{self, Context};
-use crate::sysfs::Roots;
-use crate::target::BlockDev;
 use crate::{health, thermal};
+use storage_platform::sysfs::Roots;
+use storage_platform::target::BlockDev;
 
 /// What a checkup found.
 #[derive(Debug, Clone, PartialEq)]

@@ -3,8 +3,8 @@
 
 use storage_scoring::schema::{Hint, SdCid, SdCsd};
 
-use crate::clock::ClockReading;
 use crate::sd::{CSD2_MAX_C_SIZE, CSD2_MIN_C_SIZE, SDXC_MIN_C_SIZE};
+use storage_platform::clock::ClockReading;
 
 /// OEM IDs that name one brand's own cards, with that brand's MID. A CID
 /// that carries the OID under another MID imitates the brand: SanDisk ships

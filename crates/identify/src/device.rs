@@ -12,9 +12,9 @@ use storage_scoring::schema::{
     Device, DeviceKind, EmmcInfo, HostIos, LoopInfo, NvmeInfo, RegisterError, SdInfo, UsbInfo,
 };
 
-use crate::sysfs::{self, Roots, read_attr, read_bool, read_u64};
-use crate::target::BlockDev;
 use crate::{host, mmc, sd, usb};
+use storage_platform::sysfs::{self, Roots, read_attr, read_bool, read_u64};
+use storage_platform::target::BlockDev;
 
 /// Identifies the whole disk `disk`.
 pub fn identify(disk: &BlockDev, roots: &Roots) -> Device {

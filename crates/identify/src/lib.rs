@@ -1,32 +1,24 @@
 //! storage-identify: what is the device under test, really?
 //!
-//! Target resolution (path → filesystem → partition → disk), device
-//! identification from sysfs/debugfs, and pure decoders for the SD and eMMC
-//! registers.
+//! Device identification from sysfs/debugfs, health, advice, and pure
+//! decoders for the SD and eMMC registers. How a TARGET resolves to a disk,
+//! and every path this reads, come from `storage-platform`.
 
 pub mod advice;
 pub mod checkup;
-pub mod clock;
 pub mod counterfeit;
 pub mod device;
 pub mod health;
 pub mod hex;
 pub mod host;
-pub mod loopdev;
 pub mod manufacturers;
 pub mod mmc;
-pub mod safe_fs;
 pub mod sd;
-pub mod sysfs;
 pub mod system;
-pub mod target;
 pub mod thermal;
-pub mod uevent;
-pub mod usage;
 pub mod usb;
 
-pub use sysfs::Roots;
-pub use target::{Resolved, TargetError, resolve};
+use storage_platform::{Resolved, Roots, TargetError, resolve};
 
 use storage_scoring::schema::Device;
 

@@ -341,8 +341,8 @@ pub use crate::counterfeit::{
 mod tests {
     use super::*;
 
-    const SYNCED_2026: crate::clock::ClockReading =
-        crate::clock::ClockReading { year: 2026, month: 11, synchronized: Some(true) };
+    const SYNCED_2026: storage_platform::clock::ClockReading =
+        storage_platform::clock::ClockReading { year: 2026, month: 11, synchronized: Some(true) };
 
     /// Fixture 23, Kingston Canvas Go! Plus 64 GB.
     const KINGSTON_SSR: &str = concat!(

@@ -16,7 +16,7 @@ use std::path::Path;
 use storage_scoring::schema::System;
 
 use crate::Roots;
-use crate::sysfs::{ATTR_LIMIT, read_bytes};
+use storage_platform::sysfs::{ATTR_LIMIT, read_bytes};
 
 /// Longest board, kernel or OS string kept: real ones are far shorter, and
 /// the leaderboard groups on them.

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use storage_scoring::health::{FigureThermal, ThermalSnapshot, ThermalWatch, ThrottleFlag};
 
-use crate::sysfs::{self, Roots, read_attr};
+use storage_platform::sysfs::{self, Roots, read_attr};
 
 /// `get_throttled` text (`50005`, `0x50005`, or vcgencmd's `throttled=0x50005`).
 pub fn parse_get_throttled(text: &str) -> Option<u32> {

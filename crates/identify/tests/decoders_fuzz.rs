@@ -2,8 +2,8 @@
 //! the right length always decodes or fails cleanly.
 
 use proptest::prelude::*;
-use storage_identify::clock::ClockReading;
 use storage_identify::{hex, host, mmc, sd, usb};
+use storage_platform::clock::ClockReading;
 
 const SYNCED_2026: ClockReading = ClockReading { year: 2026, month: 11, synchronized: Some(true) };
 
@@ -149,7 +149,8 @@ proptest! {
     fn health_decoders_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..1100)) {
         use storage_identify::advice::{layout, link};
         use storage_identify::health::{ata, cmd56, emmc, nvme};
-        use storage_identify::{target, thermal};
+        use storage_identify::thermal;
+        use storage_platform::target;
         if let Ok(log) = nvme::decode_smart_log(&bytes) {
             let h = nvme::health(&log, Some(nvme::decode_thresholds(&bytes)));
             prop_assert!(h.available_spare_percent.is_none_or(|s| s <= 100));

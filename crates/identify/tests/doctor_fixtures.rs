@@ -6,8 +6,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use storage_identify::Roots;
 use storage_identify::checkup::{Checkup, checkup};
+use storage_platform::Roots;
 use storage_scoring::health::{AdviceCode, Severity};
 
 fn fixtures() -> PathBuf {

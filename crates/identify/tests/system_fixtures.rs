@@ -5,8 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use storage_identify::Roots;
 use storage_identify::system::system;
+use storage_platform::Roots;
 use storage_scoring::schema::System;
 
 /// Roots whose sysfs, procfs and OS files all come from one fixture.

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use storage_capacity::Watch;
 use storage_capacity::preflight::{self, Refusal};
-use storage_identify::Roots;
+use storage_platform::Roots;
 use storage_scoring::batch::require::Facts;
 use storage_scoring::batch::{Capacity, Card, Require, Status};
 use storage_scoring::schema::{Device, Measurements};
@@ -187,7 +187,7 @@ fn identified(device: &Device) -> String {
 pub fn reader_port(device: &Device, target: &str, roots: &Roots) -> Option<String> {
     device.usb.as_ref()?;
     let name = Path::new(target).file_name()?.to_str()?;
-    let disk = storage_identify::target::block_by_name(roots, name)?;
+    let disk = storage_platform::target::block_by_name(roots, name)?;
     usb_port(&disk.sys_dir)
 }
 
@@ -214,9 +214,9 @@ pub fn bus_of(target: &str, roots: &Roots) -> String {
     let disk = Path::new(target)
         .file_name()
         .and_then(|n| n.to_str())
-        .and_then(|name| storage_identify::target::block_by_name(roots, name));
+        .and_then(|name| storage_platform::target::block_by_name(roots, name));
     let Some(disk) = disk else { return target.to_owned() };
-    let device = storage_identify::sysfs::resolve_dir(&disk.sys_dir.join("device"));
+    let device = storage_platform::sysfs::resolve_dir(&disk.sys_dir.join("device"));
     if disk.name.starts_with("loop") || !device.exists() {
         return target.to_owned();
     }

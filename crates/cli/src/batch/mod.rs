@@ -13,7 +13,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Mutex;
 use std::time::SystemTime;
 
-use storage_identify::Roots;
+use storage_platform::Roots;
 use storage_scoring::batch::{BatchReport, Card, Require, SCHEMA, Status, summarize};
 use storage_scoring::privacy::{Redaction, redact};
 use storage_scoring::schema::Report;

@@ -18,8 +18,8 @@ use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use storage_identify::Roots;
-use storage_identify::uevent::{Uevents, Woken};
+use storage_platform::Roots;
+use storage_platform::uevent::{Uevents, Woken};
 use storage_scoring::batch::Card;
 
 use super::card::Steps;
@@ -159,7 +159,7 @@ fn with_media(roots: &Roots) -> BTreeSet<String> {
         .flatten()
         .filter_map(|e| e.file_name().to_str().map(str::to_owned))
         .filter(|name| {
-            storage_identify::sysfs::read_u64(&Path::new(&roots.sys).join("block").join(name).join("size"))
+            storage_platform::sysfs::read_u64(&Path::new(&roots.sys).join("block").join(name).join("size"))
                 .is_some_and(|sectors| sectors > 0)
         })
         .collect()

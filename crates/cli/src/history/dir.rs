@@ -11,7 +11,7 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
 use nix::fcntl::{Flock, FlockArg};
-use storage_identify::safe_fs::{self, Dir};
+use storage_platform::safe_fs::{self, Dir};
 
 use super::Snapshot;
 use crate::Failure;

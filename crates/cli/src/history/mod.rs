@@ -22,8 +22,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use storage_identify::Roots;
-use storage_identify::sysfs::read_attr;
+use storage_platform::Roots;
+use storage_platform::sysfs::read_attr;
 use storage_scoring::health::{Health, ThermalSnapshot};
 use storage_scoring::schema::{Device, Report};
 

@@ -7,7 +7,7 @@
 //! their later `storage-score submit` without sudo must find the same salt
 //! (the same serial hash, the same Idempotency-Key) and be able to read the
 //! files. Files are read and written with that user's filesystem identity
-//! and no supplementary groups (`storage_identify::safe_fs::as_identity`),
+//! and no supplementary groups (`storage_platform::safe_fs::as_identity`),
 //! through `safe_fs`'s directory handles: root never creates a file in
 //! someone's home that they cannot remove, nor follows a link planted
 //! there, nor reads a file for them that they could not read.
@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use nix::unistd::{Uid, User};
 use rand::RngCore;
-use storage_identify::safe_fs::{self, Dir, Identity};
+use storage_platform::safe_fs::{self, Dir, Identity};
 
 /// A filesystem identity to read and write as: `None` is this process's own.
 pub type FsIdentity = Option<Identity>;

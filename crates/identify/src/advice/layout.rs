@@ -8,8 +8,8 @@ use storage_scoring::health::{Advice, AdviceCode, Severity};
 use storage_scoring::schema::DeviceKind;
 
 use super::{Context, advice, fmt_bytes};
-use crate::sysfs::{read_attr, read_u64};
-use crate::target::{self, BlockDev};
+use storage_platform::sysfs::{read_attr, read_u64};
+use storage_platform::target::{self, BlockDev};
 
 const ALIGN_SOURCE: &str = "SD Physical Layer Simplified Specification 9.10, 4.13.1 (the Allocation Unit, the unit \
      a card erases and writes best); Linux Documentation/driver-api/mmc/mmc-dev-attrs.rst (preferred_erase_size); \

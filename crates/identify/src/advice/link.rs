@@ -10,8 +10,8 @@ use storage_scoring::health::{Advice, AdviceCode, Severity};
 use storage_scoring::schema::DeviceKind;
 
 use super::{Context, advice};
-use crate::sysfs::{self, read_attr};
 use crate::usb;
+use storage_platform::sysfs::{self, read_attr};
 
 /// The disk's device directory, resolved, and the USB device above it.
 fn usb_device(ctx: &Context<'_>) -> Option<PathBuf> {

@@ -20,8 +20,8 @@ use std::path::Path;
 use storage_scoring::health::{Advice, AdviceCode, Health, Severity, ThermalSnapshot};
 use storage_scoring::schema::Device;
 
-use crate::sysfs::Roots;
-use crate::target::BlockDev;
+use storage_platform::sysfs::Roots;
+use storage_platform::target::BlockDev;
 
 /// What the rules look at.
 #[derive(Debug, Clone, Copy)]

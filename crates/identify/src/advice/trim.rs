@@ -9,8 +9,8 @@ use storage_scoring::health::{Advice, AdviceCode, Severity};
 use storage_scoring::schema::DeviceKind;
 
 use super::{Context, advice};
-use crate::sysfs::{read_attr, read_u64};
-use crate::target;
+use storage_platform::sysfs::{read_attr, read_u64};
+use storage_platform::target;
 
 /// Flash the rules apply to: not spinning disks, files or virtual disks.
 fn is_flash(ctx: &Context<'_>) -> bool {

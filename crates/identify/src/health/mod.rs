@@ -29,8 +29,8 @@ use std::path::Path;
 use storage_scoring::health::{Health, HealthSource};
 use storage_scoring::schema::{Device, DeviceKind};
 
-use crate::sysfs::{Roots, read_attr};
-use crate::target::BlockDev;
+use storage_platform::sysfs::{Roots, read_attr};
+use storage_platform::target::BlockDev;
 
 /// How long one SCSI command may take. A bridge that does not answer ATA
 /// PASS-THROUGH may hang on it; this keeps `doctor` within its seconds.
