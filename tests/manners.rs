@@ -328,4 +328,15 @@ fn help_wraps_to_the_terminal() {
             }
         }
     }
+    // On a serial console the help is ASCII too.
+    for env in
+        [[("LANG", "C"), ("LC_ALL", ""), ("TERM", "xterm")], [("LANG", "C.UTF-8"), ("LC_ALL", ""), ("TERM", "dumb")]]
+    {
+        for args in [&["--help"][..], &["batch", "--help"], &["run", "--help"]] {
+            let out = run_env(args, &env);
+            let text = String::from_utf8(out.stdout).expect("utf8");
+            assert_eq!(out.status.code(), Some(0), "{args:?}");
+            assert!(text.contains("Usage:") && text.is_ascii(), "{env:?} {args:?}:\n{text}");
+        }
+    }
 }

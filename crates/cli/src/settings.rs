@@ -67,6 +67,17 @@ pub fn clap_error(e: clap::Error) -> ! {
         e.kind(),
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
     ) {
+        // On a serial console (`LANG=C`, `TERM=dumb`) the help's `…` and
+        // `≥` become `...` and `>=`, as the rest of the output does.
+        if crate::plain::ascii() {
+            let text = crate::plain::to_ascii(&e.render().to_string());
+            if e.use_stderr() {
+                eprint!("{text}");
+            } else {
+                print!("{text}");
+            }
+            std::process::exit(e.exit_code());
+        }
         e.exit();
     }
     crate::terminal::errln(&format!("storage-score: {}", one_line(&e.render().to_string())));
