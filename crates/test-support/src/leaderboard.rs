@@ -7,9 +7,12 @@
 //! the leaderboard's own tests, the CLI's end-to-end `submit` and
 //! `compare` tests, and `cargo xtask lb-bench`.
 //!
-//! ```ignore
+//! ```no_run
+//! use storage_score_test_support::lb_backends::REPORT;
+//! use storage_score_test_support::leaderboard::Leaderboard;
+//!
 //! let server = Leaderboard::start();
-//! let reply = server.post_report(&report_json, "key-0001");
+//! let reply = server.post_report(REPORT, "key-0001");
 //! assert_eq!(reply.status, 201);
 //! ```
 
