@@ -7,7 +7,7 @@
 //! `--require` terms each card fails, the exit status, and every byte of
 //! the cards put back (SHA-256 of each device before and after).
 
-mod support;
+use storage_score_test_support as support;
 
 use std::path::Path;
 use std::time::Instant;
@@ -293,7 +293,7 @@ fn station_tests_each_card_put_in_once_and_leaves_the_one_present_alone() {
     let dir = tempfile::tempdir().expect("tempdir");
     let report = dir.path().join("station.json");
     let stderr = std::fs::File::create(dir.path().join("stderr")).expect("stderr file");
-    let mut station = std::process::Command::new(BIN)
+    let mut station = std::process::Command::new(binary())
         .args(["station", "--profile", "quick", "--output", report.to_str().expect("utf8")])
         .stdout(std::process::Stdio::null())
         .stderr(stderr)

@@ -17,7 +17,7 @@
 //! These need root, /dev/fuse and fusepy (`cargo xtask test` installs
 //! Debian's python3-fusepy).
 
-mod support;
+use storage_score_test_support as support;
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
@@ -214,7 +214,7 @@ fn kill_then_rerun(pause: &str) {
     let before = card.hash(card.announced);
     let journal = journal_dir();
     card.ctl(&format!("pause-at={pause}"));
-    let mut child = Command::new(BIN)
+    let mut child = Command::new(binary())
         .args(["verify-capacity", card.path(), "--json", "--journal-dir", journal.path().to_str().expect("utf8")])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -397,7 +397,7 @@ fn the_root_disk_is_refused_with_the_files_command() {
     // mount namespace (its mounts go with it).
     let fs = Ext4::new(64, "rw");
     let root = fs.mount_point();
-    let bin_dir = Path::new(BIN).parent().expect("the binary's directory");
+    let bin_dir = Path::new(binary()).parent().expect("the binary's directory");
     let mut script = String::from("set -e\n");
     for dir in ["usr", "etc", "dev", "proc", "sys"] {
         script.push_str(&format!("mkdir -p '{root}/{dir}' && mount --rbind '/{dir}' '{root}/{dir}'\n"));
@@ -417,7 +417,18 @@ fn the_root_disk_is_refused_with_the_files_command() {
         bins = bin_dir.display()
     ));
     let out = Command::new("unshare")
-        .args(["--mount", "--propagation", "private", "sh", "-c", &script, "sh", BIN, "verify-capacity", fs.dev.path()])
+        .args([
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            &script,
+            "sh",
+            binary(),
+            "verify-capacity",
+            fs.dev.path(),
+        ])
         .stdin(Stdio::null())
         .output()
         .expect("unshare");

@@ -1,7 +1,7 @@
 //! A test killed outright leaves nothing attached: the reaper
 //! (tests/support/reaper.rs) undoes what its `Drop`s never got to.
 
-mod support;
+use storage_score_test_support as support;
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;

@@ -4,10 +4,9 @@
 //! throttled loop devices whose difference is known: two devices 5% apart
 //! in write bandwidth, the same device twice, and one run each.
 
-mod support;
+use storage_score_test_support as support;
 
-#[path = "support/leaderboard.rs"]
-mod leaderboard;
+use storage_score_test_support::leaderboard;
 
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
@@ -191,7 +190,7 @@ fn card(write_mb_s: u64) -> (Ext4, BlkioThrottle) {
 fn quick(fs: &Ext4, repeat: &str, dir: &Path, name: &str) -> String {
     let path = dir.join(name);
     let path = path.to_str().expect("utf8").to_owned();
-    let out = std::process::Command::new(BIN)
+    let out = std::process::Command::new(binary())
         .args(["run", "--profile", "quick", "--repeat", repeat, "--output", &path, "--json", fs.mount_point()])
         .stdin(Stdio::null())
         .output()

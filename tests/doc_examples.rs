@@ -18,8 +18,6 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_storage-score");
-
 struct Example {
     at: String,
     command: String,
@@ -148,7 +146,7 @@ fn the_console_examples_of_the_docs_run() {
                 std::fs::copy(&fixture, dir.path().join(word)).expect("copy the report");
             }
         }
-        let mut cmd = Command::new(BIN);
+        let mut cmd = Command::new(storage_score_test_support::binary());
         cmd.args(&words[1..]).current_dir(dir.path()).stdin(Stdio::null()).env("LANG", "C.UTF-8").env_remove("COLUMNS");
         for var in ["STORAGE_SCORE_SYSFS_ROOT", "STORAGE_SCORE_MACHINE_ROOT", "LC_ALL", "LC_CTYPE"] {
             cmd.env_remove(var);

@@ -4,7 +4,7 @@
 //! while the (captured) firmware reports under-voltage, whose verdict must
 //! then judge nothing.
 
-mod support;
+use storage_score_test_support as support;
 
 use std::path::Path;
 use std::process::Stdio;
@@ -211,7 +211,7 @@ fn run_with_throttled(word: &str) -> Value {
         &root_arg,
         fs.dev.path(),
     ];
-    let out = std::process::Command::new(BIN).args(args).stdin(Stdio::null()).output().expect("run");
+    let out = std::process::Command::new(binary()).args(args).stdin(Stdio::null()).output().expect("run");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     stdout_json(&out)
 }

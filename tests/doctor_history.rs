@@ -5,7 +5,7 @@
 //! projection from a history file, bad history directories, and
 //! `promtool check metrics` on every captured machine's metrics.
 
-mod support;
+use storage_score_test_support as support;
 
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
@@ -303,7 +303,7 @@ fn a_bad_history_dir_is_an_error_naming_it() {
         assert!(line.starts_with("storage-score: --history-dir (STORAGE_SCORE_HISTORY_DIR) "), "{line}");
     }
     for dir in [&file, &open] {
-        let out = Command::new(BIN)
+        let out = Command::new(binary())
             .args(["doctor", "--machine-root", &root, "mmcblk0", "--log"])
             .env("STORAGE_SCORE_HISTORY_DIR", dir)
             .output()

@@ -10,7 +10,7 @@
 //! Debian's python3-fusepy); without /dev/fuse they fail with a message
 //! that says so.
 
-mod support;
+use storage_score_test_support as support;
 
 use std::io::Read;
 use std::process::{Command, Output, Stdio};
@@ -140,7 +140,7 @@ fn sigint_during_a_stall_ends_the_run_when_the_stall_does() {
     // Reads past 8 MiB stall for 3 s each: the run is stuck in the kernel,
     // in a read no signal can cut short.
     let disk = FaultyDisk::new(64, &["stall-after=8M:3"]);
-    let mut child = Command::new(BIN)
+    let mut child = Command::new(binary())
         .args(["run", "--json", "--only", "seq_read_mib_s,cached_read_mib_s", disk.path()])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -7,7 +7,7 @@
 //! All need root (loop devices, mounts, throttles); the Storage.sh
 //! comparison also needs fio, which `cargo xtask test` installs.
 
-mod support;
+use storage_score_test_support as support;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -217,7 +217,7 @@ fn each_tool_starts_after_a_sync() {
     let target = Ext4::new(512, "rw");
     let other = Ext4::new(64, "rw");
     let started = Instant::now();
-    let mut child = Command::new(BIN)
+    let mut child = Command::new(binary())
         .args(["run", "--json", "--only", "seq_read_mib_s,rand_read_4k_qd64_iops"])
         .arg(target.mount_point())
         .stdin(Stdio::null())
@@ -273,7 +273,7 @@ fn max_time_caps_a_dying_card_that_says_its_eta() {
     // 20 writes a second: 80 MiB of 4 KiB random writes would take 17 min.
     let _slow = BlkioThrottle::new(&fs.dev, Throttle { write_iops: Some(20), ..Throttle::default() });
     let started = Instant::now();
-    let mut child = Command::new(BIN)
+    let mut child = Command::new(binary())
         .args(["run", "--json", "--only", "rand_write_4k_qd64_iops,rand_read_4k_qd64_iops", "--max-time", "8"])
         .arg(fs.mount_point())
         .stdin(Stdio::null())
@@ -357,7 +357,7 @@ fn a_refused_buffer_registration_falls_back_and_says_so() {
     // fails (64 KiB), and with none at all the ring itself cannot be made.
     let run_limited = |memlock: &str, engine: &str| {
         let out = Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "prlimit", memlock, BIN])
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "prlimit", memlock, binary()])
             .args(["run", "--json", "--profile", "quick", "--engine", engine, "--only", "rand_read_4k_qd64_iops"])
             .arg(&shared)
             .stdin(Stdio::null())
@@ -393,7 +393,7 @@ fn as_root_a_refused_raw_open_blames_a_policy_not_sudo() {
     // Root inside a user namespace that an ordinary user made: uid 0, but
     // the device node is not its to open (a container does the same).
     let out = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "unshare", "-r", BIN])
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "unshare", "-r", binary()])
         .args(["run", "--json", "--only", "seq_read_mib_s", dev.path()])
         .stdin(Stdio::null())
         .output()
@@ -453,7 +453,7 @@ fn ctrl_c_during_the_dd_fsync_says_what_it_waits_for_and_exits_when_done() {
     // then waits for the device to take them at 8 MB/s: about 8.4 s.
     let _slow = BlkioThrottle::new(&fs.dev, Throttle { write_bps: Some(8 * MB), ..Throttle::default() });
     let written_before = fs.dev.sectors().1;
-    let mut child = Command::new(BIN)
+    let mut child = Command::new(binary())
         .args(["run", "--json", "--profile", "quick", "--only", "seq_write_mb_s", fs.mount_point()])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -3,7 +3,7 @@
 //! with a README naming its sources), the QEMU SD capture, and garbled
 //! attributes that must never fail the command.
 
-mod support;
+use storage_score_test_support as support;
 
 use std::path::{Path, PathBuf};
 

@@ -1,7 +1,7 @@
 //! `storage-score identify` end to end: every captured SD card through the
 //! binary with `--sysfs-root`, this machine's own disks, and bad targets.
 
-mod support;
+use storage_score_test_support as support;
 
 use std::path::Path;
 
@@ -51,7 +51,7 @@ fn every_fixture_decodes_to_its_expected_facts() {
 #[test]
 fn fixture_through_the_environment_variable_and_bare_name() {
     let dir = fixture_dir("23-kingston-canvas-go-plus-64gb-05-2023");
-    let out = std::process::Command::new(BIN)
+    let out = std::process::Command::new(binary())
         .args(["identify", "--json", "mmcblk0"])
         .env("STORAGE_SCORE_SYSFS_ROOT", &dir)
         .output()

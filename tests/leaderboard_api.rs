@@ -3,12 +3,9 @@
 //! cluster (initdb in a temp dir, private port; one cluster per run of this
 //! test binary, stopped at exit).
 
-#[path = "support/lb_backends.rs"]
-mod backends;
-#[path = "support/leaderboard.rs"]
-mod leaderboard;
-#[path = "support/postgres.rs"]
-mod postgres;
+use storage_score_test_support::lb_backends as backends;
+use storage_score_test_support::leaderboard;
+use storage_score_test_support::postgres;
 
 use backends::*;
 use leaderboard::{Leaderboard, Options, request};

@@ -7,10 +7,8 @@
 //! Screenshots at 1280 and 390 px go to `target/leaderboard-screenshots/`
 //! for a person to look at.
 
-#[path = "support/chromium.rs"]
-mod chromium;
-#[path = "support/leaderboard.rs"]
-mod leaderboard;
+use storage_score_test_support::chromium;
+use storage_score_test_support::leaderboard;
 
 use std::path::PathBuf;
 

@@ -14,10 +14,9 @@
 //! number, user or host name; sending it again stores nothing new; and
 //! `submit --delete` removes it.
 
-mod support;
+use storage_score_test_support as support;
 
-#[path = "support/leaderboard.rs"]
-mod leaderboard;
+use storage_score_test_support::leaderboard;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -65,7 +64,7 @@ impl Drop for BindMount {
 /// The binary, as the user would run it: their name, their home, and
 /// nothing inherited that could point it at another leaderboard.
 fn command(home: &Path, program: &str) -> Command {
-    let bin_dir = Path::new(BIN).parent().expect("bin dir");
+    let bin_dir = Path::new(binary()).parent().expect("bin dir");
     let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
     let mut cmd = Command::new(program);
     cmd.env_clear()
@@ -80,7 +79,7 @@ fn command(home: &Path, program: &str) -> Command {
 }
 
 fn storage_score(home: &Path, args: &[&str]) -> Output {
-    command(home, BIN).args(args).output().expect("run storage-score")
+    command(home, binary()).args(args).output().expect("run storage-score")
 }
 
 fn text(bytes: &[u8]) -> String {

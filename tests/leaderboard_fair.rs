@@ -5,12 +5,9 @@
 //! rename it, split it with look-alike names, reuse ids; a database of the
 //! first schema is upgraded; a thousand idle sockets try to starve it.
 
-#[path = "support/lb_backends.rs"]
-mod backends;
-#[path = "support/leaderboard.rs"]
-mod leaderboard;
-#[path = "support/postgres.rs"]
-mod postgres;
+use storage_score_test_support::lb_backends as backends;
+use storage_score_test_support::leaderboard;
+use storage_score_test_support::postgres;
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::{Duration, Instant};
@@ -423,11 +420,11 @@ on_both_backends!(
 // one with a zero-width space in its name, a quick run, the last deleted.
 
 fn migration_keeps_every_result(backend: Backend) {
-    let dir = leaderboard::unique_temp_dir("lb-v1");
+    let dir = storage_score_test_support::temp_dir("lb-v1");
     let mut options = Options::default();
     let pg_db = match backend {
         Backend::Sqlite => {
-            let path = dir.join("v1.db");
+            let path = dir.path().join("v1.db");
             let conn = rusqlite::Connection::open(&path).unwrap();
             conn.execute_batch(include_str!("fixtures/leaderboard/v1-sqlite.sql")).unwrap();
             drop(conn);
@@ -502,7 +499,7 @@ fn migration_keeps_every_result(backend: Backend) {
     let restarted = Leaderboard::start_with(again);
     assert!(!restarted.log().contains("migrated"), "{}", restarted.log());
     assert_eq!(sd64g_row(&restarted)["samples"], 8);
-    let _ = std::fs::remove_dir_all(dir);
+    drop(dir);
 }
 
 /// A database of the second schema (tests/fixtures/leaderboard/v2-*.sql,
@@ -511,11 +508,11 @@ fn migration_keeps_every_result(backend: Backend) {
 /// two cards then. Upgraded, they are one card of five networks, named as
 /// it was first spelled, and the SD64G row is as it was.
 fn migration_from_v2_merges_spellings(backend: Backend) {
-    let dir = leaderboard::unique_temp_dir("lb-v2");
+    let dir = storage_score_test_support::temp_dir("lb-v2");
     let mut options = Options::default();
     match backend {
         Backend::Sqlite => {
-            let path = dir.join("v2.db");
+            let path = dir.path().join("v2.db");
             let conn = rusqlite::Connection::open(&path).unwrap();
             conn.execute_batch(include_str!("fixtures/leaderboard/v2-sqlite.sql")).unwrap();
             drop(conn);
@@ -548,7 +545,7 @@ fn migration_from_v2_merges_spellings(backend: Backend) {
         "capacity_bytes": 31042043904u64, "usb": {"id": "0930:6545", "speed_mbps": 5000, "driver": "uas"}});
     assert_eq!(post(&server, 99, &r).status, 201);
     assert_eq!(rows(&server, "q=toshiba")[0]["submitters"], 6);
-    let _ = std::fs::remove_dir_all(dir);
+    drop(dir);
 }
 
 // ---------------------------------------------------------------------------

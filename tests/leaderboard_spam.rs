@@ -7,12 +7,8 @@
 //! readers, guessed admin tokens and probes for hidden results. Every test
 //! here failed on the server before these defences.
 
-#[path = "support/lb_backends.rs"]
-mod backends;
-#[path = "support/leaderboard.rs"]
-mod leaderboard;
-#[path = "support/postgres.rs"]
-mod postgres;
+use storage_score_test_support::lb_backends as backends;
+use storage_score_test_support::leaderboard;
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::{Duration, Instant};
@@ -508,14 +504,14 @@ fn one_network_cannot_take_every_connection() {
 /// A server refuses an admin token shorter than 32 characters.
 #[test]
 fn a_short_admin_token_is_refused() {
-    let dir = leaderboard::unique_temp_dir("lb-short-token");
+    let dir = storage_score_test_support::temp_dir("lb-short-token");
     let out = std::process::Command::new(leaderboard::server_binary())
-        .args(["--listen", "127.0.0.1:0", "--db", &format!("sqlite:{}", dir.join("x.db").display())])
+        .args(["--listen", "127.0.0.1:0", "--db", &format!("sqlite:{}", dir.path().join("x.db").display())])
         .env("STORAGE_SCORE_LEADERBOARD_ADMIN_TOKEN", "sixteen-chars-ok")
         .output()
         .expect("run the server");
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("at least 32 characters"), "{stderr}");
-    let _ = std::fs::remove_dir_all(dir);
+    drop(dir);
 }

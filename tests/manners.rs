@@ -2,7 +2,7 @@
 //! names it, never an all-clear; a mistyped subcommand is answered "did you
 //! mean …?"; every JSON document says what and when it is.
 
-mod support;
+use storage_score_test_support as support;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -16,7 +16,7 @@ fn machine(name: &str) -> String {
 
 /// The binary with `args` and the environment variables `env`.
 fn run_env(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
-    let mut cmd = Command::new(BIN);
+    let mut cmd = Command::new(binary());
     cmd.args(args).stdin(Stdio::null());
     for (key, value) in env {
         cmd.env(key, value);
@@ -71,7 +71,8 @@ fn a_mistyped_subcommand_is_answered_did_you_mean() {
     // A path that exists is a TARGET, however close to a command's name.
     let dir = tempfile::tempdir().expect("tmp");
     std::fs::create_dir(dir.path().join("doctr")).expect("mkdir");
-    let out = Command::new(BIN).args(["identify", "doctr", "--json"]).current_dir(dir.path()).output().expect("run");
+    let out =
+        Command::new(binary()).args(["identify", "doctr", "--json"]).current_dir(dir.path()).output().expect("run");
     assert!(!String::from_utf8_lossy(&out.stderr).contains("did you mean"), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
@@ -161,7 +162,7 @@ fn completions_and_the_man_page_come_from_the_binary() {
 /// `run` with stdin fed `input`.
 fn run_stdin(args: &[&str], input: &[u8]) -> std::process::Output {
     use std::io::Write;
-    let mut child = Command::new(BIN)
+    let mut child = Command::new(binary())
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -26,9 +26,8 @@
 //! Accuracy against fio for the sweep and the transfer-size scan is a
 //! benchmark (`cargo xtask bench`), not a test here.
 
-#[path = "support/chromium.rs"]
-mod chromium;
-mod support;
+use storage_score_test_support as support;
+use storage_score_test_support::chromium;
 
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
@@ -184,7 +183,7 @@ fn pauses_either_side_of_the_step_do_not_move_it() {
         faults.push_str(&format!(" gc-pause={at}M:{secs}"));
     }
     fs.dev.set_faults(&faults);
-    let s = sustained_768m(std::process::Command::new(BIN), fs.mount_point());
+    let s = sustained_768m(std::process::Command::new(binary()), fs.mount_point());
     let log = fs.dev.log();
     assert_eq!(log.matches("gc pause of").count(), pauses.len(), "{log}");
     // Within a chunk: the pause three chunks before the end of the cache

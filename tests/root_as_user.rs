@@ -9,7 +9,7 @@
 //! `STORAGE_SCORE_BIN` and `STORAGE_SCORE_EXPECT_VULNERABLE=1`
 //! (support/attack.rs) it shows that behaviour in that binary.
 
-mod support;
+use storage_score_test_support as support;
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};

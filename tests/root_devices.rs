@@ -7,7 +7,7 @@
 //!
 //! These need root.
 
-mod support;
+use storage_score_test_support as support;
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};

@@ -12,7 +12,7 @@
 //! kernel's protection covers sticky world-writable directories only, not
 //! a directory that the attacker owns.
 
-mod support;
+use storage_score_test_support as support;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};

@@ -15,7 +15,7 @@
 //!
 //! These need root.
 
-mod support;
+use storage_score_test_support as support;
 
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;

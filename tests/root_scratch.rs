@@ -14,7 +14,7 @@
 //! Each runs with `fs.protected_symlinks` at 0 and at 1: the link is in the
 //! user's own directory, which the kernel's protection does not cover.
 
-mod support;
+use storage_score_test_support as support;
 
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;

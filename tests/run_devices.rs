@@ -2,7 +2,7 @@
 //! throttling as ground truth, and every safety promise of docs/safety.md with a
 //! real signal or a real failure.
 
-mod support;
+use storage_score_test_support as support;
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -306,7 +306,7 @@ fn a_full_disk_mid_run_is_one_line_and_leaves_nothing() {
     // Fill the filesystem behind the free-space check's back: the check
     // passes, then a hog takes the room while dd-like writes are running
     // (the device has taken 8 MiB of them).
-    let mut out = Command::new(BIN)
+    let mut out = Command::new(binary())
         .args(["run", "--only", "seq_write_mb_s", fs.mount_point()])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -335,7 +335,7 @@ fn without_root_raw_reads_are_skipped_and_writes_still_run() {
     std::fs::create_dir(&shared).expect("mkdir");
     Command::new("chmod").arg("777").arg(&shared).status().expect("chmod");
     let out = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN, "run", "--json", "--profile", "quick"])
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", binary(), "run", "--json", "--profile", "quick"])
         .arg(&shared)
         .stdin(Stdio::null())
         .output()

@@ -1,7 +1,7 @@
 //! `storage-score score` on good and bad input, and the class verdict end to
 //! end: a throttled loop device that claims an A2 card's registers.
 
-mod support;
+use storage_score_test_support as support;
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -14,7 +14,7 @@ fn score_stdin(input: &str, json: bool) -> std::process::Output {
     if json {
         args.push("--json");
     }
-    let mut child = Command::new(BIN)
+    let mut child = Command::new(binary())
         .args(&args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

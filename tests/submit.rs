@@ -4,7 +4,7 @@
 //! privacy of the bytes on the wire, retries, Retry-After, timeouts, garbage,
 //! a dead server, and one Idempotency-Key per report.
 
-mod support;
+use storage_score_test_support as support;
 
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -81,7 +81,7 @@ impl Home {
     /// The binary with this home's environment and nothing inherited that
     /// could point it elsewhere (no STORAGE_SCORE_LEADERBOARD, no SUDO_*).
     fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(BIN);
+        let mut cmd = Command::new(binary());
         cmd.args(args);
         self.environment(&mut cmd);
         cmd
@@ -358,7 +358,7 @@ fn the_host_name_stays_home_too() {
         "-c",
         &script,
         "sh",
-        BIN,
+        binary(),
         "submit",
         home.report_arg(),
         "--url",
@@ -626,7 +626,7 @@ fn under_sudo_the_salt_and_files_belong_to_the_user_who_typed_it() {
 
     // `sudo storage-score submit …`: root, with sudo's environment (HOME is
     // root's, the invoking user is in SUDO_*).
-    let out = Command::new(BIN)
+    let out = Command::new(binary())
         .args(["submit", report_arg, "--url", &server.url(), "--yes"])
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -653,7 +653,7 @@ fn under_sudo_the_salt_and_files_belong_to_the_user_who_typed_it() {
         .arg(format!("--reuid={}", user.uid))
         .arg(format!("--regid={}", user.gid))
         .arg("--clear-groups")
-        .arg(BIN)
+        .arg(binary())
         .args(["submit", report_arg, "--url", &server.url(), "--yes"])
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())

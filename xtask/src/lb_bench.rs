@@ -19,11 +19,6 @@
 //!
 //! The release binary is used. Figures go to target/bench/leaderboard.json.
 
-#[path = "../../tests/support/leaderboard.rs"]
-mod leaderboard;
-#[path = "../../tests/support/postgres.rs"]
-mod postgres;
-
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -34,8 +29,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail, ensure};
 use leaderboard::{Http, Leaderboard, Options};
 use serde_json::{Value, json};
+use storage_score_test_support::lb_backends::REPORT;
+use storage_score_test_support::{leaderboard, postgres};
 
-const REPORT: &str = include_str!("../../tests/fixtures/leaderboard/report.json");
 const USAGE: &str = "usage: cargo xtask lb-bench [--requests N] [--clients N] [--page-results N] [--pg-scale N [--scale-only]] [--sqlite-only] [--server PATH]";
 
 /// One request may take this many tries (connection refused while the

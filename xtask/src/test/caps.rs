@@ -11,8 +11,11 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
+
+use storage_score_test_support::cgroups::cgroup_mounts;
+use storage_score_test_support::is_root;
 
 /// One thing a test may need from the machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -288,7 +291,7 @@ fn fusepy() -> Result<(), String> {
         .map_err(|_| format!("{python} cannot import fusepy (apt-get install python3-fusepy)"))
 }
 
-/// cgroup v1's blkio, or v2's io.max, as tests/support/throttle.rs uses them.
+/// cgroup v1's blkio, or v2's io.max, found as the test support's throttles find them.
 fn throttle() -> Result<(), String> {
     let mounts = cgroup_mounts();
     if let Some(blkio) = &mounts.blkio {
@@ -315,42 +318,6 @@ fn throttle() -> Result<(), String> {
     ))
 }
 
-/// Where the cgroup hierarchies that throttle block I/O are mounted.
-#[derive(Debug, Default)]
-struct CgroupMounts {
-    /// The v1 hierarchy with the blkio controller.
-    blkio: Option<PathBuf>,
-    /// The v2 (unified) hierarchy.
-    unified: Option<PathBuf>,
-}
-
-/// From /proc/self/mountinfo (fields, then ` - FSTYPE SOURCE OPTIONS`), in
-/// mount order: a mount on a path, or on a directory above it, hides what
-/// was mounted there before (a cgroup2 mounted over /sys/fs/cgroup hides
-/// the v1 hierarchies below it).
-fn cgroup_mounts() -> CgroupMounts {
-    let mut found = CgroupMounts::default();
-    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    for line in text.lines() {
-        let Some((fields, tail)) = line.split_once(" - ") else { continue };
-        let Some(mount_point) = fields.split_whitespace().nth(4) else { continue };
-        let mut tail = tail.split_whitespace();
-        let (fstype, options) = (tail.next().unwrap_or(""), tail.nth(1).unwrap_or(""));
-        let path = PathBuf::from(mount_point.replace("\\040", " "));
-        for slot in [&mut found.blkio, &mut found.unified] {
-            if slot.as_ref().is_some_and(|p| p.starts_with(&path)) {
-                *slot = None;
-            }
-        }
-        match fstype {
-            "cgroup2" => found.unified = Some(path),
-            "cgroup" if options.split(',').any(|o| o == "blkio") => found.blkio = Some(path),
-            _ => {}
-        }
-    }
-    found
-}
-
 /// Debian keeps initdb in /usr/lib/postgresql/VERSION/bin, off PATH.
 pub fn postgres_installed() -> bool {
     std::fs::read_dir("/usr/lib/postgresql")
@@ -360,14 +327,6 @@ pub fn postgres_installed() -> bool {
 
 fn user_exists(name: &str) -> bool {
     std::fs::read_to_string("/etc/passwd").is_ok_and(|p| p.lines().any(|l| l.split(':').next() == Some(name)))
-}
-
-pub fn is_root() -> bool {
-    // The effective uid, from /proc so xtask needs no libc call here.
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(2) == Some("0")))
-        .unwrap_or(false)
 }
 
 #[cfg(test)]

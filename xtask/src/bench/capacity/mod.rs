@@ -360,7 +360,7 @@ pub fn size(bytes: Option<u64>) -> String {
     }
 }
 
-/// The machine-wide lock the device tests take (`tests/support/mod.rs`):
+/// The machine-wide lock the device tests take (`storage_score_test_support::device_lock`):
 /// held for one case, so the timings of both tools share the machine only
 /// with builds, and tests of other checkouts wait for it.
 struct DeviceLock(std::fs::File);

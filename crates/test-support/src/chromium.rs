@@ -7,8 +7,6 @@
 //! The flags are the ones this machine needs (no sandbox as root, no GPU,
 //! and no background connections, which the closed network would refuse).
 
-#![allow(dead_code)]
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -21,26 +19,9 @@ pub fn binary() -> Option<PathBuf> {
         .find(|p| p.exists())
 }
 
-/// A new, empty directory `PREFIX-PID-N` in the temp dir, for one browser's
-/// profile. `create_dir` fails on a name that exists (another call of this
-/// process, or a directory left by an earlier process with the same pid),
-/// so each call gets its own.
-fn fresh_dir(prefix: &str) -> std::io::Result<PathBuf> {
-    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    loop {
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("{prefix}-{}-{n}", std::process::id()));
-        match std::fs::create_dir(&dir) {
-            Ok(()) => return Ok(dir),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
-}
-
 fn run(extra: &[String], url: &str) -> Result<String, String> {
     let browser = binary().ok_or("chromium is not installed (apt-get install chromium; cargo xtask test does it)")?;
-    let profile = fresh_dir("ss-chromium").map_err(|e| format!("a profile directory: {e}"))?;
+    let profile = crate::temp_dir("ss-chromium");
     let mut child = Command::new(browser)
         .args([
             "--headless",
@@ -54,7 +35,7 @@ fn run(extra: &[String], url: &str) -> Result<String, String> {
             "--disable-dev-shm-usage",
             "--hide-scrollbars",
         ])
-        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--user-data-dir={}", profile.path().display()))
         .args(extra)
         .arg(url)
         .stdin(Stdio::null())
@@ -81,7 +62,7 @@ fn run(extra: &[String], url: &str) -> Result<String, String> {
         std::thread::sleep(Duration::from_millis(50));
     };
     let text = reader.join().unwrap_or_default();
-    let _ = std::fs::remove_dir_all(&profile);
+    drop(profile);
     match status {
         Some(s) if s.success() => Ok(text),
         Some(s) => Err(format!("chromium exited with {s}")),
@@ -139,11 +120,7 @@ impl Cdp {
         };
         let (commands_read, commands_write) = pipe()?;
         let (answers_read, answers_write) = pipe()?;
-        let profile = std::env::temp_dir().join(format!(
-            "ss-cdp-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
-        ));
+        let profile = crate::temp_dir("ss-cdp");
         let (child_in, child_out) = (commands_read.as_raw_fd(), answers_write.as_raw_fd());
         let mut command = Command::new(browser);
         command
@@ -159,7 +136,7 @@ impl Cdp {
                 "--hide-scrollbars",
                 "--remote-debugging-pipe",
             ])
-            .arg(format!("--user-data-dir={}", profile.display()))
+            .arg(format!("--user-data-dir={}", profile.path().display()))
             .arg("about:blank")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -184,7 +161,8 @@ impl Cdp {
             from: std::io::BufReader::new(std::fs::File::from(answers_read)),
             next_id: 0,
             session: String::new(),
-            profile,
+            // Removed by `Drop`, once the browser's helpers let go of it.
+            profile: profile.keep(),
         };
         let target = cdp.call("Target.createTarget", serde_json::json!({"url": "about:blank"}), false)?;
         let target_id = target["targetId"].as_str().ok_or("no target id")?.to_owned();

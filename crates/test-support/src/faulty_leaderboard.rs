@@ -73,6 +73,7 @@ impl Received {
 
 /// The listener. Requests take the script's replies in order; the last
 /// reply repeats once the script runs out. Stopped and joined on drop.
+#[derive(Debug)]
 pub struct FaultyLeaderboard {
     addr: SocketAddr,
     received: Arc<Mutex<Vec<Received>>>,

@@ -1,20 +1,17 @@
 //! What the leaderboard's API tests share: the two backends (a temp SQLite
 //! file, and a throwaway PostgreSQL cluster per test binary, stopped at
 //! exit), starting a server on either, counting what it stored, and
-//! reports to send. Included by `leaderboard_api.rs` and
-//! `leaderboard_fair.rs` next to `support/leaderboard.rs` and
-//! `support/postgres.rs`.
-
-#![allow(dead_code)]
+//! reports to send, for `leaderboard_api.rs`, `leaderboard_fair.rs` and
+//! `leaderboard_spam.rs`.
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::leaderboard::{Leaderboard, Options, Response};
-use super::postgres;
+use crate::leaderboard::{Leaderboard, Options, Response};
+use crate::postgres;
 use serde_json::{Value, json};
 
-pub const REPORT: &str = include_str!("../fixtures/leaderboard/report.json");
+pub const REPORT: &str = include_str!("../../../tests/fixtures/leaderboard/report.json");
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
@@ -140,19 +137,22 @@ pub fn count(backend: Backend, server: &Leaderboard) -> i64 {
     stored_count(backend, server, server_db(server).as_deref())
 }
 
+/// Each named `fn NAME(backend: Backend)` of the caller as two tests,
+/// `sqlite::NAME` and `postgresql::NAME` (ignored: `needs postgres`).
+#[macro_export]
 macro_rules! on_both_backends {
     ($($name:ident),* $(,)?) => {
         mod sqlite {
-            $(#[test] fn $name() { super::$name(super::Backend::Sqlite) })*
+            $(#[test] fn $name() { super::$name($crate::lb_backends::Backend::Sqlite) })*
         }
         mod postgresql {
             $(
                 #[test]
                 #[ignore = "needs postgres"]
-                fn $name() { super::$name(super::Backend::Postgres) }
+                fn $name() { super::$name($crate::lb_backends::Backend::Postgres) }
             )*
         }
     };
 }
 
-pub(crate) use on_both_backends;
+pub use crate::on_both_backends;

@@ -23,7 +23,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use super::{BIN, LoopDev, reaper, sh};
+use crate::cgroups::{CgroupMounts, cgroup_mounts};
+use crate::{LoopDev, binary, reaper, sh};
 
 /// Limits for a throttled "slow card"; `None` is no limit.
 #[derive(Debug, Default, Clone, Copy)]
@@ -41,31 +42,6 @@ enum Cgroup {
     V1 { blkio: PathBuf },
     /// A child of the v2 root made for this throttle.
     V2 { group: PathBuf },
-}
-
-/// Where the block I/O cgroups are mounted, from /proc/self/mountinfo in
-/// mount order: a later mount on a path or above it hides what was there.
-fn cgroup_mounts() -> (Option<PathBuf>, Option<PathBuf>) {
-    let (mut blkio, mut unified): (Option<PathBuf>, Option<PathBuf>) = (None, None);
-    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    for line in text.lines() {
-        let Some((fields, tail)) = line.split_once(" - ") else { continue };
-        let Some(mount_point) = fields.split_whitespace().nth(4) else { continue };
-        let mut tail = tail.split_whitespace();
-        let (fstype, options) = (tail.next().unwrap_or(""), tail.nth(1).unwrap_or(""));
-        let path = PathBuf::from(mount_point.replace("\\040", " "));
-        for slot in [&mut blkio, &mut unified] {
-            if slot.as_ref().is_some_and(|p| p.starts_with(&path)) {
-                *slot = None;
-            }
-        }
-        match fstype {
-            "cgroup2" => unified = Some(path),
-            "cgroup" if options.split(',').any(|o| o == "blkio") => blkio = Some(path),
-            _ => {}
-        }
-    }
-    (blkio, unified)
 }
 
 /// This process's cgroup v2 path (`0::/PATH` in /proc/self/cgroup).
@@ -122,6 +98,7 @@ impl Rules {
 }
 
 /// A throttle on one (test-private) device: a calibrated slow card.
+#[derive(Debug)]
 pub struct BlkioThrottle {
     rules: Rules,
     /// v1: the files given a rule, to reset.
@@ -164,7 +141,7 @@ impl BlkioThrottle {
         sh("sync", &[]);
         let _ = std::fs::write("/proc/sys/vm/drop_caches", "1\n");
         let devnum = dev.devnum();
-        let (blkio, unified) = cgroup_mounts();
+        let CgroupMounts { blkio, unified } = cgroup_mounts();
         let mut throttle = match (blkio.filter(|b| b.join("blkio.throttle.write_bps_device").exists()), unified) {
             (Some(blkio), _) => BlkioThrottle {
                 rules: Rules { cgroup: Cgroup::V1 { blkio }, devnum },
@@ -226,9 +203,9 @@ impl BlkioThrottle {
         self.others.push((rules, files));
     }
 
-    /// A command that runs `BIN args…` against the throttled device.
+    /// A command that runs `storage-score args…` against the throttled device.
     pub fn command(&self, args: &[&str]) -> std::process::Command {
-        let mut cmd = std::process::Command::new(BIN);
+        let mut cmd = std::process::Command::new(binary());
         cmd.args(args);
         cmd
     }
@@ -299,6 +276,7 @@ impl Drop for BlkioThrottle {
 
 /// A pending change of a throttle's limits (see
 /// [`BlkioThrottle::change_after_written`]).
+#[derive(Debug)]
 pub struct LimitChange {
     stop: Arc<AtomicBool>,
     watcher: Option<std::thread::JoinHandle<Option<u64>>>,

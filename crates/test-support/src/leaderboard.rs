@@ -3,19 +3,18 @@
 //! its `listening on http://HOST:PORT` line parsed, its stderr kept in a log
 //! file, and stopped on drop (SIGTERM, then SIGKILL) on every path.
 //!
-//! Self-contained (a small HTTP/1.1 client included; needs only serde_json
-//! and libc), so that any test
-//! binary can use it: the leaderboard's own tests, the CLI's end-to-end
-//! `submit` tests (`#[path = "support/leaderboard.rs"] mod leaderboard;`),
-//! and `cargo xtask lb-bench`.
+//! A small HTTP/1.1 client included, so that any test binary can use it:
+//! the leaderboard's own tests, the CLI's end-to-end `submit` and
+//! `compare` tests, and `cargo xtask lb-bench`.
 //!
-//! ```ignore
+//! ```no_run
+//! use storage_score_test_support::lb_backends::REPORT;
+//! use storage_score_test_support::leaderboard::Leaderboard;
+//!
 //! let server = Leaderboard::start();
-//! let reply = server.post_report(&report_json, "key-0001");
+//! let reply = server.post_report(REPORT, "key-0001");
 //! assert_eq!(reply.status, 201);
 //! ```
-
-#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
@@ -25,7 +24,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// The server binary: `$STORAGE_SCORE_LEADERBOARD_BIN`, cargo's path for
-/// the leaderboard's own tests, or the one beside this test binary. In the
+/// the leaderboard's own tests (`$CARGO_BIN_EXE_storage-score-leaderboard`,
+/// which cargo sets when it runs them), or the one beside this test binary. In the
 /// last case cargo builds it first, once per test process, even when a file
 /// is there: a test of another package (the CLI's end-to-end `submit`) would
 /// otherwise run a stale server, or none on a fresh clone, since cargo
@@ -34,7 +34,7 @@ pub fn server_binary() -> PathBuf {
     if let Some(path) = std::env::var_os("STORAGE_SCORE_LEADERBOARD_BIN") {
         return PathBuf::from(path);
     }
-    if let Some(path) = option_env!("CARGO_BIN_EXE_storage-score-leaderboard") {
+    if let Some(path) = std::env::var_os("CARGO_BIN_EXE_storage-score-leaderboard") {
         return PathBuf::from(path);
     }
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
@@ -89,8 +89,9 @@ pub struct Leaderboard {
     /// Everything the server wrote to stderr.
     pub log_path: PathBuf,
     child: Option<Child>,
-    dir: PathBuf,
-    owns_dir: bool,
+    /// The temp dir of the log and the SQLite file; `None` once kept.
+    dir: Option<tempfile::TempDir>,
+    kept: Option<PathBuf>,
 }
 
 impl Leaderboard {
@@ -101,16 +102,16 @@ impl Leaderboard {
 
     pub fn start_with(options: Options) -> Leaderboard {
         let binary = options.binary.clone().unwrap_or_else(server_binary);
-        let dir = unique_temp_dir("lb-server");
+        let dir = crate::temp_dir("lb-server");
         let (db, sqlite_path) = match (&options.db, &options.sqlite_path) {
             (Some(db), _) => (db.clone(), None),
             (None, Some(path)) => (format!("sqlite:{}", path.display()), Some(path.clone())),
             (None, None) => {
-                let path = dir.join("leaderboard.db");
+                let path = dir.path().join("leaderboard.db");
                 (format!("sqlite:{}", path.display()), Some(path))
             }
         };
-        let log_path = dir.join("server.log");
+        let log_path = dir.path().join("server.log");
         let mut command = Command::new(&binary);
         command
             .args(["--listen", options.listen.as_deref().unwrap_or("127.0.0.1:0"), "--db", &db])
@@ -151,8 +152,8 @@ impl Leaderboard {
             sqlite_path,
             log_path,
             child: Some(child),
-            dir,
-            owns_dir: true,
+            dir: Some(dir),
+            kept: None,
         };
         let url = match rx.recv_timeout(Duration::from_secs(30)) {
             Ok(url) => url,
@@ -196,8 +197,10 @@ impl Leaderboard {
 
     /// Keeps the temp dir (and the SQLite file in it) after drop.
     pub fn keep_files(&mut self) -> PathBuf {
-        self.owns_dir = false;
-        self.dir.clone()
+        if let Some(dir) = self.dir.take() {
+            self.kept = Some(dir.keep());
+        }
+        self.kept.clone().expect("the server's directory")
     }
 
     pub fn get(&self, path: &str) -> Response {
@@ -233,10 +236,8 @@ impl Leaderboard {
 
 impl Drop for Leaderboard {
     fn drop(&mut self) {
+        // Stopped first, then its directory (if not kept) goes with `dir`.
         self.stop();
-        if self.owns_dir {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
     }
 }
 
@@ -256,21 +257,6 @@ fn wait_timeout(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
         std::thread::sleep(Duration::from_millis(20));
     }
     None
-}
-
-/// A new directory under the system temp dir.
-pub fn unique_temp_dir(prefix: &str) -> PathBuf {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static COUNTER: AtomicU32 = AtomicU32::new(0);
-    let nanos =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
-    let dir = std::env::temp_dir().join(format!(
-        "{prefix}-{}-{}-{nanos}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
 }
 
 /// An HTTP response.

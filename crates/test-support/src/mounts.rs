@@ -6,7 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::{LoopDev, fuse_python, reaper, sh};
+use crate::fuse::fuse_python;
+use crate::{LoopDev, reaper, sh};
 
 impl LoopDev {
     /// A loop device of `mib` MiB over a file in `/dev/shm`: a fast device,
@@ -20,7 +21,7 @@ impl LoopDev {
 
     /// The backing file, when this device made it.
     pub fn backing_file(&self) -> Option<PathBuf> {
-        self._dir.as_ref().map(|d| d.path().join("disk.img"))
+        self.dir.as_ref().map(|d| d.path().join("disk.img"))
     }
 
     /// The device's I/O counters: (sectors read, sectors written).
@@ -47,6 +48,7 @@ impl LoopDev {
 
 /// A mounted filesystem of any type on a directory of ours, unmounted on
 /// drop (lazily if it must be).
+#[derive(Debug)]
 pub struct Mounted {
     pub dir: tempfile::TempDir,
     _undo: reaper::Undo,
@@ -89,6 +91,7 @@ pub const MEMORY_FUSE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/
 /// A FUSE filesystem that keeps its files in memory but names `device` as
 /// its mount source (`tests/support/memory_fuse.py`): nothing written to it
 /// reaches the device. Unmounted and stopped on drop.
+#[derive(Debug)]
 pub struct MemoryFuse {
     child: std::process::Child,
     pub dir: tempfile::TempDir,

@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 
 /// The binary the attacks are tried on: this build's, or `STORAGE_SCORE_BIN`.
 pub fn bin() -> String {
-    std::env::var("STORAGE_SCORE_BIN").unwrap_or_else(|_| super::BIN.to_owned())
+    std::env::var("STORAGE_SCORE_BIN").unwrap_or_else(|_| crate::binary().to_owned())
 }
 
 /// True when the binary under test is expected to fall to the attacks.
@@ -42,6 +42,7 @@ pub fn expect_foiled(worked: bool, what: &str) {
 }
 
 /// A throwaway user with a home of its own, removed on drop.
+#[derive(Debug)]
 pub struct TestUser {
     pub name: String,
     pub uid: u32,
@@ -111,6 +112,7 @@ impl Drop for TestUser {
 
 /// A directory that `owner` owns (a shared stick mounted as its user, or
 /// their own folder), in a fresh root-owned directory of the test's.
+#[derive(Debug)]
 pub struct OwnedDir {
     pub path: PathBuf,
     _base: tempfile::TempDir,
@@ -130,6 +132,7 @@ impl OwnedDir {
 
 /// A root-only directory (0700) holding `name` with `content` (0600): the
 /// file an attacker wants overwritten or read.
+#[derive(Debug)]
 pub struct RootSecret {
     pub file: PathBuf,
     _dir: tempfile::TempDir,
@@ -152,6 +155,7 @@ impl RootSecret {
 /// `fs.protected_symlinks` set for a while, put back on drop (on failing
 /// paths too). With 1, the kernel refuses to follow a link in a sticky
 /// world-writable directory that someone else owns; with 0 it follows any.
+#[derive(Debug)]
 pub struct ProtectedSymlinks {
     was: String,
 }

@@ -21,8 +21,8 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The lock the device tests hold (`super::device_lock`).
-const DEVICE_LOCK: &str = "/tmp/storage-score-device-tests.lock";
+/// The lock the device tests hold (`crate::device_lock`).
+pub(crate) const DEVICE_LOCK: &str = "/tmp/storage-score-device-tests.lock";
 
 /// Waits for the test process (`$1`), then runs the undos left in `$2`,
 /// newest first, under the device-test lock, and removes the directory.
@@ -57,6 +57,7 @@ fn directory() -> &'static Path {
 }
 
 /// One resource's undo, registered until dropped.
+#[derive(Debug)]
 pub struct Undo {
     path: PathBuf,
 }

@@ -6,29 +6,11 @@
 //! Debian's `postgresql` package puts the server binaries in
 //! `/usr/lib/postgresql/VERSION/bin`; the newest version found is used.
 
-#![allow(dead_code)]
-
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// A new, empty directory `PREFIX-PID-N` in the temp dir. `create_dir`
-/// fails on a name that exists (a cluster of this process, or one left by
-/// an earlier process with the same pid), so each call gets its own.
-fn fresh_dir(prefix: &str) -> std::io::Result<PathBuf> {
-    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    loop {
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("{prefix}-{}-{n}", std::process::id()));
-        match std::fs::create_dir(&dir) {
-            Ok(()) => return Ok(dir),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
-}
 
 /// The directory holding `initdb` and `postgres`, if PostgreSQL is installed.
 pub fn bin_dir() -> Option<PathBuf> {
@@ -47,17 +29,10 @@ pub fn unavailable() -> Option<String> {
     if bin_dir().is_none() {
         return Some("PostgreSQL is not installed (apt-get install postgresql; cargo xtask test does it)".into());
     }
-    if is_root() && user_ids("postgres").is_none() {
+    if crate::is_root() && user_ids("postgres").is_none() {
         return Some("running as root and there is no `postgres` user to run the server as".into());
     }
     None
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(2) == Some("0")))
-        .unwrap_or(false)
 }
 
 /// The uid and gid of a user, from /etc/passwd.
@@ -76,7 +51,6 @@ pub struct PgCluster {
     pub dir: PathBuf,
     bin: PathBuf,
     child: Option<Child>,
-    ids: Option<(u32, u32)>,
     databases: std::sync::atomic::AtomicU32,
 }
 
@@ -87,9 +61,13 @@ impl PgCluster {
             return Err(why);
         }
         let bin = bin_dir().expect("checked");
-        let ids = if is_root() { user_ids("postgres") } else { None };
-        let dir = fresh_dir("ss-pg")
-            .map_err(|e| format!("a cluster directory in {}: {e}", std::env::temp_dir().display()))?;
+        let ids = if crate::is_root() { user_ids("postgres") } else { None };
+        // Kept: the cluster removes it when it stops, however it stops
+        // (`stop`, or `lb_backends`' exit handler by its path).
+        let dir = crate::temp_dir("ss-pg").keep();
+        // Readable by all, as a directory made by hand would be (tempfile's is 0700).
+        std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .map_err(|e| format!("chmod {}: {e}", dir.display()))?;
         let data = dir.join("data");
         if let Some((uid, gid)) = ids {
             std::os::unix::fs::chown(&dir, Some(uid), Some(gid)).map_err(|e| format!("chown: {e}"))?;
@@ -126,7 +104,7 @@ impl PgCluster {
         as_user(&mut postgres, ids);
         let child = postgres.spawn().map_err(|e| format!("postgres: {e}"))?;
         let mut cluster =
-            PgCluster { port, dir, bin, child: Some(child), ids, databases: std::sync::atomic::AtomicU32::new(0) };
+            PgCluster { port, dir, bin, child: Some(child), databases: std::sync::atomic::AtomicU32::new(0) };
         let start = Instant::now();
         loop {
             if cluster.psql("postgres", "SELECT 1").is_ok() {
