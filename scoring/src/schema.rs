@@ -11,6 +11,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::figure::{Figure, Unit};
+
 pub use crate::health::{Advice, Health, Thermal};
 
 /// The value of the report's `schema` key.
@@ -578,66 +580,74 @@ pub struct Measurements {
     pub rand_write_4k_qd1_kib_s: Option<f64>,
 }
 
-/// The measurement keys, in the order the table prints them. The tests run
-/// in Storage.sh's order, which differs only in that `hdparm -Tt` times the
-/// cached read before the disk read.
-pub const MEASUREMENT_KEYS: [&str; 9] = [
-    "seq_read_mib_s",
-    "cached_read_mib_s",
-    "seq_write_mb_s",
-    "rand_write_4k_qd64_iops",
-    "rand_read_4k_qd64_iops",
-    "seq_write_4k_qd1_kib_s",
-    "seq_read_4k_qd1_kib_s",
-    "rand_read_4k_qd1_kib_s",
-    "rand_write_4k_qd1_kib_s",
-];
+/// The measurement keys, in the order the table prints them ([`Figure::ALL`]).
+pub const MEASUREMENT_KEYS: [&str; 9] = {
+    let mut keys = [""; 9];
+    let mut i = 0;
+    while i < 9 {
+        keys[i] = Figure::ALL[i].key();
+        i += 1;
+    }
+    keys
+};
 
 impl Measurements {
     /// The figure under `key`, or `None` when it is missing or the key is unknown.
     pub fn get(&self, key: &str) -> Option<f64> {
-        *self.slot(key)?
+        self.figure(Figure::from_key(key)?)
     }
 
     /// Sets the figure under `key`; returns false for an unknown key.
     pub fn set(&mut self, key: &str, value: f64) -> bool {
-        match self.slot_mut(key) {
-            Some(slot) => {
-                *slot = Some(value);
+        match Figure::from_key(key) {
+            Some(figure) => {
+                self.set_figure(figure, value);
                 true
             }
             None => false,
         }
     }
 
-    fn slot(&self, key: &str) -> Option<&Option<f64>> {
-        Some(match key {
-            "seq_read_mib_s" => &self.seq_read_mib_s,
-            "cached_read_mib_s" => &self.cached_read_mib_s,
-            "seq_write_mb_s" => &self.seq_write_mb_s,
-            "rand_read_4k_qd64_iops" => &self.rand_read_4k_qd64_iops,
-            "rand_write_4k_qd64_iops" => &self.rand_write_4k_qd64_iops,
-            "seq_write_4k_qd1_kib_s" => &self.seq_write_4k_qd1_kib_s,
-            "seq_read_4k_qd1_kib_s" => &self.seq_read_4k_qd1_kib_s,
-            "rand_read_4k_qd1_kib_s" => &self.rand_read_4k_qd1_kib_s,
-            "rand_write_4k_qd1_kib_s" => &self.rand_write_4k_qd1_kib_s,
-            _ => return None,
-        })
+    /// One figure, when it was measured.
+    pub fn figure(&self, figure: Figure) -> Option<f64> {
+        *self.slot(figure)
     }
 
-    fn slot_mut(&mut self, key: &str) -> Option<&mut Option<f64>> {
-        Some(match key {
-            "seq_read_mib_s" => &mut self.seq_read_mib_s,
-            "cached_read_mib_s" => &mut self.cached_read_mib_s,
-            "seq_write_mb_s" => &mut self.seq_write_mb_s,
-            "rand_read_4k_qd64_iops" => &mut self.rand_read_4k_qd64_iops,
-            "rand_write_4k_qd64_iops" => &mut self.rand_write_4k_qd64_iops,
-            "seq_write_4k_qd1_kib_s" => &mut self.seq_write_4k_qd1_kib_s,
-            "seq_read_4k_qd1_kib_s" => &mut self.seq_read_4k_qd1_kib_s,
-            "rand_read_4k_qd1_kib_s" => &mut self.rand_read_4k_qd1_kib_s,
-            "rand_write_4k_qd1_kib_s" => &mut self.rand_write_4k_qd1_kib_s,
-            _ => return None,
-        })
+    pub fn set_figure(&mut self, figure: Figure, value: f64) {
+        *self.slot_mut(figure) = Some(value);
+    }
+
+    /// The measured figures, in table order.
+    pub fn iter(&self) -> impl Iterator<Item = (Figure, f64)> + '_ {
+        Figure::ALL.into_iter().filter_map(|f| self.figure(f).map(|v| (f, v)))
+    }
+
+    fn slot(&self, figure: Figure) -> &Option<f64> {
+        match figure {
+            Figure::SeqRead => &self.seq_read_mib_s,
+            Figure::CachedRead => &self.cached_read_mib_s,
+            Figure::SeqWrite => &self.seq_write_mb_s,
+            Figure::RandReadQd64 => &self.rand_read_4k_qd64_iops,
+            Figure::RandWriteQd64 => &self.rand_write_4k_qd64_iops,
+            Figure::SeqWrite4kQd1 => &self.seq_write_4k_qd1_kib_s,
+            Figure::SeqRead4kQd1 => &self.seq_read_4k_qd1_kib_s,
+            Figure::RandRead4kQd1 => &self.rand_read_4k_qd1_kib_s,
+            Figure::RandWrite4kQd1 => &self.rand_write_4k_qd1_kib_s,
+        }
+    }
+
+    fn slot_mut(&mut self, figure: Figure) -> &mut Option<f64> {
+        match figure {
+            Figure::SeqRead => &mut self.seq_read_mib_s,
+            Figure::CachedRead => &mut self.cached_read_mib_s,
+            Figure::SeqWrite => &mut self.seq_write_mb_s,
+            Figure::RandReadQd64 => &mut self.rand_read_4k_qd64_iops,
+            Figure::RandWriteQd64 => &mut self.rand_write_4k_qd64_iops,
+            Figure::SeqWrite4kQd1 => &mut self.seq_write_4k_qd1_kib_s,
+            Figure::SeqRead4kQd1 => &mut self.seq_read_4k_qd1_kib_s,
+            Figure::RandRead4kQd1 => &mut self.rand_read_4k_qd1_kib_s,
+            Figure::RandWrite4kQd1 => &mut self.rand_write_4k_qd1_kib_s,
+        }
     }
 }
 

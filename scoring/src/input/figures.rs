@@ -6,40 +6,21 @@ use serde_json::{Map, Value};
 
 use super::InputError;
 use super::json::describe;
+use crate::figure::{Figure, Unit};
 use crate::schema::{MEASUREMENT_KEYS, Measurements, Report};
 
-/// The fastest sequential rate any storage device reaches, in MB/s (10^6
-/// B/s): 100 GB/s. PCIe 5.0 x16, the widest link a drive sits on, carries
-/// 63 GB/s.
-pub const MAX_MB_S: f64 = 100_000.0;
-/// The most 4 KiB operations per second any device does: 100 million (the
-/// fastest SSDs do a few million).
-pub const MAX_IOPS: f64 = 100_000_000.0;
+pub use crate::figure::{MAX_IOPS, MAX_MB_S};
 
-/// The largest plausible value of a measurement key, and its unit.
+/// The largest plausible value of a measurement key, and its unit (MB/s
+/// for a key that names no figure).
 pub fn unit_limit(key: &str) -> (f64, &'static str) {
-    if key.ends_with("_iops") {
-        (MAX_IOPS, "IOPS")
-    } else if key.ends_with("_kib_s") {
-        (MAX_MB_S * 1e6 / 1024.0, "KiB/s")
-    } else if key.ends_with("_mib_s") {
-        (MAX_MB_S / 1.048576, "MiB/s")
-    } else {
-        (MAX_MB_S, "MB/s")
-    }
+    let unit = Figure::from_key(key).map_or(Unit::MbPerS, Figure::unit);
+    (unit.limit(), unit.symbol())
 }
 
 /// A figure of `key` in MB/s of data moved (IOPS count 4 KiB transfers).
 pub fn as_mb_s(key: &str, v: f64) -> f64 {
-    if key.ends_with("_iops") {
-        v * 4096.0 / 1e6
-    } else if key.ends_with("_kib_s") {
-        v * 1024.0 / 1e6
-    } else if key.ends_with("_mib_s") {
-        v * 1.048576
-    } else {
-        v
-    }
+    Figure::from_key(key).map_or(v, |f| f.unit().as_mb_s(v))
 }
 
 /// Checks each figure of a measurements object; `prefix` is the path to it

@@ -1,0 +1,274 @@
+//! The nine figures of a report (docs/measurements.md#the-nine-figures), as
+//! one closed type: each owns its JSON key, its unit, the words every
+//! surface labels it with, the reference tool it stands in for, and the
+//! largest value any device could measure in it. No other module spells a
+//! figure's key, unit or label: a new figure is a new variant here (and the
+//! test that measures it, and the score's weight if it has one).
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// One of the nine figures, in the order every table prints them (the
+/// tests run in Storage.sh's order, which differs only in that `hdparm -Tt`
+/// times the cached read before the disk read).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Figure {
+    SeqRead,
+    CachedRead,
+    SeqWrite,
+    RandWriteQd64,
+    RandReadQd64,
+    SeqWrite4kQd1,
+    SeqRead4kQd1,
+    RandRead4kQd1,
+    RandWrite4kQd1,
+}
+
+/// A figure's unit: each keeps its reference tool's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Unit {
+    /// 2^20 bytes a second (hdparm).
+    MibPerS,
+    /// 10^6 bytes a second (dd).
+    MbPerS,
+    /// 2^10 bytes a second (iozone).
+    KibPerS,
+    /// 4 KiB operations a second (fio).
+    Iops,
+}
+
+/// The fastest sequential rate any storage device reaches, in MB/s (10^6
+/// B/s): 100 GB/s. PCIe 5.0 x16, the widest link a drive sits on, carries
+/// 63 GB/s.
+pub const MAX_MB_S: f64 = 100_000.0;
+/// The most 4 KiB operations per second any device does: 100 million (the
+/// fastest SSDs do a few million).
+pub const MAX_IOPS: f64 = 100_000_000.0;
+
+impl Unit {
+    /// As printed after a number.
+    pub const fn symbol(self) -> &'static str {
+        match self {
+            Unit::MibPerS => "MiB/s",
+            Unit::MbPerS => "MB/s",
+            Unit::KibPerS => "KiB/s",
+            Unit::Iops => "IOPS",
+        }
+    }
+
+    /// A value in this unit as MB/s of data moved (an operation moves 4 KiB).
+    pub fn as_mb_s(self, value: f64) -> f64 {
+        match self {
+            Unit::MibPerS => value * 1.048576,
+            Unit::MbPerS => value,
+            Unit::KibPerS => value * 1024.0 / 1e6,
+            Unit::Iops => value * 4096.0 / 1e6,
+        }
+    }
+
+    /// The largest plausible value in this unit: [`MAX_MB_S`] or
+    /// [`MAX_IOPS`], converted.
+    pub fn limit(self) -> f64 {
+        match self {
+            Unit::MibPerS => MAX_MB_S / 1.048576,
+            Unit::MbPerS => MAX_MB_S,
+            Unit::KibPerS => MAX_MB_S * 1e6 / 1024.0,
+            Unit::Iops => MAX_IOPS,
+        }
+    }
+}
+
+impl fmt::Display for Unit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.symbol())
+    }
+}
+
+impl Figure {
+    /// Every figure, in table order.
+    pub const ALL: [Figure; 9] = [
+        Figure::SeqRead,
+        Figure::CachedRead,
+        Figure::SeqWrite,
+        Figure::RandWriteQd64,
+        Figure::RandReadQd64,
+        Figure::SeqWrite4kQd1,
+        Figure::SeqRead4kQd1,
+        Figure::RandRead4kQd1,
+        Figure::RandWrite4kQd1,
+    ];
+
+    /// The key in a report's `measurements` (and its `details`, `samples`).
+    pub const fn key(self) -> &'static str {
+        match self {
+            Figure::SeqRead => "seq_read_mib_s",
+            Figure::CachedRead => "cached_read_mib_s",
+            Figure::SeqWrite => "seq_write_mb_s",
+            Figure::RandWriteQd64 => "rand_write_4k_qd64_iops",
+            Figure::RandReadQd64 => "rand_read_4k_qd64_iops",
+            Figure::SeqWrite4kQd1 => "seq_write_4k_qd1_kib_s",
+            Figure::SeqRead4kQd1 => "seq_read_4k_qd1_kib_s",
+            Figure::RandRead4kQd1 => "rand_read_4k_qd1_kib_s",
+            Figure::RandWrite4kQd1 => "rand_write_4k_qd1_kib_s",
+        }
+    }
+
+    /// The figure a key names; `None` for any other string.
+    pub fn from_key(key: &str) -> Option<Figure> {
+        Figure::ALL.into_iter().find(|f| f.key() == key)
+    }
+
+    pub const fn unit(self) -> Unit {
+        match self {
+            Figure::SeqRead | Figure::CachedRead => Unit::MibPerS,
+            Figure::SeqWrite => Unit::MbPerS,
+            Figure::RandWriteQd64 | Figure::RandReadQd64 => Unit::Iops,
+            Figure::SeqWrite4kQd1 | Figure::SeqRead4kQd1 | Figure::RandRead4kQd1 | Figure::RandWrite4kQd1 => {
+                Unit::KibPerS
+            }
+        }
+    }
+
+    /// A few words, for narrow tables (`compare`'s).
+    pub const fn short_label(self) -> &'static str {
+        match self {
+            Figure::SeqRead => "seq read",
+            Figure::CachedRead => "cached read",
+            Figure::SeqWrite => "seq write",
+            Figure::RandWriteQd64 => "rand write QD64",
+            Figure::RandReadQd64 => "rand read QD64",
+            Figure::SeqWrite4kQd1 => "seq write QD1",
+            Figure::SeqRead4kQd1 => "seq read QD1",
+            Figure::RandRead4kQd1 => "rand read QD1",
+            Figure::RandWrite4kQd1 => "rand write QD1",
+        }
+    }
+
+    /// What the figure is, with the tool it comes from (the leaderboard's
+    /// result page).
+    pub const fn label(self) -> &'static str {
+        match self {
+            Figure::SeqRead => "Sequential read (hdparm -t --direct)",
+            Figure::CachedRead => "Cached read (hdparm -T --direct)",
+            Figure::SeqWrite => "Sequential write (dd, 4 KiB, fsync)",
+            Figure::RandWriteQd64 => "Random write 4 KiB, QD64 (fio)",
+            Figure::RandReadQd64 => "Random read 4 KiB, QD64 (fio)",
+            Figure::SeqWrite4kQd1 => "Sequential write 4 KiB, QD1 (iozone)",
+            Figure::SeqRead4kQd1 => "Sequential read 4 KiB, QD1 (iozone)",
+            Figure::RandRead4kQd1 => "Random read 4 KiB, QD1 (iozone)",
+            Figure::RandWrite4kQd1 => "Random write 4 KiB, QD1 (iozone)",
+        }
+    }
+
+    /// The PiBenchmarks command this figure reproduces (the results table's
+    /// "as" column).
+    pub const fn reference(self) -> &'static str {
+        match self {
+            Figure::SeqRead => "hdparm -t --direct",
+            Figure::CachedRead => "hdparm -T --direct",
+            Figure::SeqWrite => "dd bs=4k count=130k conv=fsync",
+            Figure::RandWriteQd64 => "fio randwrite 4k QD64",
+            Figure::RandReadQd64 => "fio randread 4k QD64",
+            Figure::SeqWrite4kQd1 => "iozone write 4k",
+            Figure::SeqRead4kQd1 => "iozone read 4k",
+            Figure::RandRead4kQd1 => "iozone random read 4k",
+            Figure::RandWrite4kQd1 => "iozone random write 4k",
+        }
+    }
+
+    /// The reference tool alone.
+    pub const fn tool(self) -> Tool {
+        match self {
+            Figure::SeqRead | Figure::CachedRead => Tool::Hdparm,
+            Figure::SeqWrite => Tool::Dd,
+            Figure::RandWriteQd64 | Figure::RandReadQd64 => Tool::Fio,
+            Figure::SeqWrite4kQd1 | Figure::SeqRead4kQd1 | Figure::RandRead4kQd1 | Figure::RandWrite4kQd1 => {
+                Tool::Iozone
+            }
+        }
+    }
+
+    /// Whether the test behind it writes to the device (or its scratch file).
+    pub const fn writes(self) -> bool {
+        matches!(self, Figure::SeqWrite | Figure::RandWriteQd64 | Figure::SeqWrite4kQd1 | Figure::RandWrite4kQd1)
+    }
+
+    /// The largest value any storage device could measure in its unit.
+    pub fn limit(self) -> f64 {
+        self.unit().limit()
+    }
+}
+
+/// The tools PiBenchmarks' Storage.sh runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Tool {
+    Hdparm,
+    Dd,
+    Fio,
+    Iozone,
+}
+
+impl Tool {
+    pub const fn name(self) -> &'static str {
+        match self {
+            Tool::Hdparm => "hdparm",
+            Tool::Dd => "dd",
+            Tool::Fio => "fio",
+            Tool::Iozone => "iozone",
+        }
+    }
+}
+
+impl fmt::Display for Figure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.key())
+    }
+}
+
+impl Serialize for Figure {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.key())
+    }
+}
+
+impl<'de> Deserialize<'de> for Figure {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let key = String::deserialize(deserializer)?;
+        Figure::from_key(&key)
+            .ok_or_else(|| serde::de::Error::custom(format!("`{key}` is not one of the nine measurement keys")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_round_trip_and_name_their_unit() {
+        for figure in Figure::ALL {
+            assert_eq!(Figure::from_key(figure.key()), Some(figure));
+            let suffix = match figure.unit() {
+                Unit::MibPerS => "_mib_s",
+                Unit::MbPerS => "_mb_s",
+                Unit::KibPerS => "_kib_s",
+                Unit::Iops => "_iops",
+            };
+            assert!(figure.key().ends_with(suffix), "{figure}");
+            assert!(figure.reference().starts_with(figure.tool().name()), "{figure}");
+            let json = serde_json::to_string(&figure).expect("json");
+            assert_eq!(serde_json::from_str::<Figure>(&json).expect("back"), figure);
+        }
+        assert_eq!(Figure::from_key("seq_write_mib_s"), None);
+        assert!(serde_json::from_str::<Figure>("\"bogus\"").is_err());
+    }
+
+    #[test]
+    fn limits_are_one_rate_in_four_units() {
+        assert_eq!(Unit::MbPerS.limit(), MAX_MB_S);
+        for unit in [Unit::MibPerS, Unit::KibPerS] {
+            assert!((unit.as_mb_s(unit.limit()) - MAX_MB_S).abs() < 1e-6);
+        }
+        assert_eq!(Unit::Iops.as_mb_s(1000.0), 4.096);
+    }
+}
