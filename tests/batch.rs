@@ -467,8 +467,8 @@ fn a_batch_names_cloned_cids_and_mixed_stock() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let doc = stdout_json(&out);
     let target = |i: usize| Value::from(cards[i].path());
-    for i in 0..4 {
-        assert_eq!(card(&doc, cards[i].path())["device"]["kind"], "sd", "{doc}");
+    for c in &cards {
+        assert_eq!(card(&doc, c.path())["device"]["kind"], "sd", "{doc}");
     }
     assert_eq!(doc["summary"]["clones"], serde_json::json!([{"product": "AGGCE", "targets": [target(0), target(1)]}]));
     let mixed = doc["summary"]["mixed_stock"].as_array().expect("mixed_stock");
@@ -479,7 +479,6 @@ fn a_batch_names_cloned_cids_and_mixed_stock() {
     // Serials stay hashed in the report: the raw CID is not printed whole.
     assert!(!out.stdout.windows(8).any(|w| w == b"dd1c1144"), "a serial in the report");
     // And the table says the same in words.
-    let mut args = args;
     args.retain(|a| *a != "--json");
     let text = String::from_utf8_lossy(&run(&args).stdout).into_owned();
     let clone_line = format!("cloned CID (AGGCE): {}, {}", cards[0].path(), cards[1].path());
