@@ -13,8 +13,10 @@
 //! - `msrv`: the workspace checked with rustc 1.85 for 32-bit ARM in a trixie
 //!   chroot (see [`msrv`] and [`cross`]).
 //! - `test`: every test of the project (see [`test`]); the README's command.
-//! - `tidy`: every doc link and `docs/<page>.md#<anchor>` mention resolves, and no
-//!   file points outside the project (see [`tidy`]); part of `test`.
+//! - `tidy`: every doc link and `docs/<page>.md#<anchor>` mention resolves, no
+//!   file points outside the project, the crates depend on each other as
+//!   ARCHITECTURE.md allows, its `unsafe` list is true, and no `.rs` file is
+//!   over 600 lines of code (see [`tidy`]); part of `test`.
 //! - `vm-identify`: boots a Debian kernel under QEMU with an emulated SD card
 //!   (`sdhci-pci` + `sd-card`), runs `storage-score identify /dev/mmcblk0 --json`
 //!   inside the guest and checks the report against what QEMU's card really
@@ -94,8 +96,11 @@ tasks:
   tidy
       Every relative markdown link and docs/<page>.md#<anchor> mention in the
       tracked .md, .rs, .toml, .py, .sh and .service files resolves to a file
-      and a heading, and nothing points outside the project. One line per
-      failure: file:line and what did not resolve.
+      and a heading, and nothing points outside the project; every arrow
+      between workspace crates is in ARCHITECTURE.md's table of crates; its
+      list of where `unsafe` lives names exactly the .rs files that hold it;
+      no .rs file has over 600 lines of code. One line per failure:
+      file:line and what is wrong.
   vm-identify [--release] [--timeout SECS] [--binary PATH]
       Boot a Debian kernel in QEMU (TCG) with an emulated SD card, run
       `storage-score identify /dev/mmcblk0 --json` in the guest and check the

@@ -3,7 +3,8 @@
 //! No test is counted as passed unless it ran and passed, and every test
 //! that did not run is named, with why (docs/testing.md):
 //!
-//! 1. Checks the doc links (`cargo xtask tidy`), counted as one test.
+//! 1. Checks the doc links and the project's invariants (`cargo xtask
+//!    tidy`), counted as one test.
 //! 2. Probes what this machine can do for the tests libtest cannot run
 //!    everywhere ([`caps`]: root, loop devices, FUSE, block I/O throttling
 //!    by cgroup v1 or v2, …), installing the Debian packages it lacks when
@@ -107,11 +108,11 @@ fn parse_args(args: &[String]) -> Result<Vec<String>, String> {
 
 fn run(report: &mut Report, only: &[String]) -> Result<()> {
     if only.is_empty() {
-        // Doc links and the project's own words (`cargo xtask tidy`): one test.
+        // Doc links and the project's invariants (`cargo xtask tidy`): one test.
         if crate::tidy::check_repository() {
             report.passed += 1;
         } else {
-            report.failures.push("cargo xtask tidy: a doc link or mention that does not resolve (above)".into());
+            report.failures.push("cargo xtask tidy: a problem named above".into());
         }
     }
     let machine = Machine::probe();

@@ -32,14 +32,15 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
 use super::checks::{self, Check};
 use super::guest::{GUEST_BINARY, section};
-use super::{Options, Paths, Skip, host, initramfs, kernel, qemu, step};
+use super::kernel::{self, Kernel};
+use super::runner::{self, Prepared, Task};
+use super::{Options, Paths, host, initramfs, qemu};
 
 /// The drivers and what they need, dependencies added by [`kernel::prepare`].
 pub const MODULES: &[&str] = &["nvme", "ahci", "sd_mod"];
@@ -56,116 +57,85 @@ const WRITTEN_BYTES: u64 = 64 << 20;
 /// The devices, in the order the guest asks them.
 const DEVICES: [&str; 3] = ["nvme0n1", "nvme1n1", "sda"];
 
+/// `cargo xtask vm-doctor`.
 pub fn main(opts: &Options) -> ExitCode {
-    let started = Instant::now();
-    let result = run(opts);
-    let elapsed = started.elapsed().as_secs_f64();
-    match result {
-        Ok(results) => {
-            let failed = results.iter().filter(|c| !c.passed).count();
-            eprintln!("vm-doctor: took {elapsed:.0} s");
-            println!("vm-doctor: {} passed, {failed} failed", results.len() - failed);
-            if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE }
-        }
-        Err(e) => match e.downcast_ref::<Skip>() {
-            Some(Skip(reason)) => {
-                println!("vm-doctor: skipped: {reason}");
-                println!("vm-doctor: 0 passed, 0 failed, 1 skipped");
-                ExitCode::SUCCESS
-            }
-            None => {
-                println!("FAIL vm-doctor did not get as far as the checks: {e:#}");
-                println!("vm-doctor: 0 passed, 1 failed");
-                ExitCode::FAILURE
-            }
-        },
-    }
+    runner::main(&mut Doctor, opts)
 }
 
-fn run(opts: &Options) -> Result<Vec<Check>> {
-    let tools = host::ensure_prerequisites()?;
-    let shared = host::paths()?;
-    let root = shared.run.parent().context("target/vm")?.join("doctor");
-    let paths = Paths { workspace: shared.workspace.clone(), kernel: root.join("kernel"), run: root.join("run") };
-    let _ = std::fs::remove_dir_all(&paths.run);
-    std::fs::create_dir_all(&paths.run)?;
-    std::fs::create_dir_all(&paths.kernel)?;
-    reuse_download(&shared.kernel, &paths.kernel);
+/// The task: a PC with two NVMe controllers and a SATA disk.
+#[derive(Debug)]
+struct Doctor;
 
-    let kernel = kernel::prepare(&paths, &kernel::AMD64, MODULES)?;
-    step(&format!("kernel {} (modules: {})", kernel.package, kernel.module_names().join(" ")));
-    let binary = match &opts.binary {
-        Some(path) => path.canonicalize().with_context(|| format!("no binary at {}", path.display()))?,
-        None => initramfs::build_storage_score(&paths, opts.release)?,
-    };
-    let init = init_script(&kernel.module_names());
-    let contents = initramfs::Contents { busybox: &tools.busybox, cpio: &tools.cpio, binary: &binary, init: &init };
-    let initrd = initramfs::pack(&paths, &contents, &kernel)?;
-
-    let images: Vec<PathBuf> = ["nvme0.img", "nvme1.img", "sata.img"].iter().map(|n| paths.run.join(n)).collect();
-    for image in &images {
-        std::fs::File::create(image)?.set_len(IMAGE_BYTES)?;
+impl Task for Doctor {
+    fn name(&self) -> &'static str {
+        "vm-doctor"
     }
-    let boot = qemu::Boot {
-        machine: qemu::Machine::PcStorage {
-            nvme: [&images[0], &images[1]],
-            critical_warning: CRITICAL_WARNING,
-            sata: &images[2],
-        },
-        kernel: &kernel.vmlinuz,
-        initrd: &initrd,
-        sd_image: &images[2],
-        timeout: opts.timeout,
-    };
-    step(&format!("booting: {}", boot.command_line(&tools.qemu)));
-    let outcome = qemu::run(&tools.qemu, &boot, &paths.run.join("serial.log"));
-    for image in &images {
-        let _ = std::fs::remove_file(image);
-    }
-    let outcome = outcome?;
-    step(&format!(
-        "guest finished in {:.1} s{}; serial log: {}",
-        outcome.elapsed.as_secs_f64(),
-        if outcome.timed_out { " (TIMED OUT, killed)" } else { "" },
-        outcome.log_path.display()
-    ));
 
-    let lines: Vec<&str> = outcome.log.lines().collect();
-    let mut results = Vec::new();
-    for dev in DEVICES {
-        let json = section(&lines, &format!("===SS-JSON-BEGIN=== {dev}"), "===SS-JSON-END===");
-        let table = section(&lines, &format!("===SS-TABLE-BEGIN=== {dev}"), "===SS-TABLE-END===");
-        if let Some((text, _)) = &table {
-            println!("--- storage-score doctor /dev/{dev} (in the guest)");
-            for line in text.lines() {
+    fn prepare(&mut self, opts: &Options) -> Result<Prepared> {
+        let tools = host::ensure_prerequisites()?;
+        let shared = host::paths()?;
+        let root = shared.run.parent().context("target/vm")?.join("doctor");
+        let paths = Paths { workspace: shared.workspace.clone(), kernel: root.join("kernel"), run: root.join("run") };
+        runner::fresh_run_dir(&paths)?;
+        std::fs::create_dir_all(&paths.kernel)?;
+        reuse_download(&shared.kernel, &paths.kernel);
+        let kernel = kernel::prepare(&paths, &kernel::AMD64, MODULES)?;
+        let binary = runner::guest_binary(opts, || initramfs::build_storage_score(&paths, opts.release))?;
+        Ok(Prepared { paths, qemu: tools.qemu, cpio: tools.cpio, busybox: tools.busybox, kernel, binary })
+    }
+
+    fn init_script(&self, modules: &[String]) -> String {
+        init_script(modules)
+    }
+
+    fn disks(&self, run: &Path) -> Result<Vec<PathBuf>> {
+        let images: Vec<PathBuf> = ["nvme0.img", "nvme1.img", "sata.img"].iter().map(|n| run.join(n)).collect();
+        for image in &images {
+            std::fs::File::create(image)?.set_len(IMAGE_BYTES)?;
+        }
+        Ok(images)
+    }
+
+    fn machine<'a>(&self, _: &'a Kernel, disks: &'a [PathBuf]) -> Result<qemu::Machine<'a>> {
+        let [nvme0, nvme1, sata] = disks else { bail!("vm-doctor needs three disks, not {}", disks.len()) };
+        Ok(qemu::Machine::PcStorage { nvme: [nvme0, nvme1], critical_warning: CRITICAL_WARNING, sata })
+    }
+
+    fn checks(&self, run: &Path, outcome: &qemu::Outcome) -> Result<Vec<Check>> {
+        let lines: Vec<&str> = outcome.log.lines().collect();
+        let mut results = Vec::new();
+        for dev in DEVICES {
+            let json = section(&lines, &format!("===SS-JSON-BEGIN=== {dev}"), "===SS-JSON-END===");
+            let table = section(&lines, &format!("===SS-TABLE-BEGIN=== {dev}"), "===SS-TABLE-END===");
+            if let Some((text, _)) = &table {
+                println!("--- storage-score doctor /dev/{dev} (in the guest)");
+                for line in text.lines() {
+                    println!("    {line}");
+                }
+            }
+            if let Some((text, _)) = &json {
+                let _ = std::fs::write(run.join(format!("{dev}.json")), text);
+            }
+            results.extend(device_checks(dev, json, table));
+        }
+        let history = section(&lines, "===SS-HISTORY-BEGIN===", "===SS-HISTORY-END===").map(|(text, _)| text);
+        if let Some(text) = &history {
+            let _ = std::fs::write(run.join("history.jsonl"), text);
+        }
+        results.extend(history_checks(history.as_deref()));
+        if let Some((metrics, exit)) = section(&lines, "===SS-PROM-BEGIN===", "===SS-PROM-END===") {
+            let file = run.join("nvme1n1.prom");
+            std::fs::write(&file, format!("{metrics}\n"))?;
+            results.push(promtool_check(&file, &metrics, exit));
+        }
+        if let Some((dmesg, _)) = section(&lines, "===SS-DMESG-BEGIN===", "===SS-DMESG-END===") {
+            println!("--- guest dmesg (nvme, ata)");
+            for line in dmesg.lines() {
                 println!("    {line}");
             }
         }
-        if let Some((text, _)) = &json {
-            let _ = std::fs::write(paths.run.join(format!("{dev}.json")), text);
-        }
-        results.extend(device_checks(dev, json, table));
+        Ok(results)
     }
-    let history = section(&lines, "===SS-HISTORY-BEGIN===", "===SS-HISTORY-END===").map(|(text, _)| text);
-    if let Some(text) = &history {
-        let _ = std::fs::write(paths.run.join("history.jsonl"), text);
-    }
-    results.extend(history_checks(history.as_deref()));
-    if let Some((metrics, exit)) = section(&lines, "===SS-PROM-BEGIN===", "===SS-PROM-END===") {
-        let file = paths.run.join("nvme1n1.prom");
-        std::fs::write(&file, format!("{metrics}\n"))?;
-        results.push(promtool_check(&file, &metrics, exit));
-    }
-    if let Some((dmesg, _)) = section(&lines, "===SS-DMESG-BEGIN===", "===SS-DMESG-END===") {
-        println!("--- guest dmesg (nvme, ata)");
-        for line in dmesg.lines() {
-            println!("    {line}");
-        }
-    }
-    for check in &results {
-        println!("{check}");
-    }
-    Ok(results)
 }
 
 /// The kernel `.deb` that `vm-identify` already downloaded, hard-linked

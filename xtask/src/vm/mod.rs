@@ -1,4 +1,7 @@
-//! `cargo xtask vm-identify`: storage-score against a real Linux SD stack.
+//! The VM tasks: `cargo xtask vm-identify` ([`identify`]), storage-score
+//! against a real Linux SD stack, and `vm-doctor` ([`doctor`]) and
+//! `vm-raspi` ([`raspi`]). Each is only what differs; [`runner`] is the one
+//! flow they share.
 //!
 //! The run, one step per submodule:
 //! 1. [`host`]: make sure QEMU, a static busybox and cpio are installed
@@ -16,6 +19,9 @@
 //! 6. [`checks`]: compare the report with what QEMU's emulated card holds
 //!    (hw/sd/sd.c) and with the registers the guest kernel exposed.
 //!
+//! (Those are `vm-identify`'s; the other tasks swap the kernel's source,
+//! the modules, the machine, the guest's plan and the checks.)
+//!
 //! A machine that cannot have QEMU at all (tools missing, and not root or no
 //! apt to install them) gives a *skip*, not a failure: the step returns a
 //! [`Skip`] error, and its reason is listed. Everything else is a failure: a
@@ -30,7 +36,7 @@
 use std::fmt;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
@@ -38,24 +44,14 @@ pub mod checks;
 pub mod doctor;
 mod guest;
 pub mod host;
+pub mod identify;
 mod initramfs;
 mod kernel;
 mod qemu;
 pub mod raspi;
+pub mod runner;
 
-/// The modules that make `/dev/mmcblk0` out of QEMU's `sdhci-pci` + `sd-card`,
-/// in the order docs/testing.md#qemu loads them. Dependencies that the kernel package
-/// declares are added ahead of each module.
-pub const MODULES: &[&str] = &["mmc_core", "cqhci", "sdhci", "sdhci-pci", "mmc_block"];
-
-/// The emulated card's size. QEMU refuses sizes that are not a power of two
-/// ("SD card size has to be a power of 2"). QEMU's `sd_set_csd` (hw/sd/sd.c)
-/// gives a card up to 2 GiB a version 1.0 CSD (SDSC) and a larger one a
-/// version 2.0 CSD (SDHC), on sdhci-pci as on the Pi's controllers: 4 GiB, a
-/// sparse file, makes it the SDHC card most users have.
-pub const SD_IMAGE_BYTES: u64 = 4 << 30;
-
-/// Options of `cargo xtask vm-identify`.
+/// Options of the VM tasks (`vm-identify`, `vm-doctor`, `vm-raspi`).
 #[derive(Debug, Clone)]
 pub struct Options {
     /// Build storage-score with `--release` (slower to build, same result).
@@ -114,88 +110,9 @@ pub struct Paths {
     pub run: PathBuf,
 }
 
-/// Runs the task and turns its outcome into the summary line and exit code.
+/// `cargo xtask vm-identify`.
 pub fn main(opts: &Options) -> ExitCode {
-    let started = Instant::now();
-    let result = run(opts);
-    let elapsed = started.elapsed().as_secs_f64();
-    match result {
-        Ok(results) => {
-            let failed = results.iter().filter(|c| !c.passed).count();
-            let passed = results.len() - failed;
-            eprintln!("vm-identify: took {elapsed:.0} s");
-            println!("vm-identify: {passed} passed, {failed} failed");
-            if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE }
-        }
-        Err(e) => {
-            if let Some(Skip(reason)) = e.downcast_ref::<Skip>() {
-                println!("vm-identify: skipped: {reason}");
-                println!("vm-identify: 0 passed, 0 failed, 1 skipped");
-                ExitCode::SUCCESS
-            } else {
-                println!("FAIL vm-identify did not get as far as the checks: {e:#}");
-                println!("vm-identify: 0 passed, 1 failed");
-                ExitCode::FAILURE
-            }
-        }
-    }
-}
-
-fn run(opts: &Options) -> Result<Vec<checks::Check>> {
-    let tools = host::ensure_prerequisites()?;
-    let paths = host::paths()?;
-    // A fresh run directory, so no file of an earlier run passes for this one's.
-    let _ = std::fs::remove_dir_all(&paths.run);
-    std::fs::create_dir_all(&paths.run).with_context(|| format!("cannot create {}", paths.run.display()))?;
-
-    let kernel = kernel::prepare(&paths, &kernel::AMD64, MODULES)?;
-    step(&format!(
-        "kernel {} ({}; {} modules: {})",
-        kernel.package,
-        kernel.release,
-        kernel.modules.len(),
-        kernel.module_names().join(" ")
-    ));
-
-    let binary = match &opts.binary {
-        Some(path) => path.canonicalize().with_context(|| format!("no binary at {}", path.display()))?,
-        None => initramfs::build_storage_score(&paths, opts.release)?,
-    };
-    let init = guest::init_script(&kernel.module_names(), &guest::GuestPlan::PC);
-    let contents = initramfs::Contents { busybox: &tools.busybox, cpio: &tools.cpio, binary: &binary, init: &init };
-    let initrd = initramfs::pack(&paths, &contents, &kernel)?;
-    step(&format!("initramfs {}", initrd.display()));
-
-    let image = qemu::create_sd_image(&paths.run, SD_IMAGE_BYTES)?;
-    let boot = qemu::Boot {
-        machine: qemu::Machine::PcSdhci,
-        kernel: &kernel.vmlinuz,
-        initrd: &initrd,
-        sd_image: &image,
-        timeout: opts.timeout,
-    };
-    step(&format!("booting: {}", boot.command_line(&tools.qemu)));
-    let outcome = qemu::run(&tools.qemu, &boot, &paths.run.join("serial.log"));
-    let _ = std::fs::remove_file(&image);
-    let outcome = outcome?;
-    step(&format!(
-        "guest finished in {:.1} s{}; serial log: {}",
-        outcome.elapsed.as_secs_f64(),
-        if outcome.timed_out { " (TIMED OUT, killed)" } else { "" },
-        outcome.log_path.display()
-    ));
-
-    let out = guest::parse(&outcome.log);
-    guest::print_summary(&out);
-    if let Some(json) = &out.identify_json {
-        let _ = std::fs::write(paths.run.join("identify.json"), json);
-    }
-    let expected = checks::Expected::qemu_card(SD_IMAGE_BYTES);
-    let results = checks::run(&expected, &out, outcome.timed_out);
-    for check in &results {
-        println!("{check}");
-    }
-    Ok(results)
+    runner::main(&mut identify::Identify, opts)
 }
 
 /// One progress line on stderr.

@@ -26,9 +26,9 @@
 //! host, and the quick run exits 0 with all nine figures and a score.
 //! `target/vm/raspi/run/` keeps `serial.log`, `identify.json` and `run.json`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
 use serde_json::Value;
@@ -37,8 +37,9 @@ use storage_scoring::schema::MEASUREMENT_KEYS;
 use super::checks::{self, Check};
 use super::guest::{self, GuestOutput, GuestPlan};
 use super::host::{apt_get, is_root, which, workspace_and_target};
-use super::kernel::{self, Apt, Source};
-use super::{Options, Paths, Skip, initramfs, qemu, step};
+use super::kernel::{self, Apt, Kernel, Source};
+use super::runner::{self, Prepared, Task};
+use super::{Options, Paths, qemu, step};
 use crate::cross::{AARCH64, Chroot};
 
 /// The emulated card: a power of two (QEMU refuses others), and over 2 GiB
@@ -55,95 +56,69 @@ const DTB: &str = "broadcom/bcm2837-rpi-3-b.dtb";
 /// bcm2835-sdhost's platform device: the card is on the Pi's own SD host.
 const SDHOST: &str = "3f202000.mmc";
 
+/// `cargo xtask vm-raspi`.
 pub fn main(opts: &Options) -> ExitCode {
-    let started = Instant::now();
-    let result = run(opts);
-    let elapsed = started.elapsed().as_secs_f64();
-    match result {
-        Ok(results) => {
-            let failed = results.iter().filter(|c| !c.passed).count();
-            eprintln!("vm-raspi: took {elapsed:.0} s");
-            println!("vm-raspi: {} passed, {failed} failed", results.len() - failed);
-            if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE }
-        }
-        Err(e) => match e.downcast_ref::<Skip>() {
-            Some(Skip(reason)) => {
-                println!("vm-raspi: skipped: {reason}");
-                println!("vm-raspi: 0 passed, 0 failed, 1 skipped");
-                ExitCode::SUCCESS
-            }
-            None => {
-                println!("FAIL vm-raspi did not get as far as the checks: {e:#}");
-                println!("vm-raspi: 0 passed, 1 failed");
-                ExitCode::FAILURE
-            }
-        },
-    }
+    runner::main(&mut Raspi, opts)
 }
 
-fn run(opts: &Options) -> Result<Vec<Check>> {
-    let (qemu_bin, cpio) = host_tools()?;
-    let (workspace, target_dir) = workspace_and_target()?;
-    let raspi = target_dir.join("vm").join("raspi");
-    let paths = Paths { workspace: workspace.clone(), kernel: raspi.join("kernel"), run: raspi.join("run") };
-    let _ = std::fs::remove_dir_all(&paths.run);
-    std::fs::create_dir_all(&paths.run)?;
+/// The task: an emulated Raspberry Pi 3B with its own SD host.
+#[derive(Debug)]
+struct Raspi;
 
-    let chroot = Chroot::prepare(&workspace, &target_dir, &[AARCH64])?;
-    let source = Source { meta_package: "linux-image-arm64:arm64", apt: Apt::Chroot(&chroot), dtbs: &[DTB] };
-    let kernel = kernel::prepare(&paths, &source, MODULES)?;
-    step(&format!("kernel {} ({}; modules: {})", kernel.package, kernel.release, kernel.module_names().join(" ")));
-    let busybox = busybox(&paths, &source)?;
+impl Task for Raspi {
+    fn name(&self) -> &'static str {
+        "vm-raspi"
+    }
 
-    let binary = match &opts.binary {
-        Some(path) => path.canonicalize().with_context(|| format!("no binary at {}", path.display()))?,
-        None => {
+    fn prepare(&mut self, opts: &Options) -> Result<Prepared> {
+        let (qemu, cpio) = host_tools()?;
+        let (workspace, target_dir) = workspace_and_target()?;
+        let raspi = target_dir.join("vm").join("raspi");
+        let paths = Paths { workspace: workspace.clone(), kernel: raspi.join("kernel"), run: raspi.join("run") };
+        runner::fresh_run_dir(&paths)?;
+
+        let chroot = Chroot::prepare(&workspace, &target_dir, &[AARCH64])?;
+        let source = Source { meta_package: "linux-image-arm64:arm64", apt: Apt::Chroot(&chroot), dtbs: &[DTB] };
+        let kernel = kernel::prepare(&paths, &source, MODULES)?;
+        let busybox = busybox(&paths, &source)?;
+        let binary = runner::guest_binary(opts, || {
             step("building storage-score for aarch64 in the trixie chroot");
-            chroot.cargo_build(&["storage-score"], &[AARCH64])?.remove(0).join("storage-score")
-        }
-    };
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    let plan = GuestPlan { clock: Some(now), run_quick: true, doctor: true, exit: "reboot -f" };
-    let init = guest::init_script(&kernel.module_names(), &plan);
-    let contents = initramfs::Contents { busybox: &busybox, cpio: &cpio, binary: &binary, init: &init };
-    let initrd = initramfs::pack(&paths, &contents, &kernel)?;
-
-    let image = qemu::create_sd_image(&paths.run, SD_IMAGE_BYTES)?;
-    let dtb = kernel.dtbs.first().context("the kernel was prepared without its device tree")?;
-    let boot = qemu::Boot {
-        machine: qemu::Machine::Raspi3b { dtb },
-        kernel: &kernel.vmlinuz,
-        initrd: &initrd,
-        sd_image: &image,
-        timeout: opts.timeout,
-    };
-    step(&format!("booting: {}", boot.command_line(&qemu_bin)));
-    let outcome = qemu::run(&qemu_bin, &boot, &paths.run.join("serial.log"));
-    let _ = std::fs::remove_file(&image);
-    let outcome = outcome?;
-    step(&format!(
-        "guest finished in {:.1} s{}; serial log: {}",
-        outcome.elapsed.as_secs_f64(),
-        if outcome.timed_out { " (TIMED OUT, killed)" } else { "" },
-        outcome.log_path.display()
-    ));
-
-    let out = guest::parse(&outcome.log);
-    guest::print_summary(&out);
-    print_run(&out);
-    for (name, text) in
-        [("identify.json", &out.identify_json), ("run.json", &out.run_json), ("doctor.json", &out.doctor_json)]
-    {
-        if let Some(text) = text {
-            let _ = std::fs::write(paths.run.join(name), text);
-        }
+            let dir = chroot.cargo_build(&["storage-score"], &[AARCH64])?.into_iter().next();
+            Ok(dir.context("the chroot's cargo built nothing")?.join("storage-score"))
+        })?;
+        Ok(Prepared { paths, qemu, cpio, busybox, kernel, binary })
     }
-    let mut results = checks::run(&checks::Expected::qemu_card(SD_IMAGE_BYTES), &out, outcome.timed_out);
-    results.extend(pi_checks(&out));
-    for check in &results {
-        println!("{check}");
+
+    fn init_script(&self, modules: &[String]) -> String {
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        let plan = GuestPlan { clock: Some(now), run_quick: true, doctor: true, exit: "reboot -f" };
+        guest::init_script(modules, &plan)
     }
-    Ok(results)
+
+    fn disks(&self, run: &Path) -> Result<Vec<PathBuf>> {
+        Ok(vec![qemu::create_sd_image(run, SD_IMAGE_BYTES)?])
+    }
+
+    fn machine<'a>(&self, kernel: &'a Kernel, _: &'a [PathBuf]) -> Result<qemu::Machine<'a>> {
+        let dtb = kernel.dtbs.first().context("the kernel was prepared without its device tree")?;
+        Ok(qemu::Machine::Raspi3b { dtb })
+    }
+
+    fn checks(&self, run: &Path, outcome: &qemu::Outcome) -> Result<Vec<Check>> {
+        let out = guest::parse(&outcome.log);
+        guest::print_summary(&out);
+        print_run(&out);
+        for (name, text) in
+            [("identify.json", &out.identify_json), ("run.json", &out.run_json), ("doctor.json", &out.doctor_json)]
+        {
+            if let Some(text) = text {
+                let _ = std::fs::write(run.join(name), text);
+            }
+        }
+        let mut results = checks::run(&checks::Expected::qemu_card(SD_IMAGE_BYTES), &out, outcome.timed_out);
+        results.extend(pi_checks(&out));
+        Ok(results)
+    }
 }
 
 /// qemu-system-aarch64 (Debian's qemu-system-arm) and cpio, installed with

@@ -1,8 +1,7 @@
-//! `cargo xtask tidy`: the documentation's links hold, and the project
-//! speaks for itself. `cargo xtask test` runs it as one test.
+//! Links: every relative markdown link and every `docs/<page>.md#<anchor>`
+//! mention resolves, and the project speaks for itself.
 //!
-//! In every git-tracked `*.md`, `*.rs`, `*.toml`, `*.py`, `*.sh` and
-//! `*.service` file:
+//! In every scanned file:
 //! - a relative markdown link `[text](path#anchor)` must name a file or
 //!   directory inside the repository, and its anchor a heading of that
 //!   markdown file (GitHub's slugs). Links are read in markdown outside code
@@ -14,15 +13,11 @@
 //! - nothing may point to the brief the project was built from, or to the
 //!   shared folder beside the repository: a clone has neither, and the
 //!   contracts live in `docs/`.
-//!
-//! Each failure is one line, `file:line: what did not resolve`.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Component, Path, PathBuf};
-use std::process::{Command, ExitCode};
 
-/// The file types scanned, by extension.
-const EXTENSIONS: [&str; 6] = ["md", "rs", "toml", "py", "sh", "service"];
+use super::{Outcome, Problem};
 
 /// What no file of the project may say. Spelt in pieces so that this file
 /// does not match itself.
@@ -34,92 +29,8 @@ const FORBIDDEN: [(&str, &str); 5] = [
     (concat!("shared", "/fixtures/"), "the shared folder is not beside a clone: use tests/fixtures/"),
 ];
 
-/// One thing that did not resolve.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
-    /// Relative to the repository's root.
-    pub file: PathBuf,
-    /// 1-based.
-    pub line: usize,
-    pub what: String,
-}
-
-impl std::fmt::Display for Problem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}: {}", self.file.display(), self.line, self.what)
-    }
-}
-
-/// What a check saw.
-#[derive(Debug, Default)]
-pub struct Outcome {
-    pub files: usize,
-    /// Links and mentions resolved (good or bad).
-    pub references: usize,
-    pub problems: Vec<Problem>,
-}
-
-pub fn main(args: &[String]) -> ExitCode {
-    if let Some(arg) = args.first() {
-        eprintln!("xtask tidy: unknown argument {arg}; it takes none");
-        return ExitCode::from(2);
-    }
-    if check_repository() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
-}
-
-/// Checks this checkout, prints every problem and a summary line; true when
-/// there was none.
-pub fn check_repository() -> bool {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap_or(Path::new(".")).to_path_buf();
-    let files = match tracked_files(&root) {
-        Ok(files) => files,
-        Err(e) => {
-            println!("tidy: cannot list the repository's files: {e}");
-            return false;
-        }
-    };
-    let outcome = check(&root, &files);
-    for problem in &outcome.problems {
-        println!("tidy: {problem}");
-    }
-    println!(
-        "tidy: {} problems; {} doc links and mentions checked in {} files",
-        outcome.problems.len(),
-        outcome.references,
-        outcome.files
-    );
-    outcome.problems.is_empty()
-}
-
-/// The git-tracked files of the scanned types, relative to `root`.
-pub fn tracked_files(root: &Path) -> Result<Vec<PathBuf>, String> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(["ls-files", "-z"])
-        .output()
-        .map_err(|e| format!("git ls-files: {e}"))?;
-    if !out.status.success() {
-        return Err(format!("git ls-files: {}", String::from_utf8_lossy(&out.stderr).trim()));
-    }
-    Ok(out
-        .stdout
-        .split(|&b| b == 0)
-        .filter(|name| !name.is_empty())
-        .map(|name| PathBuf::from(String::from_utf8_lossy(name).into_owned()))
-        .filter(|path| scanned(path))
-        // A file deleted in the work tree but not yet in the index is gone.
-        .filter(|path| root.join(path).is_file())
-        .collect())
-}
-
-fn scanned(path: &Path) -> bool {
-    path.extension().and_then(|e| e.to_str()).is_some_and(|e| EXTENSIONS.contains(&e))
-}
-
-/// Checks `files` (relative to `root`).
-pub fn check(root: &Path, files: &[PathBuf]) -> Outcome {
-    let mut outcome = Outcome::default();
+/// Checks the links and mentions in `files` (relative to `root`).
+pub fn check(root: &Path, files: &[PathBuf], outcome: &mut Outcome) {
     let mut anchors = Anchors::default();
     for file in files {
         let Ok(text) = std::fs::read_to_string(root.join(file)) else {
@@ -163,7 +74,6 @@ pub fn check(root: &Path, files: &[PathBuf]) -> Outcome {
             }
         }
     }
-    outcome
 }
 
 /// A code fence's opening or closing line.
@@ -424,47 +334,7 @@ fn link_text(title: &str) -> String {
 mod tests {
     use super::*;
 
-    /// A directory removed on drop, for a tree of files to check.
-    struct Tree(PathBuf);
-
-    impl Tree {
-        fn new(files: &[(&str, &str)]) -> Tree {
-            use std::sync::atomic::{AtomicU32, Ordering};
-            static NEXT: AtomicU32 = AtomicU32::new(0);
-            let n = NEXT.fetch_add(1, Ordering::Relaxed);
-            let dir = std::env::temp_dir().join(format!("xtask-tidy-{}-{n}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            for (name, text) in files {
-                let path = dir.join(name);
-                std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-                std::fs::write(path, text).expect("write");
-            }
-            Tree(dir)
-        }
-
-        fn check(&self) -> Outcome {
-            let mut files = Vec::new();
-            let mut dirs = vec![self.0.clone()];
-            while let Some(dir) = dirs.pop() {
-                for entry in std::fs::read_dir(dir).expect("read_dir").flatten() {
-                    let path = entry.path();
-                    if path.is_dir() {
-                        dirs.push(path);
-                    } else if scanned(&path) {
-                        files.push(path.strip_prefix(&self.0).expect("inside").to_path_buf());
-                    }
-                }
-            }
-            files.sort();
-            check(&self.0, &files)
-        }
-    }
-
-    impl Drop for Tree {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
+    use crate::tidy::tree::Tree;
 
     // Spelt in pieces, as FORBIDDEN is, so that the repository's own check
     // does not find these on purpose broken references in this file.
@@ -512,7 +382,7 @@ mod tests {
 
     #[test]
     fn a_good_tree_passes() {
-        let outcome = tree(&good_tree()).check();
+        let outcome = tree(&good_tree()).run(check);
         assert!(outcome.problems.is_empty(), "{:?}", outcome.problems);
         assert_eq!(outcome.files, 5);
         assert!(outcome.references >= 9, "{}", outcome.references);
@@ -521,7 +391,7 @@ mod tests {
     #[test]
     fn a_broken_link_fails_with_file_and_line() {
         let files = with(good_tree(), "docs/README.md", "# Docs\n\nSee [gone](gone.md).\n".to_owned());
-        let problems = tree(&files).check().problems;
+        let problems = tree(&files).run(check).problems;
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert_eq!(
             problems[0].to_string(),
@@ -533,7 +403,7 @@ mod tests {
     fn a_broken_anchor_fails_in_links_and_mentions() {
         let files =
             with(good_tree(), "src/lib.rs", format!("// {DOCS}cli.md#exit-code\n// [c](../{DOCS}cli.md#nope)\n"));
-        let problems = tree(&files).check().problems;
+        let problems = tree(&files).run(check).problems;
         let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
         assert_eq!(
             lines,
@@ -547,7 +417,7 @@ mod tests {
     #[test]
     fn a_missing_page_mentioned_in_code_fails() {
         let files = with(good_tree(), "tests/x.py", format!("msg = \"see {DOCS}nope.md\"\n"));
-        let problems = tree(&files).check().problems;
+        let problems = tree(&files).run(check).problems;
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(problems[0].what.ends_with(&format!("no such file or directory: {DOCS}nope.md")), "{}", problems[0]);
     }
@@ -560,7 +430,7 @@ mod tests {
             format!("// from {}/fixtures\n", concat!("..", "/shared")),
         ] {
             let files = with(good_tree(), "src/lib.rs", text.clone());
-            let problems = tree(&files).check().problems;
+            let problems = tree(&files).run(check).problems;
             assert_eq!(problems.len(), 1, "{text}: {problems:?}");
             assert!(problems[0].what.starts_with("mentions "), "{}", problems[0]);
         }
@@ -569,7 +439,7 @@ mod tests {
     #[test]
     fn links_outside_the_repository_fail() {
         let files = with(good_tree(), "README.md", "[up](../../elsewhere.md)\n".to_owned());
-        let problems = tree(&files).check().problems;
+        let problems = tree(&files).run(check).problems;
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(problems[0].what.ends_with("points outside the repository"));
     }
