@@ -166,13 +166,7 @@ pub fn ratio_interval(key: &str, a: &[f64], b: &[f64]) -> Option<(f64, f64)> {
 /// decimal below 100, none to 999, then tenths of GB/s), whole IOPS and
 /// whole KiB/s.
 pub fn resolution(key: &str, value: f64) -> f64 {
-    match key {
-        "seq_read_mib_s" | "cached_read_mib_s" => 0.01,
-        "seq_write_mb_s" if value < 100.0 => 0.1,
-        "seq_write_mb_s" if value < 1000.0 => 1.0,
-        "seq_write_mb_s" => 100.0,
-        _ => 1.0,
-    }
+    crate::figure::Figure::from_key(key).map_or(1.0, |f| f.printed_step(value))
 }
 
 /// Notes a reader of the comparison needs: figures not made the same way.

@@ -194,6 +194,20 @@ impl Figure {
         matches!(self, Figure::SeqWrite | Figure::RandWriteQd64 | Figure::SeqWrite4kQd1 | Figure::RandWrite4kQd1)
     }
 
+    /// The step the reference tool prints this figure in near `value`
+    /// (docs/measurements.md): hdparm's two decimals of MiB/s, dd's MB/s
+    /// (one decimal below 100, none to 999, then tenths of GB/s), whole
+    /// IOPS and whole KiB/s.
+    pub fn printed_step(self, value: f64) -> f64 {
+        match self {
+            Figure::SeqRead | Figure::CachedRead => 0.01,
+            Figure::SeqWrite if value < 100.0 => 0.1,
+            Figure::SeqWrite if value < 1000.0 => 1.0,
+            Figure::SeqWrite => 100.0,
+            _ => 1.0,
+        }
+    }
+
     /// The largest value any storage device could measure in its unit.
     pub fn limit(self) -> f64 {
         self.unit().limit()

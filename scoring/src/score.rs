@@ -26,18 +26,19 @@
 //! verdict needs) therefore enters the sum as dd's GB/s number
 //! ([`dd_printed_number`]), so the score matches PiBenchmarks' to the digit.
 
+use crate::figure::Figure;
 use crate::schema::{Measurements, Score};
 
-/// The terms of the formula: measurement key and its whole-number weight, in
-/// the order PiBenchmarks adds them.
-pub const SCORE_TERMS: [(&str, u32); 7] = [
-    ("seq_write_mb_s", 1024),
-    ("rand_read_4k_qd64_iops", 4),
-    ("rand_write_4k_qd64_iops", 10),
-    ("seq_read_4k_qd1_kib_s", 1),
-    ("seq_write_4k_qd1_kib_s", 1),
-    ("rand_read_4k_qd1_kib_s", 4),
-    ("rand_write_4k_qd1_kib_s", 10),
+/// The terms of the formula: a figure and its whole-number weight, in the
+/// order PiBenchmarks adds them.
+pub const SCORE_TERMS: [(Figure, u32); 7] = [
+    (Figure::SeqWrite, 1024),
+    (Figure::RandReadQd64, 4),
+    (Figure::RandWriteQd64, 10),
+    (Figure::SeqRead4kQd1, 1),
+    (Figure::SeqWrite4kQd1, 1),
+    (Figure::RandRead4kQd1, 4),
+    (Figure::RandWrite4kQd1, 10),
 ];
 
 /// Decimal places kept for each figure.
@@ -62,13 +63,13 @@ pub fn pibenchmarks(m: &Measurements, comparable: bool) -> Score {
     let mut missing = Vec::new();
     // None once the exact sum no longer fits: the score then saturates.
     let mut total: Option<i128> = Some(0);
-    for (key, weight) in SCORE_TERMS {
-        match m.get(key) {
+    for (figure, weight) in SCORE_TERMS {
+        match m.figure(figure) {
             Some(v) if v.is_finite() && v >= 0.0 => {
-                let term = if key == "seq_write_mb_s" { dd_printed_number(v) } else { fixed_point(v) };
+                let term = if figure == Figure::SeqWrite { dd_printed_number(v) } else { fixed_point(v) };
                 total = total.and_then(|t| term?.checked_mul(i128::from(weight)).and_then(|x| t.checked_add(x)));
             }
-            _ => missing.push(key.to_owned()),
+            _ => missing.push(figure.key().to_owned()),
         }
     }
     let pibenchmarks = if missing.is_empty() {
@@ -133,8 +134,8 @@ mod tests {
 
     fn full(values: [f64; 7]) -> Measurements {
         let mut m = Measurements::default();
-        for ((key, _), v) in SCORE_TERMS.iter().zip(values) {
-            assert!(m.set(key, v));
+        for ((figure, _), v) in SCORE_TERMS.iter().zip(values) {
+            m.set_figure(*figure, v);
         }
         m
     }

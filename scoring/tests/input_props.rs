@@ -88,16 +88,16 @@ proptest! {
     ) {
         let mut m = Measurements::default();
         let mut exact_millionths: u128 = 0;
-        for ((key, weight), (digits, decimals)) in SCORE_TERMS.iter().zip(&figures) {
+        for ((figure, weight), (digits, decimals)) in SCORE_TERMS.iter().zip(&figures) {
             // The figure as a tool would print it, read as f64.
             let divisor = 10u64.pow(*decimals);
             let text = format!("{}.{:0width$}", digits / divisor, digits % divisor, width = *decimals as usize);
             let value: f64 = text.trim_end_matches('.').parse().unwrap();
-            m.set(key, value);
+            m.set_figure(*figure, value);
             let thousandths = u128::from(*digits) * 10u128.pow(3 - decimals);
             // dd's figure from 1000 MB/s on enters as dd prints it, in GB/s:
             // value / 1000, which in millionths is its thousandths.
-            let millionths = if *key == "seq_write_mb_s" && value >= 1000.0 { thousandths } else { thousandths * 1000 };
+            let millionths = if figure.key() == "seq_write_mb_s" && value >= 1000.0 { thousandths } else { thousandths * 1000 };
             exact_millionths += millionths * u128::from(*weight);
         }
         let expected = u64::try_from(exact_millionths / 100_000_000).unwrap();

@@ -34,6 +34,7 @@ pub use figure::{MIN_WINDOW, SLOW_TEST, fio_iops, iozone_kib_s};
 use plan::FILE_TESTS;
 pub use plan::{Plan, Profile, QUICK_WINDOW, RAW_OFFSET, Sizes, WriteTarget};
 pub use repeat::run_repeated;
+use storage_scoring::figure::Figure;
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -254,7 +255,7 @@ impl Runner<'_> {
 
     fn run_all(&mut self) -> Result<(), RunError> {
         if let WriteTarget::Scratch(dir) = &self.plan.write_target {
-            let writes = std::iter::once("seq_write_mb_s").chain(FILE_TESTS.iter().copied());
+            let writes = std::iter::once(Figure::SeqWrite.key()).chain(FILE_TESTS.iter().copied());
             if writes.clone().any(|k| self.plan.wants(k)) {
                 let dir = ScratchDir::open(dir)?;
                 dir.check_space(self.plan.scratch_bytes())?;
@@ -284,7 +285,7 @@ impl Runner<'_> {
     }
 
     fn run_reads(&mut self) -> Result<(), RunError> {
-        const READ_KEYS: [&str; 2] = ["cached_read_mib_s", "seq_read_mib_s"];
+        const READ_KEYS: [&str; 2] = [Figure::CachedRead.key(), Figure::SeqRead.key()];
         if !READ_KEYS.iter().any(|k| self.plan.wants(k)) {
             return Ok(());
         }
@@ -302,21 +303,21 @@ impl Runner<'_> {
         let stat = DevStat::for_file(&file, &self.plan.live_sysfs, None);
         let size = hdparm::device_size(&file);
         // hdparm -Tt: -T first (time_cache), then -t (time_device).
-        if self.wants("cached_read_mib_s") {
+        if self.wants(Figure::CachedRead.key()) {
             let ctx = self.ctx();
             let m = hdparm::cached(&ctx, &file, stat.as_ref());
-            self.record("cached_read_mib_s", m)?;
+            self.record(Figure::CachedRead.key(), m)?;
         }
-        if self.wants("seq_read_mib_s") {
+        if self.wants(Figure::SeqRead.key()) {
             let ctx = self.ctx();
             let m = hdparm::device(&ctx, &file, size, stat.as_ref());
-            self.record("seq_read_mib_s", m)?;
+            self.record(Figure::SeqRead.key(), m)?;
         }
         Ok(())
     }
 
     fn run_writes(&mut self) -> Result<(), RunError> {
-        let write_keys: Vec<&str> = std::iter::once("seq_write_mb_s").chain(FILE_TESTS.iter().copied()).collect();
+        let write_keys: Vec<&str> = std::iter::once(Figure::SeqWrite.key()).chain(FILE_TESTS.iter().copied()).collect();
         if !write_keys.iter().any(|k| self.plan.wants(k)) {
             return Ok(());
         }
@@ -333,13 +334,13 @@ impl Runner<'_> {
             },
             WriteTarget::Raw(device) => Place::Raw(self.open_raw(device)?),
         };
-        if self.wants("seq_write_mb_s") {
+        if self.wants(Figure::SeqWrite.key()) {
             sync();
             let file = place.new_file()?;
             let stat = self.stat_of(&file);
             let ctx = self.ctx();
             let m = dd::run(&ctx, &file, place.base(), stat.as_ref());
-            self.record("seq_write_mb_s", m)?;
+            self.record(Figure::SeqWrite.key(), m)?;
             // rm -f test: the file (and its blocks) go when it closes here.
         }
         if !FILE_TESTS.iter().any(|k| self.plan.wants(k)) {
@@ -352,7 +353,7 @@ impl Runner<'_> {
                 return Ok(());
             }
         }
-        for key in ["rand_write_4k_qd64_iops", "rand_read_4k_qd64_iops"] {
+        for key in [Figure::RandWriteQd64.key(), Figure::RandReadQd64.key()] {
             if self.wants(key) {
                 sync();
                 let file = place.new_file()?;

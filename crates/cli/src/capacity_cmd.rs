@@ -154,7 +154,10 @@ pub fn hint_after_run_error(error: &storage_bench::RunError, plan: &storage_benc
     if !at_offset {
         return String::new();
     }
-    let reads_device = matches!(key.as_str(), "seq_read_mib_s" | "cached_read_mib_s");
+    let reads_device = matches!(
+        storage_scoring::figure::Figure::from_key(key),
+        Some(storage_scoring::figure::Figure::SeqRead | storage_scoring::figure::Figure::CachedRead)
+    );
     match (&plan.read_device, &plan.write_target) {
         (Ok(device), _) if reads_device => format!(
             "; a card that fails there may be smaller than it claims: check it with sudo storage-score verify-capacity {}",

@@ -104,18 +104,7 @@ fn score_line(a: &Report, b: &Report) -> Option<String> {
 /// A short name and the unit of each figure (all of them 4 KiB transfers
 /// but the first three).
 fn label(key: &str) -> (&'static str, &'static str) {
-    match key {
-        "seq_read_mib_s" => ("seq read", "MiB/s"),
-        "cached_read_mib_s" => ("cached read", "MiB/s"),
-        "seq_write_mb_s" => ("seq write", "MB/s"),
-        "rand_write_4k_qd64_iops" => ("rand write QD64", "IOPS"),
-        "rand_read_4k_qd64_iops" => ("rand read QD64", "IOPS"),
-        "seq_write_4k_qd1_kib_s" => ("seq write QD1", "KiB/s"),
-        "seq_read_4k_qd1_kib_s" => ("seq read QD1", "KiB/s"),
-        "rand_read_4k_qd1_kib_s" => ("rand read QD1", "KiB/s"),
-        "rand_write_4k_qd1_kib_s" => ("rand write QD1", "KiB/s"),
-        _ => ("?", ""),
-    }
+    storage_scoring::figure::Figure::from_key(key).map_or(("?", ""), |f| (f.short_label(), f.unit().symbol()))
 }
 
 /// A, B, … Z, then AA, AB, …

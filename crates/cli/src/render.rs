@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
-use storage_scoring::schema::{Device, MEASUREMENT_KEYS, Report, Score, SdInfo, System, Target, Verdict};
+use storage_scoring::schema::{Device, Figure, Report, Score, SdInfo, System, Target, Verdict};
 
 fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
@@ -242,20 +242,6 @@ fn host_rows(t: &mut Table, host: Option<&storage_scoring::schema::HostIos>) {
     row(t, "signal voltage", h.signal_voltage.clone());
 }
 
-fn reference(key: &str) -> (&'static str, &'static str) {
-    match key {
-        "seq_read_mib_s" => ("MiB/s", "hdparm -t --direct"),
-        "cached_read_mib_s" => ("MiB/s", "hdparm -T --direct"),
-        "seq_write_mb_s" => ("MB/s", "dd bs=4k count=130k conv=fsync"),
-        "rand_write_4k_qd64_iops" => ("IOPS", "fio randwrite 4k QD64"),
-        "rand_read_4k_qd64_iops" => ("IOPS", "fio randread 4k QD64"),
-        "seq_write_4k_qd1_kib_s" => ("KiB/s", "iozone write 4k"),
-        "seq_read_4k_qd1_kib_s" => ("KiB/s", "iozone read 4k"),
-        "rand_read_4k_qd1_kib_s" => ("KiB/s", "iozone random read 4k"),
-        _ => ("KiB/s", "iozone random write 4k"),
-    }
-}
-
 fn us(v: f64) -> String {
     if v >= 10_000.0 { format!("{:.1} ms", v / 1000.0) } else { format!("{v:.0} µs") }
 }
@@ -268,10 +254,10 @@ pub fn report(report: &Report) -> String {
     };
     let mut t = table(&["test", "result", "unit", "like", "p50", "p99", "p99.9", "max"]);
     let m = report.measurements.unwrap_or_default();
-    for key in MEASUREMENT_KEYS {
-        let (unit, like) = reference(key);
+    for figure in Figure::ALL {
+        let (key, unit, like) = (figure.key(), figure.unit().symbol(), figure.reference());
         let detail = report.details.get(key);
-        let value = match m.get(key) {
+        let value = match m.figure(figure) {
             // ≈ marks a low-confidence figure, and "partial" one cut short.
             Some(v) => match detail {
                 Some(d) if d.partial => format!("{v} (partial)"),
@@ -315,9 +301,9 @@ pub fn report(report: &Report) -> String {
 /// With `--repeat`, each figure's samples: how many, and their range.
 fn spread(report: &Report) -> String {
     let mut out = String::new();
-    for key in MEASUREMENT_KEYS {
+    for figure in Figure::ALL {
+        let (key, unit) = (figure.key(), figure.unit());
         let Some(s) = report.samples.get(key) else { continue };
-        let (unit, _) = reference(key);
         let values: Vec<String> = s.values.iter().map(|v| v.to_string()).collect();
         let _ = writeln!(
             out,

@@ -30,6 +30,7 @@
 //!
 //! IOPS and KiB/s figures are compared as 4 KiB transfers.
 
+use storage_scoring::figure::Figure;
 use storage_scoring::input::as_mb_s;
 use storage_scoring::schema::{Device, DeviceKind, HostIos, MEASUREMENT_KEYS, Measurements};
 use storage_scoring::verdict::{host_iops_ceiling, sd_bus_ceiling};
@@ -222,10 +223,10 @@ pub fn flags(device: Option<&Device>, bus: &Bus, board: &Board, m: &Measurements
     }
     if let Some(host) = host_iops(device, board) {
         for (key, per_io, read) in [
-            ("rand_read_4k_qd64_iops", 1.0, true),
-            ("rand_write_4k_qd64_iops", 1.0, false),
-            ("rand_read_4k_qd1_kib_s", 4.0, true),
-            ("rand_write_4k_qd1_kib_s", 4.0, false),
+            (Figure::RandReadQd64.key(), 1.0, true),
+            (Figure::RandWriteQd64.key(), 1.0, false),
+            (Figure::RandRead4kQd1.key(), 4.0, true),
+            (Figure::RandWrite4kQd1.key(), 4.0, false),
         ] {
             let Some(v) = m.get(key) else { continue };
             let iops = v / per_io;

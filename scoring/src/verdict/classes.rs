@@ -16,14 +16,15 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
+use crate::figure::Figure;
 use crate::schema::{Measurements, SdSsr};
 
 /// Measurement key of the sequential write figure (dd, MB/s).
-pub const SEQ_WRITE: &str = "seq_write_mb_s";
+pub const SEQ_WRITE: &str = Figure::SeqWrite.key();
 /// Measurement key of the 4 KiB random read figure (fio, QD64, IOPS).
-pub const RAND_READ: &str = "rand_read_4k_qd64_iops";
+pub const RAND_READ: &str = Figure::RandReadQd64.key();
 /// Measurement key of the 4 KiB random write figure (fio, QD64, IOPS).
-pub const RAND_WRITE: &str = "rand_write_4k_qd64_iops";
+pub const RAND_WRITE: &str = Figure::RandWriteQd64.key();
 
 /// One mark of the SD speed classes.
 ///

@@ -21,6 +21,7 @@
 
 use std::path::Path;
 use std::time::{Duration, Instant};
+use storage_scoring::figure::Figure;
 
 use anyhow::{Context, Result};
 
@@ -164,13 +165,13 @@ fn hdparm_tt(device: &Loop) -> Result<Vec<RefFigure>> {
     let each = ran.wall / 2;
     Ok(vec![
         RefFigure {
-            key: "cached_read_mib_s",
+            key: Figure::CachedRead.key(),
             value: parse::hdparm_line_mib_s(&ran.stdout, "cached reads")?,
             tool: "hdparm -T --direct",
             wall: each,
         },
         RefFigure {
-            key: "seq_read_mib_s",
+            key: Figure::SeqRead.key(),
             value: parse::hdparm_line_mib_s(&ran.stdout, "disk reads")?,
             tool: "hdparm -t --direct",
             wall: each,
@@ -185,7 +186,12 @@ fn dd(mount: &Mount) -> Result<RefFigure> {
     let ran = sys::run("dd", &["if=/dev/zero", &format!("of={file}"), "bs=4k", "count=130k", "conv=fsync"])?;
     let value = parse::dd_mb_s(&ran.stderr)?;
     remove(&file)?;
-    Ok(RefFigure { key: "seq_write_mb_s", value, tool: "dd bs=4k count=130k conv=fsync", wall: started.elapsed() })
+    Ok(RefFigure {
+        key: Figure::SeqWrite.key(),
+        value,
+        tool: "dd bs=4k count=130k conv=fsync",
+        wall: started.elapsed(),
+    })
 }
 
 /// One fio job of the reference sequence.
@@ -199,14 +205,14 @@ struct FioJob {
 }
 
 const FIO_JOBS: [FioJob; 8] = [
-    FioJob { key: Some("rand_write_4k_qd64_iops"), rw: "randwrite", queued: true, end_fsync: false },
-    FioJob { key: Some("rand_read_4k_qd64_iops"), rw: "randread", queued: true, end_fsync: false },
-    FioJob { key: Some("seq_write_4k_qd1_kib_s"), rw: "write", queued: false, end_fsync: true },
+    FioJob { key: Some(Figure::RandWriteQd64.key()), rw: "randwrite", queued: true, end_fsync: false },
+    FioJob { key: Some(Figure::RandReadQd64.key()), rw: "randread", queued: true, end_fsync: false },
+    FioJob { key: Some(Figure::SeqWrite4kQd1.key()), rw: "write", queued: false, end_fsync: true },
     FioJob { key: None, rw: "write", queued: false, end_fsync: true },
-    FioJob { key: Some("seq_read_4k_qd1_kib_s"), rw: "read", queued: false, end_fsync: false },
+    FioJob { key: Some(Figure::SeqRead4kQd1.key()), rw: "read", queued: false, end_fsync: false },
     FioJob { key: None, rw: "read", queued: false, end_fsync: false },
-    FioJob { key: Some("rand_read_4k_qd1_kib_s"), rw: "randread", queued: false, end_fsync: false },
-    FioJob { key: Some("rand_write_4k_qd1_kib_s"), rw: "randwrite", queued: false, end_fsync: true },
+    FioJob { key: Some(Figure::RandRead4kQd1.key()), rw: "randread", queued: false, end_fsync: false },
+    FioJob { key: Some(Figure::RandWrite4kQd1.key()), rw: "randwrite", queued: false, end_fsync: true },
 ];
 
 fn fio(job: &FioJob, file: &str) -> Result<Option<RefFigure>> {
@@ -248,10 +254,5 @@ fn fio(job: &FioJob, file: &str) -> Result<Option<RefFigure>> {
 }
 
 fn unit_of(key: &str) -> &'static str {
-    match key {
-        "seq_read_mib_s" | "cached_read_mib_s" => "MiB/s",
-        "seq_write_mb_s" => "MB/s",
-        k if k.ends_with("_iops") => "IOPS",
-        _ => "KiB/s",
-    }
+    Figure::from_key(key).map_or("", |f| f.unit().symbol())
 }

@@ -21,6 +21,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use storage_scoring::figure::Figure;
 
 use anyhow::{Context, Result};
 
@@ -29,7 +30,7 @@ use super::parse::{self, Direction};
 use super::sys;
 
 const MIB: u64 = 1 << 20;
-const KEY: &str = "rand_read_4k_qd64_iops";
+const KEY: &str = Figure::RandReadQd64.key();
 
 /// One run of one side.
 #[derive(Debug, Clone, Copy)]

@@ -41,17 +41,7 @@ pub const BAND: (f64, f64) = (0.97, 1.03);
 /// The quick profile's target time on this card.
 pub const TARGET: Duration = Duration::from_secs(20);
 
-const KEYS: [&str; 9] = [
-    "seq_read_mib_s",
-    "cached_read_mib_s",
-    "seq_write_mb_s",
-    "rand_write_4k_qd64_iops",
-    "rand_read_4k_qd64_iops",
-    "seq_write_4k_qd1_kib_s",
-    "seq_read_4k_qd1_kib_s",
-    "rand_read_4k_qd1_kib_s",
-    "rand_write_4k_qd1_kib_s",
-];
+const KEYS: [&str; 9] = storage_scoring::schema::MEASUREMENT_KEYS;
 
 /// One run of one profile.
 #[derive(Debug, Clone)]

@@ -11,6 +11,7 @@
 use std::fs::File;
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
+use storage_scoring::figure::Figure;
 
 use super::{Ctx, Eta, Measured, Window, detail, round_to};
 use crate::devstat::{DevStat, Direction};
@@ -20,7 +21,7 @@ use crate::filestate;
 const BLOCK: u64 = 4096;
 
 pub(super) fn run(ctx: &Ctx<'_>, file: &File, base: u64, stat: Option<&DevStat>) -> Result<Measured, EngineError> {
-    let key = "seq_write_mb_s";
+    let key = Figure::SeqWrite.key();
     let bytes = ctx.sizes.dd_bytes;
     let count = bytes / BLOCK;
     ctx.observer.started(key, count);

@@ -18,6 +18,7 @@
 
 use std::fs::File;
 use std::os::fd::AsFd;
+use storage_scoring::figure::Figure;
 
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
@@ -49,7 +50,7 @@ pub(super) fn run(
     base: u64,
     stat: Option<&DevStat>,
 ) -> Result<Measured, EngineError> {
-    let write = key == "rand_write_4k_qd64_iops";
+    let write = key == Figure::RandWriteQd64.key();
     // The write job's file is only allocated, so a large one costs nothing;
     // the read job's is written out first, so a quick run keeps it small
     // and goes round it.

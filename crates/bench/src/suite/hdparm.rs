@@ -19,6 +19,7 @@
 use std::fs::File;
 use std::os::fd::{AsFd, AsRawFd};
 use std::time::{Duration, Instant};
+use storage_scoring::figure::Figure;
 
 use storage_scoring::schema::TestDetail;
 
@@ -35,7 +36,7 @@ const CHUNK: usize = 2 * MIB as usize;
 
 /// `hdparm -T --direct`.
 pub(super) fn cached(ctx: &Ctx<'_>, file: &File, stat: Option<&DevStat>) -> Result<Measured, EngineError> {
-    let key = "cached_read_mib_s";
+    let key = Figure::CachedRead.key();
     ctx.observer.started(key, ctx.sizes.cached_read_time.as_millis() as u64);
     sync();
     pause(ctx.sizes.settle)?;
@@ -53,7 +54,7 @@ pub(super) fn cached(ctx: &Ctx<'_>, file: &File, stat: Option<&DevStat>) -> Resu
 
 /// `hdparm -t --direct`.
 pub(super) fn device(ctx: &Ctx<'_>, file: &File, size: u64, stat: Option<&DevStat>) -> Result<Measured, EngineError> {
-    let key = "seq_read_mib_s";
+    let key = Figure::SeqRead.key();
     let min_time = ctx.sizes.seq_read_time;
     ctx.observer.started(key, min_time.as_millis() as u64);
     let cap = size / CHUNK as u64;

@@ -20,6 +20,7 @@
 
 use std::fs::File;
 use std::os::fd::AsFd;
+use storage_scoring::figure::Figure;
 
 use super::fio::shuffled;
 use super::{Eta, Measured, Runner, Watched, Window, cycled, detail, iozone_kib_s};
@@ -40,12 +41,12 @@ struct Pass {
 const REREAD: usize = 3;
 
 const PASSES: [Pass; 6] = [
-    Pass { key: Some("seq_write_4k_qd1_kib_s"), write: true, random: false },
+    Pass { key: Some(Figure::SeqWrite4kQd1.key()), write: true, random: false },
     Pass { key: None, write: true, random: false },
-    Pass { key: Some("seq_read_4k_qd1_kib_s"), write: false, random: false },
+    Pass { key: Some(Figure::SeqRead4kQd1.key()), write: false, random: false },
     Pass { key: None, write: false, random: false },
-    Pass { key: Some("rand_read_4k_qd1_kib_s"), write: false, random: true },
-    Pass { key: Some("rand_write_4k_qd1_kib_s"), write: true, random: true },
+    Pass { key: Some(Figure::RandRead4kQd1.key()), write: false, random: true },
+    Pass { key: Some(Figure::RandWrite4kQd1.key()), write: true, random: true },
 ];
 
 pub(super) fn run(

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 use std::time::Duration;
+use storage_scoring::figure::Figure;
 
 use storage_scoring::schema::MEASUREMENT_KEYS;
 
@@ -156,7 +157,7 @@ impl Plan {
     /// Bytes of scratch space the planned write tests need at most at once.
     pub fn scratch_bytes(&self) -> u64 {
         let sizes = self.profile.sizes();
-        let dd = if self.wants("seq_write_mb_s") { sizes.dd_bytes } else { 0 };
+        let dd = if self.wants(Figure::SeqWrite.key()) { sizes.dd_bytes } else { 0 };
         let file = if FILE_TESTS.iter().any(|k| self.wants(k)) { sizes.test_file_bytes } else { 0 };
         // Each file is gone (rm -f test) before the next one is made.
         dd.max(file)

@@ -7,29 +7,13 @@ use std::sync::Arc;
 
 use axum::extract::{Path, State};
 use axum::response::{Html, IntoResponse, Response};
-use storage_scoring::schema::{MEASUREMENT_KEYS, Report, Verdict};
+use storage_scoring::schema::{Figure, Report, Verdict};
 
 use super::{error_page, esc, layout, score_text, standing_text};
 use crate::App;
 use crate::api::parse_id;
 use crate::error::ApiError;
 use crate::store::{Status, Storage, datetime_of};
-
-/// What each figure stands for, and its unit (docs/measurements.md#the-nine-figures).
-fn describe(key: &str) -> (&'static str, &'static str) {
-    match key {
-        "seq_read_mib_s" => ("Sequential read (hdparm -t --direct)", "MiB/s"),
-        "cached_read_mib_s" => ("Cached read (hdparm -T --direct)", "MiB/s"),
-        "seq_write_mb_s" => ("Sequential write (dd, 4 KiB, fsync)", "MB/s"),
-        "rand_write_4k_qd64_iops" => ("Random write 4 KiB, QD64 (fio)", "IOPS"),
-        "rand_read_4k_qd64_iops" => ("Random read 4 KiB, QD64 (fio)", "IOPS"),
-        "seq_write_4k_qd1_kib_s" => ("Sequential write 4 KiB, QD1 (iozone)", "KiB/s"),
-        "seq_read_4k_qd1_kib_s" => ("Sequential read 4 KiB, QD1 (iozone)", "KiB/s"),
-        "rand_read_4k_qd1_kib_s" => ("Random read 4 KiB, QD1 (iozone)", "KiB/s"),
-        "rand_write_4k_qd1_kib_s" => ("Random write 4 KiB, QD1 (iozone)", "KiB/s"),
-        _ => ("", ""),
-    }
-}
 
 fn figure(v: f64) -> String {
     if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v:.2}") }
@@ -96,9 +80,9 @@ pub async fn result<S: Storage>(State(app): State<Arc<App<S>>>, Path(id): Path<S
 
     body.push_str("<h3>Figures</h3><div class=\"scroll\"><table id=\"figures\"><thead><tr><th>Test</th><th class=\"n\">Result</th><th>Unit</th><th class=\"n\">p50 µs</th><th class=\"n\">p99 µs</th><th class=\"n\">p99.9 µs</th><th class=\"n\">max µs</th></tr></thead><tbody>");
     let measurements = report.measurements.unwrap_or_default();
-    for key in MEASUREMENT_KEYS {
-        let (what, unit) = describe(key);
-        let value = measurements.get(key).map(figure).unwrap_or_else(|| "not measured".into());
+    for measured in Figure::ALL {
+        let (key, what, unit) = (measured.key(), measured.label(), measured.unit().symbol());
+        let value = measurements.figure(measured).map(figure).unwrap_or_else(|| "not measured".into());
         let latency = report.details.get(key).map(|d| d.latency);
         let cell = |v: Option<f64>| v.map(figure).unwrap_or_default();
         let _ = write!(

@@ -4,6 +4,7 @@
 //! and a card's data ([`CardData`]).
 
 use serde::Serialize;
+use storage_scoring::figure::Figure;
 
 use super::Figures;
 use crate::card::Card;
@@ -106,10 +107,10 @@ impl SortKey {
     pub fn as_str(self) -> &'static str {
         match self {
             SortKey::Score => "score",
-            SortKey::SeqRead => "seq_read_mib_s",
-            SortKey::SeqWrite => "seq_write_mb_s",
-            SortKey::RandRead => "rand_read_4k_qd64_iops",
-            SortKey::RandWrite => "rand_write_4k_qd64_iops",
+            SortKey::SeqRead => Figure::SeqRead.key(),
+            SortKey::SeqWrite => Figure::SeqWrite.key(),
+            SortKey::RandRead => Figure::RandReadQd64.key(),
+            SortKey::RandWrite => Figure::RandWriteQd64.key(),
             SortKey::P10 => "p10",
             SortKey::P90 => "p90",
             SortKey::Samples => "samples",
