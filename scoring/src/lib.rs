@@ -10,6 +10,7 @@ pub mod compare;
 pub mod figure;
 pub mod health;
 pub mod input;
+pub mod kinds;
 pub mod manufacturers;
 pub mod privacy;
 pub mod profile;

@@ -350,7 +350,7 @@ mod tests {
         assert_eq!(device.kind, crate::schema::DeviceKind::Nvme);
         assert_eq!(device.model.as_deref(), Some("compat nvme drive"), "a model name is not free text");
         assert_eq!(device.notes, ["read by … on …"]);
-        assert_eq!(out.details["seq_read_mib_s"].engine, "sync");
+        assert_eq!(out.details["seq_read_mib_s"].engine, crate::kinds::Engine::Sync);
         assert_eq!(out.details["seq_read_mib_s"].notes, ["… and … and …"]);
         assert_eq!(out.notes, ["run by … as …"]);
         assert_eq!(out.target.as_ref().unwrap().input, "/media/…");

@@ -66,7 +66,7 @@ pub struct Studies {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SkippedStudy {
     /// `sustained`, `sweep` or `transfer_sizes`.
-    pub study: String,
+    pub study: crate::kinds::Study,
     pub reason: String,
 }
 
@@ -179,7 +179,7 @@ pub struct SweepCell {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<Latency>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub engine: Option<String>,
+    pub engine: Option<crate::kinds::Engine>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skipped: Option<String>,
 }

@@ -719,7 +719,7 @@ fn ser_required<S: serde::Serializer>(value: &f64, s: S) -> Result<S::Ok, S::Err
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct TestDetail {
     /// `io_uring`, `threads` or `sync`.
-    pub engine: String,
+    pub engine: crate::kinds::Engine,
     pub bytes: u64,
     pub ios: u64,
     pub seconds: f64,

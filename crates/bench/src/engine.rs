@@ -29,6 +29,7 @@ use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Barrier, OnceLock};
 use std::time::{Duration, Instant};
+pub use storage_scoring::kinds::Engine;
 
 use crate::buffer::AlignedBuf;
 use crate::interrupt;
@@ -233,7 +234,7 @@ pub struct Completed {
     /// From the moment every worker was set up to the last completion.
     pub elapsed: Duration,
     /// `io_uring`, `threads` or `sync`.
-    pub engine: &'static str,
+    pub engine: Engine,
     /// How the engine ran, when there is more to say than its name: the
     /// io_uring opcodes used, or why it fell back to threads.
     pub engine_detail: Option<String>,
@@ -329,7 +330,7 @@ pub fn run_sync(work: &Workload<'_>, progress: Progress<'_>) -> Result<Completed
     let cpu = thread_cpu().saturating_sub(cpu_at_start);
     // Every I/O done, the ramp's included, as the reports above counted.
     report(progress, completed)?;
-    Ok(Completed { recorder, elapsed, engine: "sync", engine_detail: None, fell_back: false, partial, cpu })
+    Ok(Completed { recorder, elapsed, engine: Engine::Sync, engine_detail: None, fell_back: false, partial, cpu })
 }
 
 fn buffer_for(work: &Workload<'_>, slots: usize) -> AlignedBuf {

@@ -35,6 +35,7 @@ use plan::FILE_TESTS;
 pub use plan::{Plan, Profile, QUICK_WINDOW, RAW_OFFSET, Sizes, WriteTarget};
 pub use repeat::run_repeated;
 use storage_scoring::figure::Figure;
+use storage_scoring::figure::Unit;
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -54,7 +55,7 @@ pub trait Observer: Sync {
     /// A test starts; `total` is in I/Os, or in milliseconds for timed tests.
     fn started(&self, key: &str, total: u64);
     fn progress(&self, done: u64);
-    fn finished(&self, key: &str, value: f64);
+    fn finished(&self, key: &str, value: f64, unit: Unit);
     /// Something the user should hear now, in one line: a test that will
     /// take very long, or why stopping takes a moment.
     fn note(&self, _message: &str) {}
@@ -67,7 +68,7 @@ pub struct Silent;
 impl Observer for Silent {
     fn started(&self, _: &str, _: u64) {}
     fn progress(&self, _: u64) {}
-    fn finished(&self, _: &str, _: f64) {}
+    fn finished(&self, _: &str, _: f64, _: Unit) {}
 }
 
 /// What a run produced, complete or not.
@@ -426,7 +427,8 @@ impl Runner<'_> {
             }
             self.out.measurements.set(key, value);
             self.out.details.insert(key.to_owned(), detail);
-            self.observer.finished(key, value);
+            let unit = Figure::from_key(key).map_or(Unit::MbPerS, Figure::unit);
+            self.observer.finished(key, value, unit);
         }
         // A signal during the test's last I/O was not seen by the engine: the
         // figure is complete, but the user asked to stop.

@@ -8,6 +8,8 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
+use storage_scoring::kinds::CapacityMode;
+
 use crate::probe::{Bad, Probed};
 use crate::stamp::Foreign;
 
@@ -134,7 +136,7 @@ pub struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub safe_partition: Option<SafePartition>,
     /// `non-destructive` (every byte restored) or `destructive`.
-    pub mode: &'static str,
+    pub mode: CapacityMode,
     pub rounds: u32,
     /// Bytes written to the device, restores included.
     pub bytes_written: u64,
@@ -177,7 +179,7 @@ impl Report {
             limbo_reads,
             cache,
             safe_partition: if verdict.is_fake() { safe_partition(device, usable) } else { None },
-            mode: if destructive { "destructive" } else { "non-destructive" },
+            mode: if destructive { CapacityMode::Destructive } else { CapacityMode::NonDestructive },
             rounds: probed.rounds,
             bytes_written: probed.bytes_written,
             bytes_read: probed.bytes_read,
@@ -225,8 +227,11 @@ impl Report {
         for note in &self.notes {
             let _ = writeln!(out, "  note: {note}");
         }
-        let restored =
-            if self.mode == "destructive" { "nothing restored (--destructive)" } else { "every byte restored" };
+        let restored = if self.mode == CapacityMode::Destructive {
+            "nothing restored (--destructive)"
+        } else {
+            "every byte restored"
+        };
         let _ = writeln!(
             out,
             "  checked in {:.1} s, {} written, {} read, {restored}",
@@ -330,7 +335,7 @@ pub fn size(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probe::{CacheSeen, Wrap};
+    use crate::probe::{Access, CacheSeen, Wrap};
 
     fn probed(first_bad: Option<u64>, usable: u64, wrap: Option<Wrap>, bad: Option<Bad>) -> Probed {
         Probed {
@@ -362,7 +367,7 @@ mod tests {
         );
         assert_eq!(classify(&probed(Some(g), g, None, Some(Bad::Vanished(Foreign::Ones)))), Verdict::Limbo);
         assert_eq!(classify(&probed(Some(g), g, None, Some(Bad::LastWrite))), Verdict::Limbo);
-        assert_eq!(classify(&probed(Some(g), g, None, Some(Bad::Io("read")))), Verdict::IoErrors);
+        assert_eq!(classify(&probed(Some(g), g, None, Some(Bad::Io(Access::Read)))), Verdict::IoErrors);
     }
 
     #[test]

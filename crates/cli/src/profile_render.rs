@@ -47,12 +47,11 @@ impl Observer for Bars {
         self.slot.set_position(done);
     }
 
-    fn finished(&self, key: &str, value: f64) {
+    fn finished(&self, key: &str, value: f64, unit: storage_scoring::figure::Unit) {
         if !self.enabled {
             return;
         }
         self.finish();
-        let unit = if key.ends_with("writes") { "IOPS" } else { "MB/s" };
         crate::terminal::errln(&format!("{key:>36}  {value} {unit}"));
     }
 

@@ -86,7 +86,7 @@ impl Observer for Bars {
         self.slot.print(&format!("storage-score: {message}"));
     }
 
-    fn finished(&self, key: &str, value: f64) {
+    fn finished(&self, key: &str, value: f64, _unit: storage_scoring::figure::Unit) {
         if !self.enabled {
             return;
         }

@@ -122,14 +122,14 @@ impl Observer for Watched<'_> {
         self.inner.progress(done);
     }
 
-    fn finished(&self, key: &str, value: f64) {
+    fn finished(&self, key: &str, value: f64, unit: storage_scoring::figure::Unit) {
         let at = self.session.watcher.sample_now();
         if let Ok(mut windows) = self.session.windows.lock() {
             if let Some(open) = windows.iter_mut().rev().find(|(k, _, end)| k == key && end.is_none()) {
                 open.2 = Some(at);
             }
         }
-        self.inner.finished(key, value);
+        self.inner.finished(key, value, unit);
     }
 
     fn note(&self, message: &str) {

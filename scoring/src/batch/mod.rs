@@ -117,7 +117,7 @@ pub struct Capacity {
     /// What it really holds.
     pub usable_bytes: u64,
     /// `non-destructive` or `destructive`.
-    pub mode: String,
+    pub mode: crate::kinds::CapacityMode,
 }
 
 impl BatchReport {

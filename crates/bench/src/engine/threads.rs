@@ -9,6 +9,7 @@
 use std::os::fd::AsRawFd;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use storage_scoring::kinds::Engine;
 
 use super::{
     Completed, EngineError, IoCounter, Part, Progress, REPORT_EVERY, Shape, StartGate, Workload, check_interrupt,
@@ -63,7 +64,7 @@ pub(super) fn run(
         Some(why) => format!("{threads} threads of pread/pwrite: {why}"),
         None => format!("{threads} threads of pread/pwrite"),
     };
-    Ok(Completed { recorder, elapsed, engine: "threads", engine_detail: Some(detail), fell_back, partial, cpu })
+    Ok(Completed { recorder, elapsed, engine: Engine::Threads, engine_detail: Some(detail), fell_back, partial, cpu })
 }
 
 /// What the workers of one run share: atomics, and a slot for the first error.

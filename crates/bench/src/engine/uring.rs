@@ -22,6 +22,7 @@
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
+use storage_scoring::kinds::Engine;
 
 use io_uring::{IoUring, Probe, opcode, squeue, types};
 
@@ -104,7 +105,7 @@ pub(super) fn run(work: &Workload<'_>, shape: Shape, progress: Progress<'_>) -> 
     report(progress, counter.load(Ordering::Relaxed) as u64)?;
     let fell_back = !matches!(mode, Mode::Fixed);
     let engine_detail = Some(mode.describe());
-    Ok(Completed { recorder, elapsed, engine: "io_uring", engine_detail, fell_back, partial, cpu })
+    Ok(Completed { recorder, elapsed, engine: Engine::IoUring, engine_detail, fell_back, partial, cpu })
 }
 
 /// Can this kernel take plain `READ`/`WRITE`? Also the first test of

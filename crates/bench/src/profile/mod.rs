@@ -35,6 +35,7 @@ use std::io::{Seek, SeekFrom};
 use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+use storage_scoring::kinds::Study;
 
 use storage_scoring::profile::{SkippedStudy, Studies};
 
@@ -200,19 +201,19 @@ pub fn run(config: &Config, observer: &dyn Observer) -> (Studies, Option<Profile
         out: Studies { max_time_s: Some(config.max_time.as_secs_f64()), ..Studies::default() },
     };
     if config.sustained.is_some() {
-        runner.left.push(("sustained", Weights::SUSTAINED));
+        runner.left.push((Study::Sustained, Weights::SUSTAINED));
     }
     if config.sweep {
-        runner.left.push(("sweep", Weights::SWEEP));
+        runner.left.push((Study::Sweep, Weights::SWEEP));
     }
     if config.transfer {
-        runner.left.push(("transfer_sizes", Weights::TRANSFER));
+        runner.left.push((Study::TransferSizes, Weights::TRANSFER));
     }
     let error = runner.run_all().err();
     let Runner { mut out, left, .. } = runner;
     if let Some(e) = &error {
         for (study, _) in left {
-            out.skipped.push(SkippedStudy { study: study.to_owned(), reason: format!("not run: {e}") });
+            out.skipped.push(SkippedStudy { study, reason: format!("not run: {e}") });
         }
     }
     (out, error)
@@ -295,14 +296,14 @@ struct Runner<'a> {
     observer: &'a dyn Observer,
     end: Instant,
     /// The studies not yet run, with their weights.
-    left: Vec<(&'static str, f64)>,
+    left: Vec<(Study, f64)>,
     out: Studies,
 }
 
 impl<'a> Runner<'a> {
     /// The time box of `study`, which starts now: its weight's share of
     /// what is left of the command's box.
-    fn time_box(&mut self, study: &str) -> Duration {
+    fn time_box(&mut self, study: Study) -> Duration {
         let total: f64 = self.left.iter().map(|s| s.1).sum();
         let weight = self.left.iter().find(|s| s.0 == study).map_or(0.0, |s| s.1);
         self.left.retain(|s| s.0 != study);
@@ -334,9 +335,9 @@ impl<'a> Runner<'a> {
             };
             let (file, base) = opened.file(size)?;
             let ctx = self.ctx(&opened, &file);
-            let time_box = self.time_box("sustained");
+            let time_box = self.time_box(Study::Sustained);
             let (sustained, written) = sustained::run(&ctx, &file, base, size, plan.after_random, time_box)
-                .map_err(ProfileError::engine("sustained"))?;
+                .map_err(ProfileError::engine(Study::Sustained.as_str()))?;
             self.out.sustained = Some(sustained);
             let len = written.min(WORK_BYTES) / CHUNK * CHUNK;
             if len > 0 {
@@ -352,7 +353,7 @@ impl<'a> Runner<'a> {
                 let len = (usable / 4).min(WORK_BYTES) / CHUNK * CHUNK;
                 let len = len.max(16 * MIB);
                 let (file, base) = opened.file(len)?;
-                let first = if self.config.sweep { "sweep" } else { "transfer_sizes" };
+                let first = if self.config.sweep { Study::Sweep } else { Study::TransferSizes };
                 let budget = self.time_box_peek(first) / 2;
                 let written =
                     lay_out(self.observer, &file, base, len, budget).map_err(ProfileError::engine("setup"))?;
@@ -366,22 +367,22 @@ impl<'a> Runner<'a> {
         self.out.work_bytes = Some(work.len);
         let ctx = self.ctx(&opened, &work.file);
         if self.config.sweep {
-            let time_box = self.time_box("sweep");
-            let cells =
-                sweep::run(&ctx, &work, time_box, &mut self.out.notes).map_err(ProfileError::engine("sweep"))?;
+            let time_box = self.time_box(Study::Sweep);
+            let cells = sweep::run(&ctx, &work, time_box, &mut self.out.notes)
+                .map_err(ProfileError::engine(Study::Sweep.as_str()))?;
             self.out.sweep = cells;
         }
         if self.config.transfer {
-            let time_box = self.time_box("transfer_sizes");
+            let time_box = self.time_box(Study::TransferSizes);
             let points = transfer::run(&ctx, &work, time_box, &mut self.out.notes)
-                .map_err(ProfileError::engine("transfer_sizes"))?;
+                .map_err(ProfileError::engine(Study::TransferSizes.as_str()))?;
             self.out.transfer_sizes = points;
         }
         Ok(())
     }
 
     /// The box `study` would get if it started now, without starting it.
-    fn time_box_peek(&self, study: &str) -> Duration {
+    fn time_box_peek(&self, study: Study) -> Duration {
         let total: f64 = self.left.iter().map(|s| s.1).sum();
         let weight = self.left.iter().find(|s| s.0 == study).map_or(0.0, |s| s.1);
         let remaining = self.end.saturating_duration_since(Instant::now());

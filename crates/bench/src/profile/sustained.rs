@@ -16,6 +16,7 @@
 use std::fs::File;
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
+use storage_scoring::figure::Unit;
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -117,7 +118,7 @@ fn pass(
     let written = chunks.len() as u64 * CHUNK;
     let analysis = curve::analyse(&chunks);
     let mean = written as f64 / elapsed.as_secs_f64().max(1e-9) / 1e6;
-    ctx.observer.finished(label, round_rate(mean));
+    ctx.observer.finished(label, round_rate(mean), Unit::MbPerS);
     let mut curve = Curve {
         bytes_written: written,
         cache_bytes: analysis.step.map(|s| s.at_bytes),
@@ -182,7 +183,7 @@ fn random_writes(ctx: &Ctx<'_>, file: &File, base: u64, len: u64, secs: Duration
         elapsed += done.elapsed;
     }
     let iops = ios as f64 / elapsed.as_secs_f64().max(1e-9);
-    ctx.observer.finished(label, iops.round());
+    ctx.observer.finished(label, iops.round(), Unit::Iops);
     Ok((ios, elapsed.as_secs_f64()))
 }
 

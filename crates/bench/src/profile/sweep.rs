@@ -17,6 +17,7 @@
 
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
+use storage_scoring::figure::Unit;
 
 use storage_scoring::profile::SweepCell;
 
@@ -171,8 +172,8 @@ fn measure(
     cell.seconds = round_to(secs, 3);
     cell.time_box_s = Some(round_to(cell_box.as_secs_f64(), 3));
     cell.latency = Some(total.recorder.latency());
-    cell.engine = Some(total.engine.to_owned());
-    ctx.observer.finished(&label, round_rate(mb_s));
+    cell.engine = Some(total.engine);
+    ctx.observer.finished(&label, round_rate(mb_s), Unit::MbPerS);
     Ok(())
 }
 

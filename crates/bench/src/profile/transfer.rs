@@ -11,6 +11,7 @@
 
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
+use storage_scoring::figure::Unit;
 
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
@@ -135,7 +136,7 @@ fn measure(
     }
     point.latency = stats::latency(&latencies);
     point.histogram = stats::histogram(&latencies);
-    ctx.observer.finished(&label, round_rate(mb_s));
+    ctx.observer.finished(&label, round_rate(mb_s), Unit::MbPerS);
     Ok(())
 }
 

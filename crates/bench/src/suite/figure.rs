@@ -273,7 +273,7 @@ mod tests {
         impl Observer for Heard {
             fn started(&self, _: &str, _: u64) {}
             fn progress(&self, _: u64) {}
-            fn finished(&self, _: &str, _: f64) {}
+            fn finished(&self, _: &str, _: f64, _: storage_scoring::figure::Unit) {}
             fn note(&self, m: &str) {
                 self.0.lock().expect("lock").push(m.to_owned());
             }

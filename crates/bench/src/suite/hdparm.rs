@@ -20,6 +20,7 @@ use std::fs::File;
 use std::os::fd::{AsFd, AsRawFd};
 use std::time::{Duration, Instant};
 use storage_scoring::figure::Figure;
+use storage_scoring::kinds::Engine;
 
 use storage_scoring::schema::TestDetail;
 
@@ -161,7 +162,8 @@ fn timed_reads(
         };
     let mib_s = round_to(recorder.bytes as f64 / MIB as f64 / elapsed.as_secs_f64(), 2);
     let cpu = crate::engine::thread_cpu().saturating_sub(cpu_at_start);
-    let done = Completed { recorder, elapsed, engine: "sync", engine_detail: None, fell_back: false, partial, cpu };
+    let done =
+        Completed { recorder, elapsed, engine: Engine::Sync, engine_detail: None, fell_back: false, partial, cpu };
     let mut detail = detail(&done, elapsed);
     if let Some(watch) = watch.filter(|w| !w.settled() && !partial && reads < max_reads) {
         unsettled(&mut detail, &watch);

@@ -3,7 +3,7 @@
 //! piece whose shift was not seen?), the island probes above a limbo
 //! boundary, and the scan that finds where an island's storage is.
 
-use super::evidence::{Bad, Hit, block_of, within};
+use super::evidence::{Access, Bad, Hit, block_of, within};
 use super::geometry::{BLOCK, FLOOR, run_len, sample};
 use super::top::RUN_SAMPLE;
 use super::{Probe, ProbeError};
@@ -50,7 +50,7 @@ impl Probe<'_> {
         let islands = self.write_probes(&islands)?;
         let unreadable = self.io.backup_extents(&[run])?;
         for &b in &unreadable {
-            self.ev.mark_bad(b, Bad::Io("read"));
+            self.ev.mark_bad(b, Bad::Io(Access::Read));
         }
         self.io.write_extent(below, end, &unreadable)?;
         self.io.write_extent_down(start, below, 16 * BLOCK, &unreadable)?;

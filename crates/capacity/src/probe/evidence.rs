@@ -23,11 +23,18 @@ use crate::stamp::{Foreign, Seen};
 /// Verified shifts tried at most for one block's partner reads.
 const MAX_SHIFTS_TRIED: usize = 8;
 
+/// An access to the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    Write,
+}
+
 /// Why an address is bad.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Bad {
-    /// The device refused it: `"read"` or `"write"`.
-    Io(&'static str),
+    /// The device refused this access to it.
+    Io(Access),
     /// The write vanished: reading gives this instead.
     Vanished(Foreign),
     /// The write vanished: reading gives the last block written anywhere
@@ -230,7 +237,7 @@ impl Evidence {
     /// `decoy` is the block written last, into known limbo, when there is one.
     pub fn absorb(&mut self, at: u64, len: u64, seen: Result<Seen, ()>, decoy: Option<u64>) {
         match seen {
-            Err(()) => self.mark_bad(at, Bad::Io("read")),
+            Err(()) => self.mark_bad(at, Bad::Io(Access::Read)),
             Ok(Seen::Own) => self.mark_good(at, at + len),
             Ok(Seen::Foreign(kind)) => self.mark_bad(at, Bad::Vanished(kind)),
             Ok(Seen::Alias(of)) if Some(of) == decoy => self.mark_bad(at, Bad::LastWrite),

@@ -45,8 +45,8 @@ mod top;
 
 use std::io as stdio;
 
-pub use evidence::Bad;
 use evidence::Evidence;
+pub use evidence::{Access, Bad};
 use geometry::run_len;
 pub use geometry::{BLOCK, FLOOR};
 use io::Io;

@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 
-use super::evidence::{Bad, Hit, block_of, within};
+use super::evidence::{Access, Bad, Hit, block_of, within};
 use super::geometry::{BLOCK, FLOOR, carve, lattice, read_points, round_size, shuffle};
 use super::{MAX_ROUNDS, Probe, ProbeError};
 use crate::stamp::{Foreign, Seen};
@@ -305,9 +305,9 @@ impl Probe<'_> {
         self.ev.unmark_good(from, first + BLOCK);
         for &s in &sectors {
             if unreadable.contains(&s) {
-                self.ev.mark_bad(s, Bad::Io("read"));
+                self.ev.mark_bad(s, Bad::Io(Access::Read));
             } else if !written.contains(&s) {
-                self.ev.mark_bad(s, Bad::Io("write"));
+                self.ev.mark_bad(s, Bad::Io(Access::Write));
             }
         }
         let kept = std::mem::replace(&mut self.decoy, decoy);
@@ -363,7 +363,7 @@ impl Probe<'_> {
             match self.io.read_window(at) {
                 Ok(Some(hit)) => hits.push(hit),
                 Ok(None) => {}
-                Err(()) => self.ev.mark_bad(at, Bad::Io("read")),
+                Err(()) => self.ev.mark_bad(at, Bad::Io(Access::Read)),
             }
         }
         Ok(hits)

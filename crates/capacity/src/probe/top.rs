@@ -13,7 +13,7 @@
 
 use std::collections::HashSet;
 
-use super::evidence::{Bad, Hit, Top, block_of, by_distance, classify_top, within};
+use super::evidence::{Access, Bad, Hit, Top, block_of, by_distance, classify_top, within};
 use super::geometry::{BLOCK, FLOOR, ladder, lattice, run_len, sample, shuffle};
 use super::{CacheSeen, Probe, ProbeError};
 use crate::stamp::{Foreign, Seen};
@@ -62,11 +62,11 @@ impl Probe<'_> {
         let tail_units = tail.iter().map(|&s| (s, sector, unreadable_tail.contains(&s)));
         for (at, len, unreadable) in tail_units.chain(blocks.iter().map(|&b| (b, BLOCK, unreadable.contains(&b)))) {
             let done = if unreadable {
-                Err(Bad::Io("read"))
+                Err(Bad::Io(Access::Read))
             } else if len == BLOCK {
-                self.io.write_block(at).map_err(|_| Bad::Io("write"))
+                self.io.write_block(at).map_err(|_| Bad::Io(Access::Write))
             } else {
-                self.io.write_sector(at).map_err(|_| Bad::Io("write"))
+                self.io.write_sector(at).map_err(|_| Bad::Io(Access::Write))
             };
             match done {
                 Ok(()) => written.push((at, len)),
@@ -124,14 +124,14 @@ impl Probe<'_> {
         ));
         let unreadable = self.io.backup_extents(&[(start, first_top)])?;
         for &b in &unreadable {
-            self.ev.mark_bad(b, Bad::Io("read"));
+            self.ev.mark_bad(b, Bad::Io(Access::Read));
         }
         self.io.write_extent(start, first_top, &unreadable)?;
         // The block written last: where limbo answers with the last write,
         // every read there names this one.
         let decoy = top_blocks.last().copied().unwrap_or(self.top - BLOCK);
         if self.io.write_block(decoy).is_err() {
-            self.ev.mark_bad(decoy, Bad::Io("write"));
+            self.ev.mark_bad(decoy, Bad::Io(Access::Write));
         }
         let mut check: Vec<u64> = sample(start, self.top, RUN_SAMPLE);
 
@@ -192,9 +192,9 @@ impl Probe<'_> {
         for p in order {
             self.io.check_stop()?;
             if unreadable.contains(&p) {
-                self.ev.mark_bad(p, Bad::Io("read"));
+                self.ev.mark_bad(p, Bad::Io(Access::Read));
             } else if self.io.write_block(p).is_err() {
-                self.ev.mark_bad(p, Bad::Io("write"));
+                self.ev.mark_bad(p, Bad::Io(Access::Write));
             } else {
                 written.push(p);
             }

@@ -199,7 +199,7 @@ fn destructive_keeps_no_journal_and_still_finds_the_fake() {
     let mut disk = SimDisk::new(256 * MIB, 64 * MIB, Mode::Wrap);
     let report = verify(&mut disk, "/dev/sim", &Safety::Destructive, Options::default(), &Quiet).expect("verify");
     assert_fake(&report, Verdict::Wraparound, 64 * MIB);
-    assert_eq!(report.mode, "destructive");
+    assert_eq!(report.mode, storage_scoring::kinds::CapacityMode::Destructive);
     assert!(std::fs::read_dir(dir.path()).expect("dir").next().is_none());
 }
 
