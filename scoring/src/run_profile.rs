@@ -8,6 +8,10 @@
 
 use crate::schema::PROFILES;
 
+/// The names a report stores: PiBenchmarks' test set, and the shortened one.
+pub const COMPAT: &str = "compat";
+pub const QUICK: &str = "quick";
+
 /// A run's test profile.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum RunProfile {

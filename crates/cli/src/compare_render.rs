@@ -125,7 +125,7 @@ fn describe(input: &Input) -> String {
     if let Some(board) = r.system.as_ref().and_then(|s| s.board.as_deref()) {
         parts.push(one_line(board, 40));
     }
-    parts.push(one_line(r.profile.as_deref().unwrap_or("compat"), 20));
+    parts.push(one_line(r.profile.as_deref().unwrap_or(storage_scoring::run_profile::COMPAT), 20));
     let runs = r.samples.values().map(|s| s.values.len()).max().unwrap_or(1);
     parts.push(match input.cards {
         Some(cards) => format!("a batch of {cards} cards, {runs} measured"),

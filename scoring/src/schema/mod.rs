@@ -23,7 +23,7 @@ pub const SCHEMA: &str = "storage-score/1";
 
 /// The profiles a run can have: `compat` (comparable with PiBenchmarks) and
 /// `quick` (shortened, not comparable).
-pub const PROFILES: [&str; 2] = ["compat", "quick"];
+pub const PROFILES: [&str; 2] = [crate::run_profile::COMPAT, crate::run_profile::QUICK];
 
 /// The longest `label` a report may carry, in characters.
 pub const MAX_LABEL_CHARS: usize = 80;

@@ -33,8 +33,8 @@ pub enum Profile {
 impl Profile {
     pub fn as_str(self) -> &'static str {
         match self {
-            Profile::Compat => "compat",
-            Profile::Quick => "quick",
+            Profile::Compat => storage_scoring::run_profile::COMPAT,
+            Profile::Quick => storage_scoring::run_profile::QUICK,
         }
     }
 

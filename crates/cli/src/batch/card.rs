@@ -12,6 +12,7 @@ use storage_capacity::preflight::{self, Refusal};
 use storage_platform::Roots;
 use storage_scoring::batch::require::Facts;
 use storage_scoring::batch::{Capacity, Card, Require, Status};
+use storage_scoring::run_profile;
 use storage_scoring::schema::{Device, Measurements};
 
 use crate::terminal::errln;
@@ -135,7 +136,7 @@ pub fn test(target: &str, steps: &Steps<'_>) -> Card {
             yes: steps.args.destructive,
             ..RunArgs::default()
         };
-        let name = if steps.args.profile == BatchProfileArg::Compat { "compat" } else { "quick" };
+        let name = if steps.args.profile == BatchProfileArg::Compat { run_profile::COMPAT } else { run_profile::QUICK };
         say(target, &format!("measuring ({name} profile)"));
         match crate::run::measure(&run, steps.roots, false) {
             Ok(measured) => {

@@ -16,6 +16,7 @@ use std::time::SystemTime;
 use storage_platform::Roots;
 use storage_scoring::batch::{BatchReport, Card, Require, SCHEMA, Status, summarize};
 use storage_scoring::privacy::{Redaction, redact};
+use storage_scoring::run_profile;
 use storage_scoring::schema::Report;
 
 use crate::outputs::OutputFile;
@@ -151,8 +152,8 @@ pub fn assemble(args: &BatchArgs, created: String, cards: Vec<Card>) -> BatchRep
         created,
         tool_version: VERSION.to_owned(),
         profile: match args.profile {
-            BatchProfileArg::Quick => "quick",
-            BatchProfileArg::Compat => "compat",
+            BatchProfileArg::Quick => run_profile::QUICK,
+            BatchProfileArg::Compat => run_profile::COMPAT,
             BatchProfileArg::None => "none",
         }
         .to_owned(),
