@@ -137,7 +137,7 @@ proptest! {
         prop_assert_eq!(sent.profile.as_deref(), Some(profile));
         let device = sent.device.as_ref().unwrap();
         prop_assert_eq!(device.kind, kind);
-        prop_assert_eq!(sent.details["rand_read_4k_qd64_iops"].engine, storage_scoring::kinds::Engine::IoUring);
+        prop_assert_eq!(sent.details["rand_read_4k_qd64_iops"].engine.clone(), storage_scoring::kinds::Engine::IoUring);
         prop_assert_eq!(sent.details.keys().next().map(String::as_str), Some("rand_read_4k_qd64_iops"));
         if let Some(sd) = &device.sd {
             prop_assert_eq!(sd.host.as_ref().unwrap().timing.as_deref(), Some("sd uhs DDR50"));

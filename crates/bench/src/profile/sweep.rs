@@ -172,7 +172,7 @@ fn measure(
     cell.seconds = round_to(secs, 3);
     cell.time_box_s = Some(round_to(cell_box.as_secs_f64(), 3));
     cell.latency = Some(total.recorder.latency());
-    cell.engine = Some(total.engine);
+    cell.engine = Some(total.engine.clone());
     ctx.observer.finished(&label, round_rate(mb_s), Unit::MbPerS);
     Ok(())
 }

@@ -104,7 +104,7 @@ pub fn test(target: &str, steps: &Steps<'_>) -> Card {
                     fake,
                     announced_bytes: found.announced_bytes,
                     usable_bytes: found.usable_bytes,
-                    mode: found.mode,
+                    mode: found.mode.clone(),
                 });
                 if fake {
                     // Its reads past the real size fail or lie: no figure of
