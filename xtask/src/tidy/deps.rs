@@ -207,7 +207,7 @@ fn unquote(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tidy::tree::Tree;
+    use crate::tidy::tree::{tree, with};
 
     const TABLE: &str = "\
 # Architecture
@@ -249,17 +249,6 @@ mod tests {
                 manifest("test-support", "[dependencies.storage-scoring]\npath = \"../../scoring\"\n"),
             ),
         ]
-    }
-
-    fn tree(files: &[(&'static str, String)]) -> Tree {
-        let borrowed: Vec<(&str, &str)> = files.iter().map(|(n, t)| (*n, t.as_str())).collect();
-        Tree::new(&borrowed)
-    }
-
-    fn with(mut files: Vec<(&'static str, String)>, name: &'static str, text: String) -> Vec<(&'static str, String)> {
-        files.retain(|(n, _)| *n != name);
-        files.push((name, text));
-        files
     }
 
     #[test]

@@ -334,7 +334,7 @@ fn link_text(title: &str) -> String {
 mod tests {
     use super::*;
 
-    use crate::tidy::tree::Tree;
+    use crate::tidy::tree::{tree, with};
 
     // Spelt in pieces, as FORBIDDEN is, so that the repository's own check
     // does not find these on purpose broken references in this file.
@@ -367,17 +367,6 @@ mod tests {
             ),
             ("tests/x.py", format!("# {DOCS}cli.md#exit-codes\n")),
         ]
-    }
-
-    fn tree(files: &[(&'static str, String)]) -> Tree {
-        let borrowed: Vec<(&str, &str)> = files.iter().map(|(n, t)| (*n, t.as_str())).collect();
-        Tree::new(&borrowed)
-    }
-
-    fn with(mut files: Vec<(&'static str, String)>, name: &'static str, text: String) -> Vec<(&'static str, String)> {
-        files.retain(|(n, _)| *n != name);
-        files.push((name, text));
-        files
     }
 
     #[test]

@@ -174,6 +174,23 @@ pub(crate) mod tree {
     /// A directory removed on drop.
     pub struct Tree(pub PathBuf);
 
+    /// A tree of owned texts (the form the checks' tests build them in).
+    pub fn tree(files: &[(&'static str, String)]) -> Tree {
+        let borrowed: Vec<(&str, &str)> = files.iter().map(|(n, t)| (*n, t.as_str())).collect();
+        Tree::new(&borrowed)
+    }
+
+    /// `files` with `name`'s text replaced (or added).
+    pub fn with(
+        mut files: Vec<(&'static str, String)>,
+        name: &'static str,
+        text: String,
+    ) -> Vec<(&'static str, String)> {
+        files.retain(|(n, _)| *n != name);
+        files.push((name, text));
+        files
+    }
+
     impl Tree {
         pub fn new(files: &[(&str, &str)]) -> Tree {
             use std::sync::atomic::{AtomicU32, Ordering};
