@@ -572,40 +572,6 @@ fn yes_needs_something_to_confirm() {
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
-/// A throwaway login user with a home of its own, removed on drop.
-struct TestUser {
-    name: String,
-    uid: u32,
-    gid: u32,
-    home: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl TestUser {
-    fn new() -> TestUser {
-        let dir = tempfile::tempdir().expect("tmp");
-        // The user must be able to walk into its home.
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
-        let name = format!("ss-test-{}", std::process::id());
-        let home = dir.path().join(&name);
-        let made = Command::new("useradd")
-            .args(["--create-home", "--user-group", "--shell", "/usr/sbin/nologin", "--home-dir"])
-            .arg(&home)
-            .arg(&name)
-            .output()
-            .expect("useradd");
-        assert!(made.status.success(), "useradd: {}", String::from_utf8_lossy(&made.stderr));
-        let user = nix::unistd::User::from_name(&name).expect("getpwnam").expect("the new user");
-        TestUser { name, uid: user.uid.as_raw(), gid: user.gid.as_raw(), home, _dir: dir }
-    }
-}
-
-impl Drop for TestUser {
-    fn drop(&mut self) {
-        let _ = Command::new("userdel").arg(&self.name).stderr(Stdio::null()).status();
-    }
-}
-
 fn owner(path: &std::path::Path) -> (u32, u32) {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -615,7 +581,7 @@ fn owner(path: &std::path::Path) -> (u32, u32) {
 #[test]
 #[ignore = "needs root"]
 fn under_sudo_the_salt_and_files_belong_to_the_user_who_typed_it() {
-    let user = TestUser::new();
+    let user = support::attack::TestUser::new("submitter");
     let home = Home::new();
     // The user's own report, in the user's home.
     let report = user.home.join("card.json");
