@@ -548,7 +548,7 @@ fn pages(
         "/?kind=sd&class=A2&board=Raspberry+Pi+4+Model+B+Rev+1.4".to_owned(),
         "/api/v1/leaderboard".to_owned(),
         "/?q=popl".to_owned(),
-        "/?sort=rand_write_4k_qd64_iops".to_owned(),
+        format!("/?sort={}", storage_scoring::figure::Figure::RandWriteQd64.key()),
         "/?board=Raspberry+Pi+4&offset=500".to_owned(),
         format!("/cards/{popular}"),
         format!("/cards/{ordinary}"),

@@ -15,7 +15,7 @@ use storage_bench::{EngineChoice, Plan, Profile, WriteTarget};
 use storage_platform::target::{self, Mount};
 use storage_platform::usage::{self, InUse};
 use storage_platform::{Resolved, Roots};
-use storage_scoring::schema::MEASUREMENT_KEYS;
+use storage_scoring::schema::{Figure, MEASUREMENT_KEYS};
 
 use crate::{EngineArg, Failure, ProfileArg, RunArgs};
 
@@ -209,9 +209,11 @@ fn scratch_target(
             if storage_bench::suite::writable_dir(&dir) { dir } else { writable_dir_on_same_fs(&dir).unwrap_or(dir) };
         if mount.read_only && wants_writes {
             return Err(Failure::Usage(format!(
-                "{} is on a read-only filesystem ({} mounted ro); remount it read-write, or run only the read tests with --only seq_read_mib_s,cached_read_mib_s",
+                "{} is on a read-only filesystem ({} mounted ro); remount it read-write, or run only the read tests with --only {},{}",
                 args.target,
-                mount.mount_point.display()
+                mount.mount_point.display(),
+                Figure::SeqRead.key(),
+                Figure::CachedRead.key()
             )));
         }
         if !storage_bench::suite::writable_dir(&dir) && wants_writes {

@@ -79,7 +79,10 @@ impl Require {
             terms.push((word.to_owned(), term(word)?));
         }
         if terms.is_empty() {
-            return Err("--require is empty; give terms such as \"A1 genuine seq_read_mib_s>=20\"".to_owned());
+            return Err(format!(
+                "--require is empty; give terms such as \"A1 genuine {}>=20\"",
+                crate::figure::Figure::SeqRead.key()
+            ));
         }
         Ok(Require { terms })
     }

@@ -6,6 +6,7 @@
 
 use std::fmt;
 
+use crate::figure::Figure;
 use crate::schema::{MEASUREMENT_KEYS, SCHEMA};
 
 /// Why the input cannot be used.
@@ -197,7 +198,9 @@ impl fmt::Display for InputError {
             ),
             InputError::NotAnObject { found } => write!(
                 f,
-                "expected a storage-score/1 report (a JSON object), got {found}: {EXPECTED}, e.g. {{\"seq_write_mb_s\": 20.1, \"rand_read_4k_qd64_iops\": 3000}}"
+                "expected a storage-score/1 report (a JSON object), got {found}: {EXPECTED}, e.g. {{\"{}\": 20.1, \"{}\": 3000}}",
+                Figure::SeqWrite.key(),
+                Figure::RandReadQd64.key()
             ),
             InputError::EmptyObject => {
                 write!(f, "an empty object: {EXPECTED} with at least one of the keys {}", MEASUREMENT_KEYS.join(", "))

@@ -27,6 +27,7 @@ pub use error::{InputError, TextProblem};
 pub use figures::{MAX_IOPS, MAX_MB_S, as_mb_s, unit_limit};
 pub use strings::{FORBIDDEN_IN_NAMES, FREE_TEXT_KEYS, MAX_NAME_CHARS, MAX_TEXT_CHARS};
 
+use crate::figure::Figure;
 use crate::schema::{Device, MEASUREMENT_KEYS, Measurements, Report, SCHEMA};
 
 /// Keys of a full report (docs/report.md) besides `measurements`; an object with
@@ -141,7 +142,7 @@ pub fn batch_figures(batch: &Value) -> Result<(), InputError> {
                     path: format!("cards[{i}].figures"),
                     expected: "an object of figures",
                     found: json::describe(other),
-                    hint: "a card's figures are written as {\"seq_write_mb_s\": 20.1, …}".to_owned(),
+                    hint: format!("a card's figures are written as {{\"{}\": 20.1, …}}", Figure::SeqWrite.key()),
                 });
             }
         }
@@ -187,7 +188,7 @@ pub fn validate(mut object: Map<String, Value>, how: Use) -> Result<Report, Inpu
                 path: "measurements".to_owned(),
                 expected: "an object of figures",
                 found: json::describe(other),
-                hint: "write it as {\"seq_write_mb_s\": 20.1, …}".to_owned(),
+                hint: format!("write it as {{\"{}\": 20.1, …}}", Figure::SeqWrite.key()),
             });
         }
     }
