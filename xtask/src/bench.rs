@@ -28,7 +28,8 @@
 //!    survived, in a table and `target/bench/capacity.json`. `cargo xtask
 //!    bench capacity` runs this step alone; `--sweep [N]` compares on N
 //!    counterfeits drawn at random (real 3.5–32 GiB, announced 16–512 GiB;
-//!    `capacity-sweep.json`), `--slow` on a 20 MB/s card (`capacity-slow.json`).
+//!    `capacity-sweep.json`), `--slow` on a 20 MB/s card (`capacity-slow.json`,
+//!    and the genuine card's floor in `capacity-floor.json`).
 //! 5. **profile vs fio** ([`profile`]). `storage-score profile`'s sweep
 //!    cells and transfer-size points against fio jobs with the same offsets,
 //!    sizes, job counts and time boxes, on a throttled raw loop device;
@@ -139,9 +140,20 @@ fn run_capacity(binary: &std::path::Path, paths: &Paths, set: &capacity::Set) ->
         let text = serde_json::to_string_pretty(&capacity::to_json(rows)).context("serializing")?;
         std::fs::write(&out, text + "\n").with_context(|| format!("writing {}", out.display()))
     };
+    // First, so that the floor and our genuine card (the first slow case)
+    // are measured one after the other, on the same machine load.
+    let floor = capacity::floor(&paths.workspace, set)?;
     let rows = capacity::run(binary, &paths.workspace, set, &write)?;
     print!("{}", capacity::table(&rows));
     println!("bench: capacity results in {}", out.display());
+    if let Some(floor) = floor {
+        let ours = capacity::genuine_time(&rows);
+        println!("{}", floor.line(ours));
+        let file = paths.out_dir.join("capacity-floor.json");
+        let text = serde_json::to_string_pretty(&floor.to_json(ours)).context("serializing")?;
+        std::fs::write(&file, text + "\n").with_context(|| format!("writing {}", file.display()))?;
+        println!("bench: the floor in {}", file.display());
+    }
     Ok(())
 }
 

@@ -20,9 +20,11 @@
 //!   flash announced as 64 GiB, the wrap again behind a 256 MiB cache, and
 //!   1000 MiB of limbo announced as 4 GiB behind a 128 MiB cache, writing
 //!   at 20 MB/s and reading at 40 MB/s and at most 2000 requests a second
-//!   (`capacity-slow.json`).
+//!   (`capacity-slow.json`), and the genuine card's floor ([`floor`]):
+//!   what reading and writing back the cache bound costs on it.
 
 mod card;
+mod floor;
 mod report;
 mod sweep;
 
@@ -33,6 +35,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
+pub use floor::Floor;
 pub use report::{table, to_json};
 
 use super::guard::WorkDir;
@@ -218,6 +221,28 @@ fn f3_name(ours: &str) -> &str {
         "io-errors" => "damaged",
         other => other,
     }
+}
+
+/// The bytes a probe must push through a cache before a genuine card's
+/// read-back means anything: the default mode's cache bound (256 MiB).
+const CACHE_BOUND: u64 = 256 * MIB;
+
+/// The floor of the slow set's genuine card ([`floor`]), measured on a
+/// fresh card of the same kind; `None` for the other sets.
+pub fn floor(workspace: &Path, set: &Set) -> Result<Option<Floor>> {
+    if *set != Set::Slow {
+        return Ok(None);
+    }
+    let script = workspace.join("tests/support/fake_flash.py");
+    let genuine = slow().into_iter().find(|c| c.expect == "genuine").context("the slow set has a genuine card")?;
+    eprintln!("bench: capacity floor: {}", genuine.name);
+    let scratch = WorkDir::create(Path::new("/var/tmp"), "floor")?;
+    floor::measure(&script, &genuine, CACHE_BOUND, &scratch.path).map(Some)
+}
+
+/// Our time on the genuine card of `rows`, if there is one.
+pub fn genuine_time(rows: &[Row]) -> Option<Duration> {
+    rows.iter().find(|r| r.case.expect == "genuine").map(|r| r.ours.wall)
 }
 
 /// Installs f3 (f3probe) and fusepy (the fake cards) when missing.
