@@ -165,6 +165,10 @@ impl Probe<'_> {
             }
             Measured::Held => {
                 self.read_phase(&check, tail)?;
+                // Again, now that no cache up to the bound holds the run:
+                // one that keeps writes back from the storage (write-back)
+                // hid its image from the first scan.
+                self.io.stage(&format!("reads every {} KiB again, past any write cache, for the run", len >> 11));
                 let hits = self.scan(0, start, len / 2, run)?;
                 if let Some(pair) = self.absorb_run_hits(&hits, run)? {
                     self.measure_pair(pair, &[])?;
