@@ -179,16 +179,18 @@ pub fn run(plan: &Plan, observer: &dyn Observer) -> (Outcome, Option<RunError>) 
         (None, None) => None,
     };
     if let Some(reason) = reason {
-        for key in MEASUREMENT_KEYS {
-            if plan.wants(key) && out.measurements.get(key).is_none() && !out.skipped.iter().any(|s| s.key == key) {
+        for figure in Figure::ALL {
+            let key = figure.key();
+            if plan.wants(figure)
+                && out.measurements.figure(figure).is_none()
+                && !out.skipped.iter().any(|s| s.key == key)
+            {
                 out.skipped.push(Skipped { key: key.to_owned(), reason: reason.clone() });
             }
         }
     }
-    for key in MEASUREMENT_KEYS {
-        if !plan.wants(key) {
-            out.skipped.push(Skipped { key: key.to_owned(), reason: "not selected (--only)".to_owned() });
-        }
+    for figure in Figure::ALL.into_iter().filter(|&f| !plan.wants(f)) {
+        out.skipped.push(Skipped { key: figure.key().to_owned(), reason: "not selected (--only)".to_owned() });
     }
     (out, error)
 }
@@ -227,8 +229,8 @@ impl Runner<'_> {
     }
 
     /// Should `key` run now? False once the time is up (and says why).
-    fn wants(&mut self, key: &str) -> bool {
-        self.plan.wants(key) && !self.time_is_up()
+    fn wants(&mut self, figure: Figure) -> bool {
+        self.plan.wants(figure) && !self.time_is_up()
     }
 
     /// True once `--max-time` has run out (noting why the rest is not run).
@@ -243,10 +245,10 @@ impl Runner<'_> {
         self.plan.max_time.map_or(0, |t| t.as_secs())
     }
 
-    /// Skips `keys` with `reason`, listed in the table's order.
-    fn skip(&mut self, keys: &[&str], reason: &str) {
-        for key in MEASUREMENT_KEYS.iter().filter(|k| keys.contains(k) && self.plan.wants(k)) {
-            self.out.skipped.push(Skipped { key: (*key).to_owned(), reason: reason.to_owned() });
+    /// Skips `figures` with `reason`, listed in the table's order.
+    fn skip(&mut self, figures: &[Figure], reason: &str) {
+        for figure in Figure::ALL.into_iter().filter(|f| figures.contains(f) && self.plan.wants(*f)) {
+            self.out.skipped.push(Skipped { key: figure.key().to_owned(), reason: reason.to_owned() });
         }
     }
 
@@ -256,8 +258,8 @@ impl Runner<'_> {
 
     fn run_all(&mut self) -> Result<(), RunError> {
         if let WriteTarget::Scratch(dir) = &self.plan.write_target {
-            let writes = std::iter::once(Figure::SeqWrite.key()).chain(FILE_TESTS.iter().copied());
-            if writes.clone().any(|k| self.plan.wants(k)) {
+            let mut writes = std::iter::once(Figure::SeqWrite).chain(FILE_TESTS.iter().copied());
+            if writes.any(|f| self.plan.wants(f)) {
                 let dir = ScratchDir::open(dir)?;
                 dir.check_space(self.plan.scratch_bytes())?;
                 self.trim(&dir);
@@ -286,15 +288,15 @@ impl Runner<'_> {
     }
 
     fn run_reads(&mut self) -> Result<(), RunError> {
-        const READ_KEYS: [&str; 2] = [Figure::CachedRead.key(), Figure::SeqRead.key()];
-        if !READ_KEYS.iter().any(|k| self.plan.wants(k)) {
+        const READ_TESTS: [Figure; 2] = [Figure::CachedRead, Figure::SeqRead];
+        if !READ_TESTS.iter().any(|&f| self.plan.wants(f)) {
             return Ok(());
         }
         let device = match &self.plan.read_device {
             Ok(device) => device.clone(),
             Err(reason) => {
                 let reason = reason.clone();
-                self.skip(&READ_KEYS, &reason);
+                self.skip(&READ_TESTS, &reason);
                 return Ok(());
             }
         };
@@ -304,28 +306,28 @@ impl Runner<'_> {
         let stat = DevStat::for_file(&file, &self.plan.live_sysfs, None);
         let size = hdparm::device_size(&file);
         // hdparm -Tt: -T first (time_cache), then -t (time_device).
-        if self.wants(Figure::CachedRead.key()) {
+        if self.wants(Figure::CachedRead) {
             let ctx = self.ctx();
             let m = hdparm::cached(&ctx, &file, stat.as_ref());
-            self.record(Figure::CachedRead.key(), m)?;
+            self.record(Figure::CachedRead, m)?;
         }
-        if self.wants(Figure::SeqRead.key()) {
+        if self.wants(Figure::SeqRead) {
             let ctx = self.ctx();
             let m = hdparm::device(&ctx, &file, size, stat.as_ref());
-            self.record(Figure::SeqRead.key(), m)?;
+            self.record(Figure::SeqRead, m)?;
         }
         Ok(())
     }
 
     fn run_writes(&mut self) -> Result<(), RunError> {
-        let write_keys: Vec<&str> = std::iter::once(Figure::SeqWrite.key()).chain(FILE_TESTS.iter().copied()).collect();
-        if !write_keys.iter().any(|k| self.plan.wants(k)) {
+        let write_tests: Vec<Figure> = std::iter::once(Figure::SeqWrite).chain(FILE_TESTS.iter().copied()).collect();
+        if !write_tests.iter().any(|&f| self.plan.wants(f)) {
             return Ok(());
         }
         let place = match &self.plan.write_target {
             WriteTarget::Unavailable(reason) => {
                 let reason = reason.clone();
-                self.skip(&write_keys, &reason);
+                self.skip(&write_tests, &reason);
                 return Ok(());
             }
             // Opened in run_all, whenever a write test is wanted.
@@ -335,16 +337,16 @@ impl Runner<'_> {
             },
             WriteTarget::Raw(device) => Place::Raw(self.open_raw(device)?),
         };
-        if self.wants(Figure::SeqWrite.key()) {
+        if self.wants(Figure::SeqWrite) {
             sync();
             let file = place.new_file()?;
             let stat = self.stat_of(&file);
             let ctx = self.ctx();
             let m = dd::run(&ctx, &file, place.base(), stat.as_ref());
-            self.record(Figure::SeqWrite.key(), m)?;
+            self.record(Figure::SeqWrite, m)?;
             // rm -f test: the file (and its blocks) go when it closes here.
         }
-        if !FILE_TESTS.iter().any(|k| self.plan.wants(k)) {
+        if !FILE_TESTS.iter().any(|&f| self.plan.wants(f)) {
             return Ok(());
         }
         if let Place::Scratch(dir) = &place {
@@ -354,17 +356,17 @@ impl Runner<'_> {
                 return Ok(());
             }
         }
-        for key in [Figure::RandWriteQd64.key(), Figure::RandReadQd64.key()] {
-            if self.wants(key) {
+        for figure in [Figure::RandWriteQd64, Figure::RandReadQd64] {
+            if self.wants(figure) {
                 sync();
                 let file = place.new_file()?;
                 let stat = self.stat_of(&file);
                 let ctx = self.ctx();
-                let m = fio::run(&ctx, key, &file, place.base(), stat.as_ref());
-                self.record(key, m)?;
+                let m = fio::run(&ctx, figure, &file, place.base(), stat.as_ref());
+                self.record(figure, m)?;
             }
         }
-        if FILE_TESTS[2..].iter().any(|k| self.plan.wants(k)) && !self.time_is_up() {
+        if FILE_TESTS[2..].iter().any(|&f| self.plan.wants(f)) && !self.time_is_up() {
             sync();
             let file = place.new_file()?;
             let stat = self.stat_of(&file);
@@ -406,8 +408,9 @@ impl Runner<'_> {
         }
     }
 
-    /// Files a test's figure, or returns its error tagged with the key.
-    fn record(&mut self, key: &str, measured: Result<Measured, EngineError>) -> Result<(), RunError> {
+    /// Files a test's figure, or returns its error tagged with the figure's key.
+    fn record(&mut self, figure: Figure, measured: Result<Measured, EngineError>) -> Result<(), RunError> {
+        let key = figure.key();
         let Measured { value, mut detail } = match measured {
             Ok(measured) => measured,
             Err(EngineError::TimeUp(when)) => {
@@ -425,10 +428,9 @@ impl Runner<'_> {
             if detail.partial && self.stopped.is_none() {
                 self.stopped = Some(format!("not run: --max-time ({} s) ran out during {key}", self.max_secs()));
             }
-            self.out.measurements.set(key, value);
+            self.out.measurements.set_figure(figure, value);
             self.out.details.insert(key.to_owned(), detail);
-            let unit = Figure::from_key(key).map_or(Unit::MbPerS, Figure::unit);
-            self.observer.finished(key, value, unit);
+            self.observer.finished(key, value, figure.unit());
         }
         // A signal during the test's last I/O was not seen by the engine: the
         // figure is complete, but the user asked to stop.

@@ -15,13 +15,14 @@ use storage_bench::{EngineChoice, Plan, Profile, WriteTarget};
 use storage_platform::target::{self, Mount};
 use storage_platform::usage::{self, InUse};
 use storage_platform::{Resolved, Roots};
+use storage_scoring::figure::Tool;
 use storage_scoring::schema::{Figure, MEASUREMENT_KEYS};
 
 use crate::{EngineArg, Failure, ProfileArg, RunArgs};
 
 /// Builds the plan, or refuses.
 pub fn build(args: &RunArgs, resolved: &Resolved, roots: &Roots) -> Result<Plan, Failure> {
-    let keys = selected_keys(&args.only)?;
+    let figures = selected_figures(&args.only)?;
     let input = Path::new(&args.target);
     let input_is_block = std::fs::metadata(input).map(|m| m.file_type().is_block_device()).unwrap_or(false);
     let Some(disk) = &resolved.disk else {
@@ -47,7 +48,9 @@ pub fn build(args: &RunArgs, resolved: &Resolved, roots: &Roots) -> Result<Plan,
     let write_target = if args.destructive {
         destructive_target(args, input_is_block)?
     } else {
-        let wants_writes = keys.iter().any(|k| !k.contains("read"));
+        // Only hdparm's two tests read the raw device; every other test
+        // writes its file first, the read-only ones too.
+        let wants_writes = figures.iter().any(|f| f.tool() != Tool::Hdparm);
         match write_resolved.and_then(|r| Some((r, r.disk.as_ref()?))) {
             Some((w, disk)) => scratch_target(args, w, write_roots, disk, wants_writes)?,
             None => WriteTarget::Unavailable(format!(
@@ -62,7 +65,7 @@ pub fn build(args: &RunArgs, resolved: &Resolved, roots: &Roots) -> Result<Plan,
         ProfileArg::Compat => Profile::Compat,
         ProfileArg::Quick => Profile::Quick,
     };
-    plan.keys = keys;
+    plan.figures = figures;
     plan.engine = match args.engine {
         EngineArg::Auto => EngineChoice::Auto,
         EngineArg::IoUring => EngineChoice::IoUring,
@@ -155,19 +158,20 @@ fn mount_device(mount: &Mount) -> Option<PathBuf> {
     mount_devnum(mount).and_then(node_of)
 }
 
-fn selected_keys(only: &[String]) -> Result<Vec<String>, Failure> {
+fn selected_figures(only: &[String]) -> Result<Vec<Figure>, Failure> {
     if only.is_empty() {
-        return Ok(MEASUREMENT_KEYS.iter().map(|k| k.to_string()).collect());
+        return Ok(Figure::ALL.to_vec());
     }
-    for key in only {
-        if !MEASUREMENT_KEYS.contains(&key.as_str()) {
-            return Err(Failure::Usage(format!(
-                "--only: unknown measurement key {key:?}; valid keys are {}",
-                MEASUREMENT_KEYS.join(", ")
-            )));
-        }
-    }
-    Ok(only.to_vec())
+    only.iter()
+        .map(|key| {
+            Figure::from_key(key).ok_or_else(|| {
+                Failure::Usage(format!(
+                    "--only: unknown measurement key {key:?}; valid keys are {}",
+                    MEASUREMENT_KEYS.join(", ")
+                ))
+            })
+        })
+        .collect()
 }
 
 /// Can the read tests open the raw device? If not, why, in words.

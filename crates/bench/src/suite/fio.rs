@@ -41,16 +41,17 @@ pub(super) fn shuffled(base: u64, bytes: u64) -> Vec<u64> {
     offsets
 }
 
-/// `rand_write_4k_qd64_iops` or `rand_read_4k_qd64_iops` on `file`, which
+/// [`Figure::RandWriteQd64`] or [`Figure::RandReadQd64`] on `file`, which
 /// is new (or, on a raw device, the region at `base`).
 pub(super) fn run(
     ctx: &Ctx<'_>,
-    key: &str,
+    figure: Figure,
     file: &File,
     base: u64,
     stat: Option<&DevStat>,
 ) -> Result<Measured, EngineError> {
-    let write = key == Figure::RandWriteQd64.key();
+    let key = figure.key();
+    let write = figure == Figure::RandWriteQd64;
     // The write job's file is only allocated, so a large one costs nothing;
     // the read job's is written out first, so a quick run keeps it small
     // and goes round it.

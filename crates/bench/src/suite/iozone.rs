@@ -32,7 +32,7 @@ const BLOCK: u64 = 4096;
 
 /// One pass of iozone's sequence.
 struct Pass {
-    key: Option<&'static str>,
+    figure: Option<Figure>,
     write: bool,
     random: bool,
 }
@@ -41,12 +41,12 @@ struct Pass {
 const REREAD: usize = 3;
 
 const PASSES: [Pass; 6] = [
-    Pass { key: Some(Figure::SeqWrite4kQd1.key()), write: true, random: false },
-    Pass { key: None, write: true, random: false },
-    Pass { key: Some(Figure::SeqRead4kQd1.key()), write: false, random: false },
-    Pass { key: None, write: false, random: false },
-    Pass { key: Some(Figure::RandRead4kQd1.key()), write: false, random: true },
-    Pass { key: Some(Figure::RandWrite4kQd1.key()), write: true, random: true },
+    Pass { figure: Some(Figure::SeqWrite4kQd1), write: true, random: false },
+    Pass { figure: None, write: true, random: false },
+    Pass { figure: Some(Figure::SeqRead4kQd1), write: false, random: false },
+    Pass { figure: None, write: false, random: false },
+    Pass { figure: Some(Figure::RandRead4kQd1), write: false, random: true },
+    Pass { figure: Some(Figure::RandWrite4kQd1), write: true, random: true },
 ];
 
 pub(super) fn run(
@@ -64,9 +64,9 @@ pub(super) fn run(
     // Records in the file: all of it in compat; in quick, the write pass
     // ends when its figure settles, and the file is what it wrote.
     let mut records = runner.sizes.test_file_bytes / BLOCK;
-    let last = PASSES.iter().rposition(|p| p.key.is_some_and(|k| runner.plan.wants(k))).unwrap_or(0);
+    let last = PASSES.iter().rposition(|p| p.figure.is_some_and(|f| runner.plan.wants(f))).unwrap_or(0);
     for (i, pass) in PASSES.iter().enumerate().take(last + 1) {
-        let timed = pass.key.filter(|k| runner.plan.wants(k));
+        let timed = pass.figure.filter(|&f| runner.plan.wants(f));
         if runner.time_is_up() {
             return Ok(());
         }
@@ -85,7 +85,7 @@ pub(super) fn run(
         };
         let offsets = &offsets;
         let ctx = runner.ctx();
-        let key = timed.unwrap_or("iozone (untimed pass)");
+        let key = timed.map_or("iozone (untimed pass)", Figure::key);
         if timed.is_some() {
             ctx.observer.started(key, offsets.len() as u64);
         }
@@ -130,7 +130,7 @@ pub(super) fn run(
             }
         }
         match timed {
-            Some(key) => runner.record(key, measured)?,
+            Some(figure) => runner.record(figure, measured)?,
             None => {
                 let done = measured.map_err(|source| crate::suite::RunError::Engine { key: key.to_owned(), source })?;
                 if done.detail.partial {

@@ -5,8 +5,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 use storage_scoring::figure::Figure;
 
-use storage_scoring::schema::MEASUREMENT_KEYS;
-
 use super::steady::Steady;
 use crate::engine::EngineChoice;
 
@@ -119,8 +117,8 @@ pub struct Plan {
     pub read_device: Result<PathBuf, String>,
     pub write_target: WriteTarget,
     pub profile: Profile,
-    /// Measurement keys to run, in any order; they run in Storage.sh's order.
-    pub keys: Vec<String>,
+    /// The figures to measure, in any order; they run in Storage.sh's order.
+    pub figures: Vec<Figure>,
     pub engine: EngineChoice,
     /// The run ends by then (`--max-time`): the test running is cut short,
     /// and the rest are not run.
@@ -135,13 +133,13 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// A plan with the defaults: compat profile, every key, automatic engine.
+    /// A plan with the defaults: compat profile, every figure, automatic engine.
     pub fn new(read_device: Result<PathBuf, String>, write_target: WriteTarget) -> Self {
         Plan {
             read_device,
             write_target,
             profile: Profile::Compat,
-            keys: MEASUREMENT_KEYS.iter().map(|k| k.to_string()).collect(),
+            figures: Figure::ALL.to_vec(),
             engine: EngineChoice::Auto,
             max_time: None,
             write_device: None,
@@ -150,23 +148,23 @@ impl Plan {
         }
     }
 
-    pub(super) fn wants(&self, key: &str) -> bool {
-        self.keys.iter().any(|k| k == key)
+    pub(super) fn wants(&self, figure: Figure) -> bool {
+        self.figures.contains(&figure)
     }
 
     /// Bytes of scratch space the planned write tests need at most at once.
     pub fn scratch_bytes(&self) -> u64 {
         let sizes = self.profile.sizes();
-        let dd = if self.wants(Figure::SeqWrite.key()) { sizes.dd_bytes } else { 0 };
-        let file = if FILE_TESTS.iter().any(|k| self.wants(k)) { sizes.test_file_bytes } else { 0 };
+        let dd = if self.wants(Figure::SeqWrite) { sizes.dd_bytes } else { 0 };
+        let file = if FILE_TESTS.iter().any(|&f| self.wants(f)) { sizes.test_file_bytes } else { 0 };
         // Each file is gone (rm -f test) before the next one is made.
         dd.max(file)
     }
 }
 
-/// The tests on 80 MiB files, in run order: every key after the hdparm-like
-/// and dd-like ones.
-pub(super) const FILE_TESTS: &[&str] = MEASUREMENT_KEYS.split_at(3).1;
+/// The tests on 80 MiB files, in run order: every figure after the
+/// hdparm-like and dd-like ones.
+pub(super) const FILE_TESTS: &[Figure] = Figure::ALL.split_at(3).1;
 
 #[cfg(test)]
 mod tests {
@@ -175,14 +173,14 @@ mod tests {
     #[test]
     fn file_tests_are_the_six_4k_tests() {
         assert_eq!(FILE_TESTS.len(), 6);
-        assert!(FILE_TESTS.iter().all(|k| k.contains("_4k_")));
+        assert!(FILE_TESTS.iter().all(|f| f.key().contains("_4k_")));
     }
 
     #[test]
     fn scratch_need_is_the_larger_test() {
         let plan = Plan::new(Err(String::new()), WriteTarget::Unavailable(String::new()));
         assert_eq!(plan.scratch_bytes(), 520 * MIB);
-        let only_file = Plan { keys: vec!["rand_read_4k_qd64_iops".into()], ..plan };
+        let only_file = Plan { figures: vec![Figure::RandReadQd64], ..plan };
         assert_eq!(only_file.scratch_bytes(), 80 * MIB);
     }
 }
