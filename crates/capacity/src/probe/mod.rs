@@ -32,6 +32,10 @@
 //!    boundary, blocks every half-boundary look for islands that alias the
 //!    real storage.
 //! 5. **Sectors**: the first bad block is tested sector by sector.
+//! 6. **The alias named**: a first bad block that reads like a vanished
+//!    write, below which a known shift reaches usable storage, is read
+//!    once more after a stamp is written there: a wrap, not a chain, when
+//!    it shows through.
 //!
 //! Every write of a stamp is journaled first ([`crate::journal`]); the
 //! flushes rewrite bytes with their own content ([`io`]).
@@ -252,7 +256,8 @@ impl<'a> Probe<'a> {
             self.flush_and_size(&[])?;
             self.search()?;
         }
-        self.refine()
+        self.refine()?;
+        self.name_the_alias()
     }
 
     /// Whether more than a block lies between the highest block seen good

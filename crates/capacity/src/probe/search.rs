@@ -320,6 +320,42 @@ impl Probe<'_> {
         Ok(())
     }
 
+    /// The first bad block read back foreign, yet a verified shift takes it
+    /// onto a lower block of the storage found usable: on a wrap whose period is off the 4 KiB
+    /// grid, blocks of several aliases overlap that storage at sector
+    /// offsets and leave it a mixture, which reads like a write that
+    /// vanished, and the card would be called a chain. One more sector tells
+    /// them apart: this run's stamp for the lower one, read back through
+    /// the first bad one. Limbo cannot return it (the lower sector is real
+    /// storage, and limbo that answers with the last write answers with
+    /// what was written past the real size), so seeing it is proof of an
+    /// alias; not seeing it (a cache still answering, a write held back)
+    /// leaves the verdict as it was.
+    pub(super) fn name_the_alias(&mut self) -> Result<(), ProbeError> {
+        let Some((first, Bad::Vanished(_))) = self.ev.first_bad() else { return Ok(()) };
+        let sector = self.io.sector;
+        if first % sector != 0 || first + sector > self.io.size() {
+            return Ok(());
+        }
+        for shift in self.ev.shifts_near(first) {
+            // A sector: the period of such a wrap is off the block grid.
+            let low = first - shift;
+            if low < FLOOR || low % sector != 0 || low + sector > self.ev.lo_end() {
+                continue;
+            }
+            self.io.check_stop()?;
+            if !self.io.backup_sectors(&[low])?.is_empty() || self.io.write_sector(low).is_err() {
+                continue;
+            }
+            if self.io.read_sector(first, None) == Ok(Seen::Alias(low)) {
+                self.ev.clear_bad(first);
+                self.ev.mark_bad(first, Bad::Alias(low));
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
     /// Backs up and writes `sectors`, the highest first; returns those that
     /// could not be read (and were not written) and those written.
     fn write_sectors_down(&mut self, sectors: &[u64]) -> Result<(HashSet<u64>, Vec<u64>), ProbeError> {

@@ -259,3 +259,18 @@ fn an_offset_wrap_whose_lower_piece_shows_only_at_the_certificate() {
     let report = probe_small(SimDisk::of(card).with_cache(5_255_168), 0);
     assert_eq!((report.verdict, report.usable_bytes), (Verdict::Wraparound, real), "{report:#?}");
 }
+
+#[test]
+fn a_wrap_whose_period_is_off_the_block_grid_is_named_a_wrap() {
+    // Drawn by the property test (seed 17): addresses past a few MiB of
+    // flash reach the storage from 1.6 MiB (1.25 MiB) on again, a period
+    // that is no whole number of 4 KiB blocks; the first bad block read back
+    // as a mixture of aliases, and the card was called a chain.
+    for (announced, real, skip, fill) in
+        [(7_825_132_032, 4_784_128, 1_673_728, 6802), (565_572_096, 3_670_016, 1_312_768, 12_507)]
+    {
+        let report = probe_small(SimDisk::of(Card::wrap_skipping(announced, real, skip)), fill);
+        assert_eq!((report.verdict, report.usable_bytes), (Verdict::Wraparound, real), "{report:#?}");
+        assert_eq!((report.wraps_at_bytes, report.wraps_onto_bytes), (Some(real), Some(skip)), "{report:#?}");
+    }
+}
