@@ -133,6 +133,19 @@ fn offset_wraps() {
 
 #[test]
 #[ignore = "needs root: loop, fuse"]
+fn a_wrap_whose_period_is_shorter_than_the_run_stays_within_the_write_budget() {
+    // 4.56 MiB of flash announced as 7.29 GiB, addresses past it reaching
+    // the storage from 1.60 MiB on again: a period shorter than the top
+    // run. The pair that sized the cache was placed by the shift alone and
+    // shared no storage, so the cache was taken for one that holds
+    // everything: 1.04 GiB written, each read-back after a whole bound.
+    let doc = probe_fake(7_825_132_032, 4_784_128, "wrap-skip=1673728", &[], "wraparound");
+    assert_eq!(doc["wraps_onto_bytes"], 1_673_728, "{doc}");
+    assert!(doc.get("cache").is_none(), "no cache on this card: {doc}");
+}
+
+#[test]
+#[ignore = "needs root: loop, fuse"]
 fn limbo_reading_zeros() {
     let doc = probe_fake(256 * MIB, 64 * MIB, "limbo-00", &[], "limbo");
     assert_eq!(doc["limbo_reads"], "zeros");

@@ -223,10 +223,30 @@ impl Probe<'_> {
             self.ev.alias(h.of, identity);
         }
         // A marker for the cache measurement: a run address whose image is
-        // a whole block at or above FLOOR (the partner is written).
-        let partner = run.0.saturating_sub(identity).max(FLOOR).div_ceil(BLOCK) * BLOCK;
-        let marker = partner + identity;
-        let mut pair = (marker + BLOCK <= run.1).then_some((marker, partner));
+        // a whole block at or above FLOOR (the partner is written). When the
+        // image of the run's start lies under FLOOR, the pair at FLOOR is
+        // taken only if a read there sees the run at that very shift: a
+        // wrap whose period is shorter than the run reaches elsewhere, and
+        // a pair that shares no storage reads as a cache that holds
+        // everything. Otherwise the pair starts at the lowest image seen.
+        let at = |partner: u64| (partner + identity + BLOCK <= run.1).then_some((partner + identity, partner));
+        let mut pair = match run.0.checked_sub(identity) {
+            Some(image) if image >= FLOOR => at(image.div_ceil(BLOCK) * BLOCK),
+            _ => {
+                let seen_at_floor =
+                    matches!(self.io.read_window(FLOOR), Ok(Some(h)) if h.of.checked_sub(h.at) == Some(identity));
+                if seen_at_floor {
+                    at(FLOOR)
+                } else {
+                    first
+                        .iter()
+                        .filter(|h| h.at >= FLOOR)
+                        .map(|h| h.at)
+                        .min()
+                        .and_then(|seen| at(seen.div_ceil(BLOCK) * BLOCK))
+                }
+            }
+        };
         for (i, (distance, group)) in groups.iter().enumerate().skip(1) {
             let h = group[0];
             // The run's image may straddle the end of the real storage (an
