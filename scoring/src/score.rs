@@ -41,6 +41,27 @@ pub const SCORE_TERMS: [(Figure, u32); 7] = [
     (Figure::RandWrite4kQd1, 10),
 ];
 
+/// The formula as people read it, from [`SCORE_TERMS`], in lines for a
+/// `<pre>` (`×` between weight and key, the dd term's weight after it, as
+/// Storage.sh writes it): the dd and fio terms on the first line, iozone's
+/// two by two after.
+pub fn formula_lines() -> Vec<String> {
+    let term = |&(figure, weight): &(Figure, u32)| match (figure, weight) {
+        (Figure::SeqWrite, _) => format!("{} × {weight}", figure.key()),
+        (_, 1) => figure.key().to_owned(),
+        _ => format!("{weight} × {}", figure.key()),
+    };
+    let (first, rest) = SCORE_TERMS.split_at(3);
+    let mut lines = vec![format!("floor(({}", first.iter().map(term).collect::<Vec<_>>().join(" + "))];
+    lines.extend(
+        rest.chunks(2).map(|pair| format!("      + {}", pair.iter().map(term).collect::<Vec<_>>().join(" + "))),
+    );
+    if let Some(last) = lines.last_mut() {
+        last.push_str(") / 100)");
+    }
+    lines
+}
+
 /// Decimal places kept for each figure.
 ///
 /// Any figure of 0.1 or more has at most 17 significant digits in its
@@ -231,6 +252,18 @@ mod tests {
         let s = pibenchmarks(&m, true);
         assert_eq!(s.pibenchmarks, None);
         assert_eq!(s.missing, ["seq_write_mb_s", "rand_write_4k_qd64_iops", "seq_write_4k_qd1_kib_s"]);
+    }
+
+    #[test]
+    fn the_formula_reads_as_storage_sh_writes_it() {
+        assert_eq!(
+            formula_lines(),
+            [
+                "floor((seq_write_mb_s × 1024 + 4 × rand_read_4k_qd64_iops + 10 × rand_write_4k_qd64_iops",
+                "      + seq_read_4k_qd1_kib_s + seq_write_4k_qd1_kib_s",
+                "      + 4 × rand_read_4k_qd1_kib_s + 10 × rand_write_4k_qd1_kib_s) / 100)",
+            ]
+        );
     }
 
     #[test]

@@ -21,14 +21,13 @@ pub async fn about() -> Response {
          and sends the report when its owner asks. This server checks every report, recomputes its score and class \
          verdict itself, and ranks cards by what their submitters measured.</p>",
     );
+    let formula = storage_scoring::score::formula_lines().join("\n");
     let _ = write!(
         body,
         "<h3 id=\"score\">The score</h3>\
          <p>The PiBenchmarks score, reproduced to the digit (formula <code>{FORMULA_VERSION}</code>), as \
          <code>Storage.sh</code> computes it with <code>bc</code>:</p>\
-         <pre>floor((seq_write_mb_s × 1024 + 4 × rand_read_4k_qd64_iops + 10 × rand_write_4k_qd64_iops\n\
-         \x20     + seq_read_4k_qd1_kib_s + seq_write_4k_qd1_kib_s\n\
-         \x20     + 4 × rand_read_4k_qd1_kib_s + 10 × rand_write_4k_qd1_kib_s) / 100)</pre>\
+         <pre>{formula}</pre>\
          <p>Random 4 KiB writes weigh most: they are what a Raspberry Pi's system card does all day, and what \
          an A1 or A2 card promises. The sequential and cached reads are shown but not scored. The class verdict \
          sets what the card claims (from its own SD Status register) beside what each figure earns, by the SD \
