@@ -1,6 +1,6 @@
-//! Just enough of a Rust lexer for tidy: which lines hold code, and where
-//! the keyword `unsafe` is, outside comments, strings and character
-//! literals. Not a parser: a line-based search would find `unsafe` in a doc
+//! Just enough of a Rust lexer for tidy: which lines hold code, where the
+//! keyword `unsafe` is, outside comments, strings and character literals,
+//! and what the string literals say. Not a parser: a line-based search would find `unsafe` in a doc
 //! comment or a test's string, and count a comment as code.
 
 /// What a source file holds, line by line (1-based numbers, ascending).
@@ -11,6 +11,9 @@ pub struct Lines {
     pub code: Vec<usize>,
     /// The lines where the keyword `unsafe` is.
     pub unsafe_at: Vec<usize>,
+    /// Each string literal's text between its quotes (escapes as written),
+    /// with the line it starts on.
+    pub strings: Vec<(usize, String)>,
 }
 
 /// Scans a source file's text.
@@ -94,7 +97,9 @@ impl Lexer {
     /// A string from its opening quote: escapes in a plain one, up to the
     /// quote followed by `hashes` `#`s in a raw one.
     fn string(&mut self, hashes: usize) {
+        let line = self.line;
         self.code();
+        let start = self.i;
         while let Some(c) = self.peek(0) {
             match c {
                 '\\' if hashes == 0 => {
@@ -102,6 +107,7 @@ impl Lexer {
                     self.code();
                 }
                 '"' if (1..=hashes).all(|n| self.peek(n) == Some('#')) => {
+                    self.out.strings.push((line, self.chars[start..self.i].iter().collect()));
                     for _ in 0..=hashes {
                         self.code();
                     }
@@ -176,5 +182,7 @@ mod tests {
         let lines = scan(text);
         assert_eq!(lines.unsafe_at, [7, 12]);
         assert_eq!(lines.code, [3, 4, 7, 8, 9, 10, 11, 12, 13]);
+        let strings: Vec<(usize, &str)> = lines.strings.iter().map(|(n, s)| (*n, s.as_str())).collect();
+        assert_eq!(strings, [(4, "unsafe { } // no"), (9, "a \" unsafe\n    "), (10, "")]);
     }
 }

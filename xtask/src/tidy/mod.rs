@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 pub mod deps;
+pub mod figure_keys;
 mod lexer;
 pub mod links;
 pub mod size;
@@ -134,6 +135,7 @@ pub fn check(root: &Path, files: &[PathBuf]) -> Outcome {
     deps::check(root, files, &mut outcome);
     unsafe_list::check(root, files, &mut outcome);
     size::check(root, files, &mut outcome);
+    figure_keys::check(root, files, &mut outcome);
     outcome
 }
 
