@@ -16,12 +16,12 @@
 //! Our time on the genuine slow card is printed as a ratio of both.
 
 use std::path::Path;
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
+use super::super::sys;
 use super::card::FakeCard;
 use super::{Case, DeviceLock, MIB, size};
 
@@ -81,39 +81,17 @@ fn ratio(a: Duration, b: Duration) -> f64 {
 pub fn measure(script: &Path, case: &Case, bytes: u64, scratch: &Path) -> Result<Floor> {
     let _lock = DeviceLock::take()?;
     let card = FakeCard::start(script, case)?;
-    let copy = scratch.join("floor.bin");
-    let count = (bytes / MIB).to_string();
-    let started = Instant::now();
-    dd(&[&format!("if={}", card.dev.dev_str()), &format!("of={}", copy.display()), "iflag=direct", "skip=1"], &count)?;
-    let read = started.elapsed();
-    let started = Instant::now();
-    dd(
-        &[
-            &format!("if={}", copy.display()),
-            &format!("of={}", card.dev.dev_str()),
-            "oflag=direct",
-            "seek=1",
-            "conv=notrunc",
-        ],
-        &count,
-    )?;
-    let write = started.elapsed();
+    let (dev, copy) = (card.dev.dev_str(), scratch.join("floor.bin"));
+    let (from_dev, to_dev) = (format!("if={dev}"), format!("of={dev}"));
+    let (from_copy, to_copy) = (format!("if={}", copy.display()), format!("of={}", copy.display()));
+    let count = format!("count={}", bytes / MIB);
+    let dd = |args: &[&str]| sys::run("dd", &[args, &["bs=1M", &count, "status=none"]].concat());
+    let read = dd(&[&from_dev, &to_copy, "iflag=direct", "skip=1"])?.wall;
+    let write = dd(&[&from_copy, &to_dev, "oflag=direct", "seek=1", "conv=notrunc"])?.wall;
     let _ = std::fs::remove_file(&copy);
     let (changed, _) = card.intact()?;
     if changed != 0 {
         bail!("the floor's copy changed {changed} sectors of the card: it is not a faithful rewrite");
     }
     Ok(Floor { bytes, read, write, card: case.name.clone() })
-}
-
-fn dd(args: &[&str], count: &str) -> Result<()> {
-    let out = Command::new("dd")
-        .args(args)
-        .args(["bs=1M", &format!("count={count}"), "status=none"])
-        .output()
-        .context("dd")?;
-    if !out.status.success() {
-        bail!("dd {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
-    }
-    Ok(())
 }

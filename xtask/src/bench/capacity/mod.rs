@@ -224,7 +224,9 @@ fn f3_name(ours: &str) -> &str {
 }
 
 /// The bytes a probe must push through a cache before a genuine card's
-/// read-back means anything: the default mode's cache bound (256 MiB).
+/// read-back means anything: the default mode's cache bound (256 MiB,
+/// `storage_capacity::Options::default().cache_bound`; xtask does not
+/// depend on that crate for one number).
 const CACHE_BOUND: u64 = 256 * MIB;
 
 /// The floor of the slow set's genuine card ([`floor`]), measured on a
