@@ -124,6 +124,20 @@ pub fn fingerprint(disk: &BlockDev) -> String {
     parts.join(";")
 }
 
+/// The whole disk that now carries `wanted` (a [`fingerprint`]), whatever
+/// its name: a card pulled and put back, a USB reader switched off and on,
+/// or a loop device attached again comes back under another name. Disks
+/// of size 0 (a reader with no card) are passed over; the first match in
+/// name order is taken.
+pub fn find_by_fingerprint(roots: &Roots, wanted: &str) -> Option<BlockDev> {
+    let entries = fs::read_dir(roots.sys.join("block")).ok()?;
+    let mut names: Vec<String> = entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    names.iter().filter_map(|name| storage_platform::target::block_by_name(roots, name)).find(|disk| {
+        read_attr(&disk.sys_dir.join("size")).is_some_and(|size| size != "0") && fingerprint(disk) == wanted
+    })
+}
+
 /// True when the fingerprint names the card itself, not just its slot and
 /// size: an SD/MMC CID or serial anywhere, a disk's serial or WWID when it
 /// is not behind a USB reader or bridge.
@@ -150,5 +164,25 @@ mod tests {
         assert!(fingerprint_is_strong("size=100;device/cid=0123;bus=usb"));
         // A key that only ends like one is not it.
         assert!(!fingerprint_is_strong("size=100;loop/backing_file=/my-serial=x"));
+    }
+
+    #[test]
+    fn a_card_is_found_again_under_another_name() {
+        let sys = tempfile::tempdir().unwrap();
+        let disk = |name: &str, size: &str, cid: &str| {
+            let dir = sys.path().join("block").join(name);
+            fs::create_dir_all(dir.join("device")).unwrap();
+            fs::write(dir.join("size"), format!("{size}\n")).unwrap();
+            fs::write(dir.join("device/cid"), format!("{cid}\n")).unwrap();
+        };
+        disk("sdb", "0", "aa");
+        disk("sdc", "2048", "bb");
+        disk("sdd", "2048", "aa");
+        let roots = Roots::captured(sys.path());
+        let wanted = "size=2048;device/cid=aa";
+        assert_eq!(find_by_fingerprint(&roots, wanted).map(|d| d.name), Some("sdd".to_owned()));
+        // A reader with no card is not the card, whatever it once held.
+        assert_eq!(find_by_fingerprint(&roots, "size=0;device/cid=aa").map(|d| d.name), None);
+        assert!(find_by_fingerprint(&roots, "size=2048;device/cid=cc").is_none());
     }
 }
