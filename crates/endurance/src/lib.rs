@@ -58,8 +58,15 @@ impl Default for Options {
 /// The card's slot: where a card that went away comes back.
 pub trait Slot {
     /// Waits up to `wait` for the card to come back (perhaps under another
-    /// name) and opens it again; `None` if it did not.
-    fn reattach(&mut self, wait: Duration, watch: &dyn Watch) -> Option<Box<dyn Disk + Send>>;
+    /// name) and opens it again; `None` if it did not, or a stop was asked
+    /// for. `gone` is the handle that failed, closed first: its exclusive
+    /// open would keep the card, back under the same name, from opening.
+    fn reattach(
+        &mut self,
+        gone: Box<dyn Disk + Send>,
+        wait: Duration,
+        watch: &dyn Watch,
+    ) -> Option<Box<dyn Disk + Send>>;
 }
 
 /// Progress lines, and the signal that asks a run to stop.

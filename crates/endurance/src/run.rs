@@ -10,9 +10,10 @@
 //!   read right after the segment was written and flushed, all hold
 //!   something else. Segments that end a write phase in such a streak are
 //!   not judged for old data in that pass (the next pass tells).
-//! - **vanished**: the device gone (ENODEV, ENXIO, ...) and not back
-//!   within the wait, or [`STREAK`] segments in a row that fail every
-//!   write and every read.
+//! - **vanished**: the device gone (ENODEV, ENXIO, ...), or a segment
+//!   with failed requests while no read anywhere on the card works,
+//!   and not back within the wait. A card that comes back redoes the
+//!   segment; nothing of it is counted as wear.
 
 use std::time::Instant;
 
@@ -41,7 +42,6 @@ pub fn run(
     let session = Instant::now();
     let seconds_before = state.report.seconds;
     let run = state.run;
-    let mut failed_reads = 0usize;
     loop {
         state.report.seconds = seconds_before + session.elapsed().as_secs_f64();
         if let Some(signal) = watch.stop() {
@@ -76,25 +76,29 @@ pub fn run(
                     pass,
                     &mut state.progress.write_latency,
                 );
-                match written.stopped_by {
-                    Some(ErrorKind::Gone) => {
-                        match reattach(state, slot, options, watch)? {
-                            Some(again) => disk = again,
-                            None => return finish(dir, state, Stopped::Vanished, true),
-                        }
-                        continue;
+                let every_write_failed = written.tried > 0 && written.failed.len() as u64 == written.tried;
+                // Failures while nothing on the card can be read are the card
+                // gone (mid-segment, too), not worn blocks.
+                let gone = written.stopped_by == Some(ErrorKind::Gone)
+                    || (!written.failed.is_empty() && !reads_work(disk.as_mut(), state));
+                if gone {
+                    // Redo the segment on the card when it is back.
+                    match reattach(state, disk, slot, options, watch)? {
+                        Some(again) => disk = again,
+                        None => return gave_up(dir, state, watch),
                     }
-                    Some(ErrorKind::ReadOnly) => return finish(dir, state, Stopped::ReadOnly, true),
-                    _ => {}
+                    continue;
+                }
+                if written.stopped_by == Some(ErrorKind::ReadOnly) {
+                    return finish(dir, state, Stopped::ReadOnly, true);
                 }
                 let p = &mut state.progress;
                 p.counts.bytes_written += written.bytes;
                 p.write_seconds += written.seconds;
-                if written.tried > 0 && written.failed.len() as u64 == written.tried {
+                if every_write_failed {
                     p.refused.push(segment);
                     if p.refused.len() >= STREAK {
-                        let stop = if reads_work(disk.as_mut(), state) { Stopped::ReadOnly } else { Stopped::Vanished };
-                        return finish(dir, state, stop, true);
+                        return finish(dir, state, Stopped::ReadOnly, true);
                     }
                 } else {
                     for held in std::mem::take(&mut p.refused) {
@@ -136,18 +140,13 @@ pub fn run(
                     pass,
                     &mut state.progress.read_latency,
                 );
-                if read.stopped_by == Some(ErrorKind::Gone) {
-                    match reattach(state, slot, options, watch)? {
+                let some_read_failed = read.wrong.iter().any(|(_, k)| *k == BadKind::ReadError);
+                if read.stopped_by == Some(ErrorKind::Gone) || (some_read_failed && !reads_work(disk.as_mut(), state)) {
+                    match reattach(state, disk, slot, options, watch)? {
                         Some(again) => disk = again,
-                        None => return finish(dir, state, Stopped::Vanished, true),
+                        None => return gave_up(dir, state, watch),
                     }
                     continue;
-                }
-                let every_read_failed = read.tried > 0
-                    && read.wrong.iter().filter(|(_, k)| *k == BadKind::ReadError).count() as u64 == read.tried;
-                failed_reads = if every_read_failed { failed_reads + 1 } else { 0 };
-                if failed_reads >= STREAK && !reads_work(disk.as_mut(), state) {
-                    return finish(dir, state, Stopped::Vanished, true);
                 }
                 let unjudged = state.progress.unjudged.contains(&segment);
                 for (block, kind) in read.wrong {
@@ -185,6 +184,7 @@ fn reads_work(disk: &mut dyn Disk, state: &State) -> bool {
 /// The card went away: wait for it in its slot, and check it is the card.
 fn reattach(
     state: &mut State,
+    gone: Box<dyn Disk + Send>,
     slot: &mut dyn Slot,
     options: &Options,
     watch: &dyn Watch,
@@ -194,13 +194,39 @@ fn reattach(
         state.progress.pass,
         options.wait.as_secs()
     ));
-    let Some(mut disk) = slot.reattach(options.wait, watch) else { return Ok(None) };
+    let deadline = Instant::now() + options.wait;
+    let mut gone = gone;
+    let mut disk = loop {
+        let wait = deadline.saturating_duration_since(Instant::now());
+        let Some(mut disk) = slot.reattach(gone, wait, watch) else { return Ok(None) };
+        // A device that is there but answers nothing (a reader whose card
+        // is half in, a card still resetting) is not back yet.
+        if reads_work(disk.as_mut(), state) {
+            break disk;
+        }
+        if Instant::now() >= deadline || watch.stop().is_some() {
+            return Ok(None);
+        }
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        gone = disk;
+    };
     if disk.size() != state.size || !start::holds_run(disk.as_mut(), state) {
         return Err(EnduranceError::NotThisCard { node: state.node.clone() });
     }
     state.report.notes.push(format!("pass {}: the card went away and came back", state.progress.pass));
     watch.stage("the card is back; going on");
     Ok(Some(disk))
+}
+
+/// The card did not come back: it vanished, unless the wait was cut
+/// short by a signal (then the run is only interrupted).
+fn gave_up(dir: &storage_capacity::JournalDir, state: &mut State, watch: &dyn Watch) -> Result<(), EnduranceError> {
+    if watch.stop().is_some() {
+        state.report.stopped = Some(Stopped::Interrupted);
+        state.save(dir)?;
+        return Ok(());
+    }
+    finish(dir, state, Stopped::Vanished, true)
 }
 
 /// Ends the pass under way: its figures into the report, the milestones,

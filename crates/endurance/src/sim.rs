@@ -223,7 +223,12 @@ pub struct SimSlot {
 }
 
 impl Slot for SimSlot {
-    fn reattach(&mut self, _wait: Duration, _watch: &dyn Watch) -> Option<Box<dyn Disk + Send>> {
+    fn reattach(
+        &mut self,
+        _gone: Box<dyn Disk + Send>,
+        _wait: Duration,
+        _watch: &dyn Watch,
+    ) -> Option<Box<dyn Disk + Send>> {
         if !self.gives_back {
             return None;
         }
