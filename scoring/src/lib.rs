@@ -18,4 +18,5 @@ pub mod run_profile;
 pub mod schema;
 pub mod score;
 pub mod stats;
+pub mod storage_sh;
 pub mod verdict;
