@@ -12,6 +12,7 @@ pub mod health;
 pub mod input;
 pub mod kinds;
 pub mod manufacturers;
+pub mod power_loss;
 pub mod privacy;
 pub mod profile;
 pub mod run_profile;
