@@ -185,7 +185,11 @@ impl Segment {
         if let Some(board) = &self.board {
             read_board(board, &mut summary);
         }
-        summary.description = self.description.as_deref().and_then(clean_text);
+        summary.description = self
+            .description
+            .as_deref()
+            .map(|d| d.trim_matches(|c: char| matches!(c, '*' | '_') || c.is_whitespace()))
+            .and_then(clean_text);
         Ok(summary)
     }
 }
