@@ -63,6 +63,8 @@ pub enum SourceError {
     MissingKey { id: String, key: &'static str },
     #[error("{id}: kind `{kind}` is not one of sd, emmc, nvme, sata, usb-ssd, usb-flash")]
     BadKind { id: String, kind: String },
+    #[error("{id}: `table: {table}` names no summary table of the text (they are numbered from 1)")]
+    BadTable { id: String, table: String },
     #[error("{id}: {error}")]
     Text { id: String, error: crate::storage_sh::ImportError },
 }
@@ -90,7 +92,21 @@ pub fn read_source(id: &str, text: &str) -> Result<Published, SourceError> {
     if !KINDS.contains(&kind.as_str()) {
         return Err(SourceError::BadKind { id: id.to_owned(), kind });
     }
-    let summary = crate::storage_sh::parse(body).map_err(|error| SourceError::Text { id: id.to_owned(), error })?;
+    // `table: N` picks the Nth summary of a text that holds several (a
+    // post comparing two drives); without it the text must hold one.
+    let table = header.lines().find_map(|l| l.strip_prefix("table:")).map(str::trim);
+    let text_error = |error| SourceError::Text { id: id.to_owned(), error };
+    let summary = match table {
+        None => crate::storage_sh::parse(body).map_err(text_error)?,
+        Some(n) => {
+            let n: usize = n.parse().map_err(|_| SourceError::BadTable { id: id.to_owned(), table: n.to_owned() })?;
+            let mut all = crate::storage_sh::parse_all(body);
+            if n == 0 || n > all.len() {
+                return Err(SourceError::BadTable { id: id.to_owned(), table: n.to_string() });
+            }
+            all.swap_remove(n - 1).map_err(text_error)?
+        }
+    };
     Ok(Published {
         id: id.to_owned(),
         source: field("source")?,

@@ -42,6 +42,13 @@ fn a_source_needs_its_header_and_a_whole_table() {
     assert_eq!(err.to_string().split(':').nth(1).map(str::trim), Some("the header has no `date"));
     let err = read_source("x", &SOURCE.replace("kind: sd", "kind: floppy")).expect_err("kind");
     assert!(err.to_string().contains("floppy"), "{err}");
+    // Two tables: one of them by `table: N`, none without it.
+    let (header, body) = SOURCE.split_once("\n\n").expect("header");
+    let two =
+        format!("{header}\ntable: 2\n\n{body}\n{}", body.replace("Score: 1132", "Score: 1131").replace("8966", "8866"));
+    assert_eq!(read_source("x", &two).expect("second").score, 1131);
+    assert!(read_source("x", &two.replace("table: 2", "table: 3")).is_err());
+    assert!(read_source("x", &two.replace("table: 2\n", "")).is_err());
     let err = read_source("x", &SOURCE.replace("Score: 1132", "Score: 1131")).expect_err("score");
     assert!(err.to_string().contains("inconsistent"), "{err}");
 }
