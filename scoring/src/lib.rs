@@ -7,6 +7,7 @@
 
 pub mod batch;
 pub mod compare;
+pub mod endurance;
 pub mod figure;
 pub mod health;
 pub mod input;

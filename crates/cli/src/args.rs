@@ -10,6 +10,10 @@ use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 /// unless told otherwise (docs/verify-capacity.md#the-journal-directory).
 pub const JOURNAL_DIR: &str = "/var/lib/storage-score/journal";
 
+/// Where `endurance` keeps its runs' state unless told otherwise
+/// (docs/endurance.md#the-state-directory).
+pub const ENDURANCE_DIR: &str = "/var/lib/storage-score/endurance";
+
 #[derive(Debug, Parser)]
 #[command(
     name = "storage-score",
@@ -54,6 +58,14 @@ pub enum Command {
     Compare(CompareArgs),
     /// Is this card as big as it says? Finds fake capacity; exit 4 when it is fake.
     VerifyCapacity(VerifyCapacityArgs),
+    /// Will this card last? Writes the whole card and reads it back, pass
+    /// after pass, until a milestone of failed blocks (--until, default
+    /// 50%), --passes or --hours, or until the card dies (read-only,
+    /// ignores writes, vanished), and names how. Resumes where it stopped.
+    /// ALL DATA ON THE CARDS IS LOST. Exit codes: 0 a limit was reached,
+    /// 1 interrupted or failed (the same command resumes), 2 bad usage,
+    /// 3 refused, 4 the card is a counterfeit, 6 the card died.
+    Endurance(EnduranceArgs),
     /// Send a saved report to a leaderboard: shows what will be sent and asks first.
     ///
     /// Serial numbers, the host name, user names and paths below mount points
@@ -369,6 +381,72 @@ pub struct VerifyCapacityArgs {
         default_value = JOURNAL_DIR
     )]
     pub journal_dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct EnduranceArgs {
+    /// The cards' whole devices, not mounted (/dev/sdb /dev/sdc); several run at once, each at its own pace.
+    #[arg(required = true, value_name = "DEVICE")]
+    pub devices: Vec<String>,
+    /// Required: endurance writes every card over and over; ALL DATA ON THEM IS LOST.
+    #[arg(long)]
+    pub destructive: bool,
+    /// Do not ask for confirmation.
+    #[arg(long, requires = "destructive")]
+    pub yes: bool,
+    /// Stop once this share of the 4 KiB blocks has failed: first, 1%, 10%, 25%, 50%, or forever.
+    #[arg(long, value_name = "MILESTONE", default_value = "50%", value_parser = parse_until)]
+    pub until: Until,
+    /// Stop after this many passes in all.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub passes: Option<u32>,
+    /// Stop after this many hours of wear in all (the sessions of a resumed run added up).
+    #[arg(long, value_name = "H", value_parser = parse_hours)]
+    pub hours: Option<f64>,
+    /// Where the runs' state is kept: a directory on another disk than the cards, owned by root.
+    #[arg(long, env = "STORAGE_SCORE_ENDURANCE_DIR", value_name = "DIR", default_value = ENDURANCE_DIR)]
+    pub state_dir: PathBuf,
+    /// How long to wait for a card that went away (pulled, reset) before calling it vanished.
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    pub wait_s: u64,
+    /// Start a new run on these cards, dropping a saved one (and the claim of an unfinished run on their slots).
+    #[arg(long)]
+    pub new: bool,
+    /// Print the report as JSON on stdout (several cards: one storage-score-endurance-set/1 document).
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the JSON report to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Write a self-contained HTML page: rate and failed blocks against passes.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Write one CSV row per pass (one card only).
+    #[arg(long, value_name = "FILE")]
+    pub stats_csv: Option<PathBuf>,
+}
+
+/// `--until`: a milestone, or no milestone at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Until {
+    Milestone(storage_scoring::endurance::Milestone),
+    Forever,
+}
+
+fn parse_until(text: &str) -> Result<Until, String> {
+    if text == "forever" {
+        return Ok(Until::Forever);
+    }
+    storage_scoring::endurance::Milestone::parse(text)
+        .map(Until::Milestone)
+        .ok_or_else(|| "expected first, 1%, 10%, 25%, 50% or forever".to_owned())
+}
+
+fn parse_hours(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(h) if h.is_finite() && h > 0.0 => Ok(h),
+        _ => Err("expected a positive number of hours, e.g. 12 or 0.5".to_owned()),
+    }
 }
 
 #[derive(Debug, Args)]

@@ -25,6 +25,8 @@ pub enum Failure {
     Fake(String),
     /// A card of a batch fails `--require`: exit 5.
     Require(String),
+    /// endurance: the card died (read-only, ignores writes, vanished): exit 6.
+    Died(String),
 }
 
 impl Failure {
@@ -35,13 +37,19 @@ impl Failure {
             Failure::Refused(_) => 3,
             Failure::Fake(_) => 4,
             Failure::Require(_) => 5,
+            Failure::Died(_) => 6,
         }
     }
 }
 
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (Failure::Run(m) | Failure::Usage(m) | Failure::Refused(m) | Failure::Fake(m) | Failure::Require(m)) = self;
+        let (Failure::Run(m)
+        | Failure::Usage(m)
+        | Failure::Refused(m)
+        | Failure::Fake(m)
+        | Failure::Require(m)
+        | Failure::Died(m)) = self;
         // One line, always: fold any newline a lower layer let through.
         write!(f, "{}", m.replace('\n', " "))
     }

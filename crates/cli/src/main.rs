@@ -10,6 +10,7 @@ mod doctor_cmd;
 mod doctor_render;
 mod doctor_status;
 mod document;
+mod endurance_cmd;
 mod failure;
 mod history;
 mod import_cmd;
@@ -74,6 +75,7 @@ fn main() {
         Some(Command::Score(args)) => score_cmd::score(&args),
         Some(Command::Compare(args)) => compare_cmd::compare(&args),
         Some(Command::VerifyCapacity(args)) => capacity_cmd::verify_capacity(&args),
+        Some(Command::Endurance(args)) => endurance_cmd::endurance(&args),
         Some(Command::Submit(args)) => upload::submit_command(&args),
         Some(Command::Profile(args)) => profile_cmd::profile(&args, &roots),
         Some(Command::Scan(args)) => scan_cmd::scan(args.json, &roots),
