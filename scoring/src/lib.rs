@@ -16,6 +16,7 @@ pub mod manufacturers;
 pub mod power_loss;
 pub mod privacy;
 pub mod profile;
+pub mod reference;
 pub mod run_profile;
 pub mod schema;
 pub mod score;

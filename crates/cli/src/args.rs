@@ -96,6 +96,15 @@ pub enum Command {
     Station(BatchArgs),
     /// Print a saved report's tables again ("-" reads stdin).
     Show(ShowArgs),
+    /// Read a result another tool printed into a report: `import
+    /// storage-sh FILE` takes PiBenchmarks' Storage.sh summary as pasted
+    /// (console, Markdown, CRLF); its score must follow from its figures.
+    /// Exit 2, with one line saying what is wrong, for a partial or
+    /// inconsistent text.
+    Import(ImportArgs),
+    /// The published Storage.sh results shipped with the tool, each with its
+    /// source, date, device, host, kind, figures and score.
+    Reference(ReferenceArgs),
     /// Print the shell completion script for SHELL (what the .deb installs).
     Completions(CompletionsArgs),
     /// Print the man page, roff, as the .deb installs it (`storage-score man | man -l -`).
@@ -284,6 +293,42 @@ pub struct DoctorArgs {
     /// textfile format) to FILE, atomically; "-" or no FILE: stdout.
     #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
     pub prometheus: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    #[command(subcommand)]
+    pub format: ImportFormat,
+}
+
+/// What a result to import was printed by.
+#[derive(Debug, Subcommand)]
+pub enum ImportFormat {
+    /// PiBenchmarks' Storage.sh: its summary table, with or without the
+    /// console lines around it, or a Markdown table of it.
+    StorageSh(ImportStorageShArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ImportStorageShArgs {
+    /// The text holding one summary table; "-" for stdin.
+    pub file: String,
+    /// Write the report to FILE instead of printing it on stdout.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReferenceArgs {
+    /// Only results of this kind of storage.
+    #[arg(long, value_parser = storage_scoring::reference::KINDS)]
+    pub kind: Option<String>,
+    /// Only results on a host whose name holds H (case-insensitive), e.g. "pi 5".
+    #[arg(long, value_name = "H")]
+    pub host: Option<String>,
+    /// Print them as one JSON document (`storage-score-reference/1`).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

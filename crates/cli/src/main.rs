@@ -13,6 +13,7 @@ mod document;
 mod endurance_cmd;
 mod failure;
 mod history;
+mod import_cmd;
 mod outputs;
 mod plain;
 mod plan;
@@ -81,6 +82,8 @@ fn main() {
         Some(Command::Batch(args)) => batch::batch(&args, &roots),
         Some(Command::Station(args)) => batch::station::station(&args, &roots),
         Some(Command::Show(args)) => run::show(&args),
+        Some(Command::Import(args)) => import_cmd::import(&args),
+        Some(Command::Reference(args)) => import_cmd::reference(&args),
         Some(Command::Completions(args)) => manual_out(|out| storage_score::manual::completion(args.shell, out)),
         Some(Command::Man) => manual_out(storage_score::manual::top_page),
     };

@@ -69,9 +69,9 @@ pub enum ImportError {
     #[error("partial summary: the Score line is empty (`{found}`): Storage.sh could not add up its figures")]
     EmptyScore { found: String },
     #[error(
-        "inconsistent: the printed score is {printed} but the table's figures give {computed}; the text was edited or mistyped, so check each figure"
+        "inconsistent: the printed score is {printed} but the table's figures give {computed}; the text was edited or mistyped, so check each figure{hint}"
     )]
-    ScoreMismatch { printed: u64, computed: u64 },
+    ScoreMismatch { printed: u64, computed: u64, hint: &'static str },
 }
 
 /// The one summary table of `text`.
@@ -109,6 +109,12 @@ fn segments(text: &str) -> Vec<Segment> {
     for line in text.split(['\n', '\r']) {
         match rows::classify(line) {
             Line::Row(figure, result) => {
+                // Some Markdown copies give fio's KB/s a row of its own
+                // after its IOPS row: it is that row's bandwidth.
+                if let Some(existing) = current.as_mut().and_then(|seg| fio_bandwidth_of(seg, figure, &result)) {
+                    *existing = format!("{existing} ({result})");
+                    continue;
+                }
                 let fresh = match &current {
                     Some(seg) => seg.score.is_some() || seg.rows.iter().any(|(f, _)| *f == figure),
                     None => true,
@@ -139,6 +145,19 @@ fn segments(text: &str) -> Vec<Segment> {
     }
     tables.extend(current);
     tables
+}
+
+/// The text of `seg`'s row for fio's `figure` when `result` is that row's
+/// bandwidth on a row of its own (`4k Random Read | 48,530 KB/s`).
+fn fio_bandwidth_of<'a>(seg: &'a mut Segment, figure: Figure, result: &str) -> Option<&'a mut String> {
+    if !matches!(figure, Figure::RandReadQd64 | Figure::RandWriteQd64) || seg.score.is_some() {
+        return None;
+    }
+    let (_, word) = rows::number_and_word(result)?;
+    if rows::rate(word) != Some(Rate::Kilo) {
+        return None;
+    }
+    seg.rows.iter_mut().find(|(f, text)| *f == figure && !text.contains('(')).map(|(_, text)| text)
 }
 
 impl Segment {
@@ -177,7 +196,13 @@ impl Segment {
         let computed = crate::score::pibenchmarks(&summary.measurements, true);
         match computed.pibenchmarks {
             Some(computed) if computed == printed => summary.score = printed,
-            Some(computed) => return Err(ImportError::ScoreMismatch { printed, computed }),
+            Some(computed) => {
+                return Err(ImportError::ScoreMismatch {
+                    printed,
+                    computed,
+                    hint: swap_hint(&summary.measurements, printed),
+                });
+            }
             // Every scored figure was read above, so this does not happen;
             // refuse rather than panic if it ever did.
             None => return Err(ImportError::NoScore),
@@ -185,9 +210,37 @@ impl Segment {
         if let Some(board) = &self.board {
             read_board(board, &mut summary);
         }
-        summary.description = self.description.as_deref().and_then(clean_text);
+        summary.description = self
+            .description
+            .as_deref()
+            .map(|d| d.trim_matches(|c: char| matches!(c, '*' | '_') || c.is_whitespace()))
+            .and_then(clean_text);
         Ok(summary)
     }
+}
+
+/// A hint when exchanging a pair of rows people confuse (fio's or iozone's
+/// random read and write) gives the printed score.
+fn swap_hint(m: &Measurements, printed: u64) -> &'static str {
+    let pairs = [
+        (Figure::RandReadQd64, Figure::RandWriteQd64, " (with the FIO read and write rows exchanged they give it)"),
+        (
+            Figure::RandRead4kQd1,
+            Figure::RandWrite4kQd1,
+            " (with the IOZone random read and write rows exchanged they give it)",
+        ),
+    ];
+    for (a, b, hint) in pairs {
+        let mut swapped = *m;
+        if let (Some(x), Some(y)) = (m.figure(a), m.figure(b)) {
+            swapped.set_figure(a, y);
+            swapped.set_figure(b, x);
+            if crate::score::pibenchmarks(&swapped, true).pibenchmarks == Some(printed) {
+                return hint;
+            }
+        }
+    }
+    ""
 }
 
 /// Whether PiBenchmarks' score adds the figure (hdparm's two it does not).

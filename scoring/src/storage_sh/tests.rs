@@ -185,6 +185,34 @@ fn partial_and_inconsistent_texts_are_refused_in_one_line() {
 }
 
 #[test]
+fn a_markdown_copy_with_fio_bandwidth_on_rows_of_its_own() {
+    // As pxpunx/rpi's Compute Blade pages lay it out (fio's KB/s after its
+    // IOPS, thousands grouped, the score in bold): 12,132 IOPS with 48,530 KB/s.
+    let text = "| Category | Test | Result |\n|:-|:-|:-|\n| DD | Disk Write | 132 MB/s |\n\
+| HDParm | Disk Read | 352.04 MB/s |\n| HDParm | Cached Disk Read | 349.51 MB/s |\n\
+| FIO | 4k Random Read | 12,132 IOPS |\n| FIO | 4k Random Write | 41,967 IOPS |\n\
+| FIO | 4k Random Read | 48,530 KB/s |\n| FIO | 4k Random Write | 167,868 KB/s |\n\
+| IOZone | 4k Read | 90,193 KB/s |\n| IOZone | 4k Write | 57,748 KB/s |\n\
+| IOZone | 4k Random Read | 43,397 KB/s |\n| IOZone | 4k Random Write | 89,487 KB/s |\n| **Score** | | 16,407 |\n";
+    // That page's fio rows were swapped when it was typed up: its figures
+    // give 18197, and 16407 only with read and write exchanged. Refused, and
+    // the line says what the figures give and that the swap would fit.
+    let err = parse(text).expect_err("inconsistent").to_string();
+    assert!(err.contains("the printed score is 16407 but the table's figures give 18197"), "{err}");
+    assert!(err.contains("FIO read and write rows exchanged"), "{err}");
+    let fixed = text
+        .replace("| 4k Random Read | 12,132 IOPS", "| 4k Random Read | 41,967 IOPS")
+        .replace("| 4k Random Write | 41,967 IOPS", "| 4k Random Write | 12,132 IOPS");
+    let fixed =
+        fixed.replace("48,530 KB/s", "TMP").replace("167,868 KB/s", "48,530 KB/s").replace("TMP", "167,868 KB/s");
+    let s = parse(&fixed).expect("parses");
+    assert_eq!((s.score, s.measurements.rand_read_4k_qd64_iops), (16407, Some(41967.0)));
+    // A bandwidth that does not match its IOPS is still caught.
+    let err = parse(&fixed.replace("48,530 KB/s", "58,530 KB/s")).expect_err("mismatch");
+    assert!(matches!(err, ImportError::FioMismatch { .. }), "{err}");
+}
+
+#[test]
 fn every_table_of_a_page_is_read_on_its_own() {
     let both = format!("## SD card\n```\n{CONSOLE}```\n\n## NVMe\n```\n{NVME}```\n");
     let all: Vec<u64> = parse_all(&both).into_iter().map(|r| r.expect("each").score).collect();
