@@ -213,7 +213,7 @@ fn wear_log(card: &FaultyDisk) -> (Vec<u64>, u64) {
     let written = log
         .lines()
         .filter_map(|l| l.split("wear: written ").nth(1))
-        .last()
+        .next_back()
         .expect("an fsync")
         .trim()
         .parse()
