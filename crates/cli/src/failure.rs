@@ -8,6 +8,7 @@
 //! | 3 | refused for safety |
 //! | 4 | verify-capacity found a fake (a finding, not a failure) |
 //! | 5 | batch: a card fails `--require` (and none is fake) |
+//! | 6, 7, 9 | power-loss: lost, damaged, did not return (docs/power-loss.md#verdict-and-exit-codes) |
 
 use std::fmt;
 use std::io::{BufRead, IsTerminal};
@@ -25,6 +26,9 @@ pub enum Failure {
     Fake(String),
     /// A card of a batch fails `--require`: exit 5.
     Require(String),
+    /// power-loss found the card wanting: exit 6 (lost), 7 (damaged) or 9
+    /// (did not return).
+    PowerLoss(i32, String),
 }
 
 impl Failure {
@@ -35,13 +39,19 @@ impl Failure {
             Failure::Refused(_) => 3,
             Failure::Fake(_) => 4,
             Failure::Require(_) => 5,
+            Failure::PowerLoss(code, _) => *code,
         }
     }
 }
 
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (Failure::Run(m) | Failure::Usage(m) | Failure::Refused(m) | Failure::Fake(m) | Failure::Require(m)) = self;
+        let (Failure::Run(m)
+        | Failure::Usage(m)
+        | Failure::Refused(m)
+        | Failure::Fake(m)
+        | Failure::Require(m)
+        | Failure::PowerLoss(_, m)) = self;
         // One line, always: fold any newline a lower layer let through.
         write!(f, "{}", m.replace('\n', " "))
     }

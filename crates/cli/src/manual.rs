@@ -30,13 +30,17 @@ pub struct Generated {
     pub completions: Vec<PathBuf>,
 }
 
-const EXIT_STATUS: [(&str, &str); 7] = [
+const EXIT_STATUS: [(&str, &str); 8] = [
     ("0", "success"),
     ("1", "the run failed (an I/O error, an interrupted run)"),
     ("2", "bad usage or a bad target"),
     ("3", "refused for safety (a mounted device with --destructive, no confirmation)"),
     ("4", "verify-capacity found a fake (the card holds less than it claims), or batch found one among its cards"),
     ("5", "batch: a card fails --require, and none is fake"),
+    (
+        "6, 7, 9",
+        "power-loss: 6 acknowledged writes lost or torn, 7 data the card had kept damaged, 9 the card did not come back",
+    ),
     (
         "8, 16, 32 and their sums",
         "doctor's findings, a bit mask as smartctl's: 8 health failing, 16 a warning, 32 the device could not be read",
