@@ -106,7 +106,7 @@ fn a_card_that_ignores_flushes_is_caught() {
     let _lock = device_lock();
     let card = VolatileCard::new(&CardConfig { flush: "ignore", ..CardConfig::default() });
     let (out, report) = power_loss(&card, 5, &[]);
-    assert_eq!(out.status.code(), Some(6));
+    assert_eq!(out.status.code(), Some(7));
     assert_eq!(report["verdict"], "lost");
     assert!(total(&report, "lost") > 0);
     counts_match_the_card(&card, &report);
@@ -122,7 +122,7 @@ fn a_card_that_flushes_half_and_tears_is_caught() {
     let _lock = device_lock();
     let card = VolatileCard::new(&CardConfig { flush: "half", cut: vec!["tear"], seed: 7, ..CardConfig::default() });
     let (out, report) = power_loss(&card, 6, &[]);
-    assert_eq!(out.status.code(), Some(6));
+    assert_eq!(out.status.code(), Some(7));
     assert_eq!(report["verdict"], "lost");
     assert!(total(&report, "lost") > 0);
     assert!(total(&report, "torn") > 0, "a half flush leaves acknowledged blocks to tear");
@@ -135,7 +135,7 @@ fn a_card_that_misplaces_and_damages_is_caught() {
     let _lock = device_lock();
     let card = VolatileCard::new(&CardConfig { cut: vec!["misplace", "damage"], seed: 3, ..CardConfig::default() });
     let (out, report) = power_loss(&card, 5, &[]);
-    assert_eq!(out.status.code(), Some(7));
+    assert_eq!(out.status.code(), Some(9));
     assert_eq!(report["verdict"], "damaged");
     // None in the first cut (nothing was kept before it), one each after.
     assert_eq!((total(&report, "misplaced"), total(&report, "damaged")), (4, 4), "{report}");
@@ -170,7 +170,7 @@ fn a_card_that_never_returns() {
     ];
     let out = run(&args);
     let report: Value = stdout_json(&out);
-    assert_eq!(out.status.code(), Some(9), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(10), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(report["verdict"], "did-not-return");
     let cycles = report["cycles"].as_array().expect("cycles");
     assert_eq!(cycles.len(), 2, "{report}");

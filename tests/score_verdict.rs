@@ -179,3 +179,78 @@ fn a_card_below_a1_measures_no_a_class() {
     // The score needs the QD1 figures, which --only left out.
     assert!(doc["score"].get("pibenchmarks").is_none());
 }
+
+/// A published Storage.sh text of the reference set, as shipped.
+fn source(id: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scoring/reference/sources").join(format!("{id}.txt"))
+}
+
+#[test]
+fn import_storage_sh_keeps_the_printed_score_and_show_places_it() {
+    // A console log with colours, as published (ricsanfre/pi-storage-benchmark).
+    let dir = temp_dir("import");
+    let out_path = dir.path().join("card.json");
+    let path = source("ricsanfre-sandisk-ultra-32gb-1");
+    let out =
+        run(&["import", "storage-sh", path.to_str().expect("utf8"), "--output", out_path.to_str().expect("utf8")]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("PiBenchmarks score 1151 (the printed one)"));
+    let mut report: Value = serde_json::from_str(&std::fs::read_to_string(&out_path).expect("report")).expect("json");
+    assert_eq!(report["score"]["pibenchmarks"], 1151);
+    assert_eq!(report["profile"], "compat");
+    assert_eq!(report["imported_from"]["format"], "storage-sh");
+    assert_eq!(report["system"]["board"], "Raspberry Pi 4 Model B Rev 1.2");
+    // `score` agrees, and an SD card on a Pi 4 is placed among the set's.
+    let scored = run(&["score", "--json", out_path.to_str().expect("utf8")]);
+    assert_eq!(stdout_json(&scored)["score"]["pibenchmarks"], 1151);
+    report["device"] = json!({"kind": "sd"});
+    std::fs::write(&out_path, report.to_string()).expect("write");
+    let shown = run(&["show", out_path.to_str().expect("utf8")]);
+    let text = String::from_utf8_lossy(&shown.stdout);
+    let line = text.lines().find(|l| l.starts_with("In context:")).unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("published SD cards on a Raspberry Pi 4; nearest: "), "{line}");
+    // A Storage.sh text is not a report: `score` refuses it.
+    assert_one_line_error(&run(&["score", path.to_str().expect("utf8")]), 2);
+}
+
+#[test]
+fn import_refuses_partial_and_inconsistent_texts_in_one_line() {
+    let text = std::fs::read_to_string(source("pineboards-docs-16-samsung-pm991a-gen2")).expect("source");
+    let import = |input: &str| {
+        let mut child = Command::new(binary())
+            .args(["import", "storage-sh", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write");
+        child.wait_with_output().expect("wait")
+    };
+    let ok = import(&text.replace('\n', "\r\n"));
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    assert_eq!(stdout_json(&ok)["score"]["pibenchmarks"], 37325);
+    for (broken, says) in [
+        (text.replace("Score: 37325", "Score: 37352"), "inconsistent: the printed score is 37352"),
+        (
+            text.replace("IOZone                    4k write                  143118 KB/s", ""),
+            "`IOZone 4k write` row is missing",
+        ),
+        (String::from("nothing here"), "no Storage.sh summary table"),
+    ] {
+        let line = assert_one_line_error(&import(&broken), 2);
+        assert!(line.contains(says), "{line}");
+    }
+}
+
+#[test]
+fn reference_lists_the_set_and_filters_it() {
+    let all = stdout_json(&run(&["reference", "--json"]));
+    assert_eq!(all["schema"], "storage-score-reference/1");
+    let n = all["results"].as_array().expect("results").len();
+    let sd = stdout_json(&run(&["reference", "--json", "--kind", "sd", "--host", "pi 4"]));
+    let sd = sd["results"].as_array().expect("results");
+    assert!(!sd.is_empty() && sd.len() < n);
+    assert!(sd.iter().all(|r| r["kind"] == "sd" && r["host"].as_str().is_some_and(|h| h.contains("Pi 4"))));
+    assert_one_line_error(&run(&["reference", "--kind", "floppy"]), 2);
+}

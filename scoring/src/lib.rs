@@ -7,6 +7,7 @@
 
 pub mod batch;
 pub mod compare;
+pub mod endurance;
 pub mod figure;
 pub mod health;
 pub mod input;
@@ -15,8 +16,10 @@ pub mod manufacturers;
 pub mod power_loss;
 pub mod privacy;
 pub mod profile;
+pub mod reference;
 pub mod run_profile;
 pub mod schema;
 pub mod score;
 pub mod stats;
+pub mod storage_sh;
 pub mod verdict;

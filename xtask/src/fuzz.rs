@@ -23,7 +23,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 
 /// Each target and the fixture file names that seed its corpus.
-const TARGETS: [(&str, &[&str]); 18] = [
+const TARGETS: [(&str, &[&str]); 19] = [
     ("sd_cid", &["cid"]),
     ("sd_csd", &["csd"]),
     ("sd_scr", &["scr"]),
@@ -42,6 +42,8 @@ const TARGETS: [(&str, &[&str]); 18] = [
     ("machine_text", &["get_throttled", "swaps", "mountinfo", "descriptors", "version", "max_link_speed"]),
     ("intake", &["report.json", "expected.json"]),
     ("power_loss_record", &[]),
+    // Seeded from the reference set's published texts (below).
+    ("storage_sh", &[]),
 ];
 
 /// Default executions per target.
@@ -128,6 +130,9 @@ fn run(opts: &Options) -> Result<(usize, usize)> {
         let corpus = fuzz_dir.join("corpus").join(target);
         std::fs::create_dir_all(&corpus).with_context(|| format!("create {}", corpus.display()))?;
         seed(&fixtures, seeds, &corpus)?;
+        if target == "storage_sh" {
+            seed_all(&root.join("scoring/reference/sources"), &corpus)?;
+        }
         let start = Instant::now();
         let out = toolchain
             .cargo()
@@ -219,6 +224,19 @@ fn seed(fixtures: &Path, names: &[&str], corpus: &Path) -> Result<()> {
                 std::fs::copy(&path, corpus.join(format!("seed_{rel}")))
                     .with_context(|| format!("seed {}", path.display()))?;
             }
+        }
+    }
+    Ok(())
+}
+
+/// Copies every file of `dir` into the corpus.
+fn seed_all(dir: &Path, corpus: &Path) -> Result<()> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(()) };
+    for entry in entries.flatten() {
+        if entry.file_type().is_ok_and(|t| t.is_file()) {
+            let name = format!("seed_{}", entry.file_name().to_string_lossy());
+            std::fs::copy(entry.path(), corpus.join(name))
+                .with_context(|| format!("seed {}", entry.path().display()))?;
         }
     }
     Ok(())

@@ -12,6 +12,8 @@
 //!   [`dist::deb_check`]).
 //! - `msrv`: the workspace checked with rustc 1.85 for 32-bit ARM in a trixie
 //!   chroot (see [`msrv`] and [`cross`]).
+//! - `reference`: the reference set of published results re-read from its
+//!   sources; `--write` regenerates `set.json` (see [`reference`]).
 //! - `test`: every test of the project (see [`test`]); the README's command.
 //! - `tidy`: every doc link and `docs/<page>.md#<anchor>` mention resolves, no
 //!   file points outside the project, the crates depend on each other as
@@ -40,6 +42,7 @@ mod dist;
 mod fuzz;
 mod lb_bench;
 mod msrv;
+mod reference;
 mod test;
 mod tidy;
 mod vm;
@@ -101,6 +104,10 @@ tasks:
       list of where `unsafe` lives names exactly the .rs files that hold it;
       no .rs file has over 600 lines of code. One line per failure:
       file:line and what is wrong.
+  reference [--write]
+      Re-read every published result of scoring/reference/sources/ with the
+      Storage.sh importer and check scoring/reference/set.json against them
+      (each to its printed score); --write regenerates set.json.
   vm-identify [--release] [--timeout SECS] [--binary PATH]
       Boot a Debian kernel in QEMU (TCG) with an emulated SD card, run
       `storage-score identify /dev/mmcblk0 --json` in the guest and check the
@@ -131,6 +138,7 @@ fn main() -> ExitCode {
         Some("msrv") => msrv::main(&args[1..]),
         Some("test") => test::main(&args[1..]),
         Some("tidy") => tidy::main(&args[1..]),
+        Some("reference") => reference::main(&args[1..]),
         Some("vm-identify") => match vm::Options::parse(&args[1..]) {
             Ok(opts) => vm::main(&opts),
             Err(e) => usage_error(&format!("vm-identify: {e}")),

@@ -452,7 +452,7 @@ fn read_u32(reader: &mut impl Read) -> io::Result<u32> {
 }
 
 /// HMAC-SHA256 (RFC 2104) under `key` of the concatenation of `parts`.
-fn mac(key: &[u8; MAC_LEN], parts: &[&[u8]]) -> [u8; MAC_LEN] {
+pub(crate) fn mac(key: &[u8; MAC_LEN], parts: &[&[u8]]) -> [u8; MAC_LEN] {
     let mut inner_pad = [0x36u8; 64];
     let mut outer_pad = [0x5Cu8; 64];
     for (i, k) in key.iter().enumerate() {
@@ -467,7 +467,7 @@ fn mac(key: &[u8; MAC_LEN], parts: &[&[u8]]) -> [u8; MAC_LEN] {
 }
 
 /// Compares without stopping at the first difference.
-fn same(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

@@ -92,8 +92,9 @@ impl JournalDir {
 
     /// A directory the unit tests make, without the ownership and device
     /// checks (they run as any user, in a temporary directory).
-    #[cfg(test)]
-    pub(crate) fn for_tests(path: &Path) -> JournalDir {
+    /// (Feature `testing`, for other crates' unit tests.)
+    #[cfg(any(test, feature = "testing"))]
+    pub fn for_tests(path: &Path) -> JournalDir {
         let dir = Dir::create(path, 0o700).expect("journal dir");
         let key = key(&dir).expect("key");
         JournalDir { dir, key }
@@ -103,8 +104,22 @@ impl JournalDir {
         self.dir.path()
     }
 
-    pub(crate) fn dir(&self) -> &Dir {
+    /// The checked directory, for other files kept beside journals (the
+    /// endurance runs' state).
+    pub fn dir(&self) -> &Dir {
         &self.dir
+    }
+
+    /// HMAC-SHA256 under this directory's key over `parts`: a file in it that
+    /// carries this seal was written by someone who could read the key.
+    pub fn seal(&self, parts: &[&[u8]]) -> [u8; KEY_LEN] {
+        crate::journal::mac(&self.key, parts)
+    }
+
+    /// Whether `seal` is this directory's seal over `parts` (compared in
+    /// constant time).
+    pub fn seal_holds(&self, parts: &[&[u8]], seal: &[u8]) -> bool {
+        crate::journal::same(&self.seal(parts), seal)
     }
 
     pub(crate) fn key(&self) -> &[u8; KEY_LEN] {

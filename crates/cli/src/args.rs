@@ -10,6 +10,10 @@ use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 /// unless told otherwise (docs/verify-capacity.md#the-journal-directory).
 pub const JOURNAL_DIR: &str = "/var/lib/storage-score/journal";
 
+/// Where `endurance` keeps its runs' state unless told otherwise
+/// (docs/endurance.md#the-state-directory).
+pub const ENDURANCE_DIR: &str = "/var/lib/storage-score/endurance";
+
 #[derive(Debug, Parser)]
 #[command(
     name = "storage-score",
@@ -59,11 +63,19 @@ pub enum Command {
     /// random moment while it writes, powers it on again, and counts what
     /// was lost, torn, misplaced or damaged. DESTROYS ALL DATA ON THE CARD.
     ///
-    /// Exit codes: 0 kept, 6 lost (acknowledged writes lost or torn), 7
-    /// damaged (data kept earlier changed, or a write landed elsewhere), 9
+    /// Exit codes: 0 kept, 7 lost (acknowledged writes lost or torn), 9
+    /// damaged (data kept earlier changed, or a write landed elsewhere), 10
     /// did not return after a power-on; 1 a power command failed, 2 bad
     /// usage, 3 refused for safety.
     PowerLoss(PowerLossArgs),
+    /// Will this card last? Writes the whole card and reads it back, pass
+    /// after pass, until a milestone of failed blocks (--until, default
+    /// 50%), --passes or --hours, or until the card dies (read-only,
+    /// ignores writes, vanished), and names how. Resumes where it stopped.
+    /// ALL DATA ON THE CARDS IS LOST. Exit codes: 0 a limit was reached,
+    /// 1 interrupted or failed (the same command resumes), 2 bad usage,
+    /// 3 refused, 4 the card is a counterfeit, 6 the card died.
+    Endurance(EnduranceArgs),
     /// Send a saved report to a leaderboard: shows what will be sent and asks first.
     ///
     /// Serial numbers, the host name, user names and paths below mount points
@@ -94,6 +106,15 @@ pub enum Command {
     Station(BatchArgs),
     /// Print a saved report's tables again ("-" reads stdin).
     Show(ShowArgs),
+    /// Read a result another tool printed into a report: `import
+    /// storage-sh FILE` takes PiBenchmarks' Storage.sh summary as pasted
+    /// (console, Markdown, CRLF); its score must follow from its figures.
+    /// Exit 2, with one line saying what is wrong, for a partial or
+    /// inconsistent text.
+    Import(ImportArgs),
+    /// The published Storage.sh results shipped with the tool, each with its
+    /// source, date, device, host, kind, figures and score.
+    Reference(ReferenceArgs),
     /// Print the shell completion script for SHELL (what the .deb installs).
     Completions(CompletionsArgs),
     /// Print the man page, roff, as the .deb installs it (`storage-score man | man -l -`).
@@ -285,6 +306,42 @@ pub struct DoctorArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct ImportArgs {
+    #[command(subcommand)]
+    pub format: ImportFormat,
+}
+
+/// What a result to import was printed by.
+#[derive(Debug, Subcommand)]
+pub enum ImportFormat {
+    /// PiBenchmarks' Storage.sh: its summary table, with or without the
+    /// console lines around it, or a Markdown table of it.
+    StorageSh(ImportStorageShArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ImportStorageShArgs {
+    /// The text holding one summary table; "-" for stdin.
+    pub file: String,
+    /// Write the report to FILE instead of printing it on stdout.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReferenceArgs {
+    /// Only results of this kind of storage.
+    #[arg(long, value_parser = storage_scoring::reference::KINDS)]
+    pub kind: Option<String>,
+    /// Only results on a host whose name holds H (case-insensitive), e.g. "pi 5".
+    #[arg(long, value_name = "H")]
+    pub host: Option<String>,
+    /// Print them as one JSON document (`storage-score-reference/1`).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct ScoreArgs {
     /// A report or measurements JSON file; "-" for stdin.
     pub file: String,
@@ -367,6 +424,72 @@ pub struct PowerLossArgs {
     /// Also save the JSON report to FILE.
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct EnduranceArgs {
+    /// The cards' whole devices, not mounted (/dev/sdb /dev/sdc); several run at once, each at its own pace.
+    #[arg(required = true, value_name = "DEVICE")]
+    pub devices: Vec<String>,
+    /// Required: endurance writes every card over and over; ALL DATA ON THEM IS LOST.
+    #[arg(long)]
+    pub destructive: bool,
+    /// Do not ask for confirmation.
+    #[arg(long, requires = "destructive")]
+    pub yes: bool,
+    /// Stop once this share of the 4 KiB blocks has failed: first, 1%, 10%, 25%, 50%, or forever.
+    #[arg(long, value_name = "MILESTONE", default_value = "50%", value_parser = parse_until)]
+    pub until: Until,
+    /// Stop after this many passes in all.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub passes: Option<u32>,
+    /// Stop after this many hours of wear in all (the sessions of a resumed run added up).
+    #[arg(long, value_name = "H", value_parser = parse_hours)]
+    pub hours: Option<f64>,
+    /// Where the runs' state is kept: a directory on another disk than the cards, owned by root.
+    #[arg(long, env = "STORAGE_SCORE_ENDURANCE_DIR", value_name = "DIR", default_value = ENDURANCE_DIR)]
+    pub state_dir: PathBuf,
+    /// How long to wait for a card that went away (pulled, reset) before calling it vanished.
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    pub wait_s: u64,
+    /// Start a new run on these cards, dropping a saved one (and the claim of an unfinished run on their slots).
+    #[arg(long)]
+    pub new: bool,
+    /// Print the report as JSON on stdout (several cards: one storage-score-endurance-set/1 document).
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the JSON report to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Write a self-contained HTML page: rate and failed blocks against passes.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Write one CSV row per pass (one card only).
+    #[arg(long, value_name = "FILE")]
+    pub stats_csv: Option<PathBuf>,
+}
+
+/// `--until`: a milestone, or no milestone at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Until {
+    Milestone(storage_scoring::endurance::Milestone),
+    Forever,
+}
+
+fn parse_until(text: &str) -> Result<Until, String> {
+    if text == "forever" {
+        return Ok(Until::Forever);
+    }
+    storage_scoring::endurance::Milestone::parse(text)
+        .map(Until::Milestone)
+        .ok_or_else(|| "expected first, 1%, 10%, 25%, 50% or forever".to_owned())
+}
+
+fn parse_hours(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(h) if h.is_finite() && h > 0.0 => Ok(h),
+        _ => Err("expected a positive number of hours, e.g. 12 or 0.5".to_owned()),
+    }
 }
 
 #[derive(Debug, Args)]

@@ -175,7 +175,7 @@ pub fn hint_after_run_error(error: &storage_bench::RunError, plan: &storage_benc
     }
 }
 
-pub(crate) fn open_failure(device: &str, refusal: OpenRefusal) -> Failure {
+pub fn open_failure(device: &str, refusal: OpenRefusal) -> Failure {
     let e = match refusal {
         OpenRefusal::Open(e) => e,
         OpenRefusal::InUse(found) => return Failure::Refused(preflight::in_use(device, &found)),

@@ -13,6 +13,8 @@ pub const IDENTIFY: &str = "storage-score-identify/1";
 pub const SCORE: &str = "storage-score-score/1";
 /// `compare --json`.
 pub const COMPARE: &str = "storage-score-compare/1";
+/// `reference --json`.
+pub const REFERENCE: &str = storage_scoring::reference::SCHEMA;
 /// `verify-capacity --json`.
 pub const CAPACITY: &str = "storage-score-capacity/1";
 

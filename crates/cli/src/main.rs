@@ -10,8 +10,10 @@ mod doctor_cmd;
 mod doctor_render;
 mod doctor_status;
 mod document;
+mod endurance_cmd;
 mod failure;
 mod history;
+mod import_cmd;
 mod outputs;
 mod plain;
 mod plan;
@@ -75,12 +77,15 @@ fn main() {
         Some(Command::Compare(args)) => compare_cmd::compare(&args),
         Some(Command::VerifyCapacity(args)) => capacity_cmd::verify_capacity(&args),
         Some(Command::PowerLoss(args)) => powerloss_cmd::power_loss(&args),
+        Some(Command::Endurance(args)) => endurance_cmd::endurance(&args),
         Some(Command::Submit(args)) => upload::submit_command(&args),
         Some(Command::Profile(args)) => profile_cmd::profile(&args, &roots),
         Some(Command::Scan(args)) => scan_cmd::scan(args.json, &roots),
         Some(Command::Batch(args)) => batch::batch(&args, &roots),
         Some(Command::Station(args)) => batch::station::station(&args, &roots),
         Some(Command::Show(args)) => run::show(&args),
+        Some(Command::Import(args)) => import_cmd::import(&args),
+        Some(Command::Reference(args)) => import_cmd::reference(&args),
         Some(Command::Completions(args)) => manual_out(|out| storage_score::manual::completion(args.shell, out)),
         Some(Command::Man) => manual_out(storage_score::manual::top_page),
     };

@@ -30,16 +30,20 @@ pub struct Generated {
     pub completions: Vec<PathBuf>,
 }
 
-const EXIT_STATUS: [(&str, &str); 8] = [
+const EXIT_STATUS: [(&str, &str); 9] = [
     ("0", "success"),
     ("1", "the run failed (an I/O error, an interrupted run)"),
     ("2", "bad usage or a bad target"),
     ("3", "refused for safety (a mounted device with --destructive, no confirmation)"),
-    ("4", "verify-capacity found a fake (the card holds less than it claims), or batch found one among its cards"),
-    ("5", "batch: a card fails --require, and none is fake"),
     (
-        "6, 7, 9",
-        "power-loss: 6 acknowledged writes lost or torn, 7 data the card had kept damaged, 9 the card did not come back",
+        "4",
+        "verify-capacity found a fake (the card holds less than it claims), or batch or endurance found one among its cards",
+    ),
+    ("5", "batch: a card fails --require, and none is fake"),
+    ("6", "endurance: a card died (turned read-only, ignores writes, or vanished)"),
+    (
+        "7, 9, 10",
+        "power-loss: 7 acknowledged writes lost or torn, 9 data the card had kept damaged, 10 the card did not come back",
     ),
     (
         "8, 16, 32 and their sums",

@@ -88,9 +88,9 @@ pub fn power_loss(args: &PowerLossArgs) -> Result<(), Failure> {
     let line = summary(&report, &host.last_seen);
     match report.verdict {
         PowerLossVerdict::Kept => Ok(()),
-        PowerLossVerdict::Lost => Err(Failure::PowerLoss(6, line)),
-        PowerLossVerdict::Damaged => Err(Failure::PowerLoss(7, line)),
-        PowerLossVerdict::DidNotReturn => Err(Failure::PowerLoss(9, line)),
+        PowerLossVerdict::Lost => Err(Failure::PowerLoss(7, line)),
+        PowerLossVerdict::Damaged => Err(Failure::PowerLoss(9, line)),
+        PowerLossVerdict::DidNotReturn => Err(Failure::PowerLoss(10, line)),
     }
 }
 

@@ -294,8 +294,20 @@ pub fn report(report: &Report) -> String {
     }
     if let Some(score) = &report.score {
         out.push_str(&score_lines(score, report.verdict.as_ref()));
+        let kind = storage_scoring::reference::kind_of_report(report);
+        let board = report.system.as_ref().and_then(|s| s.board.as_deref());
+        if let Some(line) = context_line(score, kind, board) {
+            let _ = writeln!(out, "{line}");
+        }
     }
     out
+}
+
+/// Where a comparable score stands among the published results of its
+/// kind on its board family (docs/reference.md#a-result-in-context).
+pub fn context_line(score: &Score, kind: Option<&str>, board: Option<&str>) -> Option<String> {
+    let n = score.pibenchmarks.filter(|_| score.comparable)?;
+    Some(storage_scoring::reference::place(n, kind, board, &storage_scoring::reference::set()).to_string())
 }
 
 /// With `--repeat`, each figure's samples: how many, and their range.

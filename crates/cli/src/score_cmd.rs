@@ -26,6 +26,15 @@ pub fn score(args: &ScoreArgs) -> Result<(), Failure> {
         crate::terminal::json_outln(&crate::document::encode(crate::document::SCORE, &doc)?);
     } else {
         crate::terminal::out(&render::score_lines(&score, verdict.as_ref()));
+        // The board, when the input is a report that names one.
+        let board = storage_scoring::input::parse_json(&bytes)
+            .ok()
+            .and_then(|v| v.pointer("/system/board").and_then(serde_json::Value::as_str).map(str::to_owned));
+        let report = storage_scoring::schema::Report { device: input.device.clone(), ..Default::default() };
+        let kind = storage_scoring::reference::kind_of_report(&report);
+        if let Some(line) = render::context_line(&score, kind, board.as_deref()) {
+            crate::terminal::outln(&line);
+        }
     }
     Ok(())
 }

@@ -17,6 +17,7 @@
 
 pub mod batch_page;
 pub mod csv;
+pub mod endurance_page;
 pub mod html;
 pub mod plot;
 pub mod profile_page;

@@ -79,6 +79,19 @@ pub struct Report {
     /// Run-level notes (interrupted run, quick profile, …).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Set when the figures were not measured by this tool but read from
+    /// another's printed result (`import storage-sh`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported_from: Option<ImportedFrom>,
+}
+
+/// Where an imported report's figures were read from (docs/report.md#top-level).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ImportedFrom {
+    /// The printed result's kind: `storage-sh` (PiBenchmarks' summary table).
+    pub format: String,
+    /// The file it was read from, a URL, or `-` for standard input.
+    pub source: String,
 }
 
 impl Report {
