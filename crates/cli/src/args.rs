@@ -58,6 +58,16 @@ pub enum Command {
     Compare(CompareArgs),
     /// Is this card as big as it says? Finds fake capacity; exit 4 when it is fake.
     VerifyCapacity(VerifyCapacityArgs),
+    /// Does this card keep what it acknowledged when its power is cut?
+    /// Writes records all over it, cuts its power with your command at a
+    /// random moment while it writes, powers it on again, and counts what
+    /// was lost, torn, misplaced or damaged. DESTROYS ALL DATA ON THE CARD.
+    ///
+    /// Exit codes: 0 kept, 7 lost (acknowledged writes lost or torn), 9
+    /// damaged (data kept earlier changed, or a write landed elsewhere), 10
+    /// did not return after a power-on; 1 a power command failed, 2 bad
+    /// usage, 3 refused for safety.
+    PowerLoss(PowerLossArgs),
     /// Will this card last? Writes the whole card and reads it back, pass
     /// after pass, until a milestone of failed blocks (--until, default
     /// 50%), --passes or --hours, or until the card dies (read-only,
@@ -381,6 +391,39 @@ pub struct VerifyCapacityArgs {
         default_value = JOURNAL_DIR
     )]
     pub journal_dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct PowerLossArgs {
+    /// The card's whole device, not mounted (/dev/sdb, /dev/mmcblk0).
+    pub device: String,
+    /// Required: the run writes all over the raw device, and ALL DATA ON THE CARD IS LOST.
+    #[arg(long, required = true)]
+    pub destructive: bool,
+    /// Do not ask for confirmation before writing.
+    #[arg(long, requires = "destructive")]
+    pub yes: bool,
+    /// How many power cuts.
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub cycles: u32,
+    /// The command that cuts the card's power (run with sh -c), e.g. 'uhubctl -l 1-1 -p 2 -a off'.
+    #[arg(long, value_name = "CMD", required = true)]
+    pub power_off: String,
+    /// The command that restores it (run with sh -c).
+    #[arg(long, value_name = "CMD", required = true)]
+    pub power_on: String,
+    /// Seconds to wait for the card after a power-on before it counts as not returned.
+    #[arg(long, value_name = "S", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub wait_s: u64,
+    /// The cut comes at a random moment up to this many seconds after a cycle's writes begin (at least a tenth of it).
+    #[arg(long, value_name = "S", default_value_t = 2.0)]
+    pub cut_within: f64,
+    /// Print the report as one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Also save the JSON report to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

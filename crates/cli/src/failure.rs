@@ -8,6 +8,8 @@
 //! | 3 | refused for safety |
 //! | 4 | verify-capacity found a fake (a finding, not a failure) |
 //! | 5 | batch: a card fails `--require` (and none is fake) |
+//! | 6 | endurance: a card died |
+//! | 7, 9, 10 | power-loss: lost, damaged, did not return (docs/power-loss.md#verdict-and-exit-codes) |
 
 use std::fmt;
 use std::io::{BufRead, IsTerminal};
@@ -25,6 +27,9 @@ pub enum Failure {
     Fake(String),
     /// A card of a batch fails `--require`: exit 5.
     Require(String),
+    /// power-loss found the card wanting: exit 7 (lost), 9 (damaged) or 10
+    /// (did not return).
+    PowerLoss(i32, String),
     /// endurance: the card died (read-only, ignores writes, vanished): exit 6.
     Died(String),
 }
@@ -37,6 +42,7 @@ impl Failure {
             Failure::Refused(_) => 3,
             Failure::Fake(_) => 4,
             Failure::Require(_) => 5,
+            Failure::PowerLoss(code, _) => *code,
             Failure::Died(_) => 6,
         }
     }
@@ -49,6 +55,7 @@ impl fmt::Display for Failure {
         | Failure::Refused(m)
         | Failure::Fake(m)
         | Failure::Require(m)
+        | Failure::PowerLoss(_, m)
         | Failure::Died(m)) = self;
         // One line, always: fold any newline a lower layer let through.
         write!(f, "{}", m.replace('\n', " "))

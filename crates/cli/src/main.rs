@@ -17,6 +17,7 @@ mod import_cmd;
 mod outputs;
 mod plain;
 mod plan;
+mod powerloss_cmd;
 mod profile_cmd;
 mod profile_render;
 mod progress;
@@ -34,8 +35,8 @@ mod watch;
 use clap::{CommandFactory, FromArgMatches};
 pub use failure::Failure;
 pub(crate) use storage_score::args::{
-    BatchArgs, CompareArgs, DoctorArgs, EngineArg, IdentifyArgs, ProfileArg, RunArgs, ScoreArgs, SubmitArgs,
-    VerifyCapacityArgs,
+    BatchArgs, CompareArgs, DoctorArgs, EngineArg, IdentifyArgs, PowerLossArgs, ProfileArg, RunArgs, ScoreArgs,
+    SubmitArgs, VerifyCapacityArgs,
 };
 use storage_score::args::{Cli, Command};
 
@@ -75,6 +76,7 @@ fn main() {
         Some(Command::Score(args)) => score_cmd::score(&args),
         Some(Command::Compare(args)) => compare_cmd::compare(&args),
         Some(Command::VerifyCapacity(args)) => capacity_cmd::verify_capacity(&args),
+        Some(Command::PowerLoss(args)) => powerloss_cmd::power_loss(&args),
         Some(Command::Endurance(args)) => endurance_cmd::endurance(&args),
         Some(Command::Submit(args)) => upload::submit_command(&args),
         Some(Command::Profile(args)) => profile_cmd::profile(&args, &roots),

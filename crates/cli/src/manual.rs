@@ -30,7 +30,7 @@ pub struct Generated {
     pub completions: Vec<PathBuf>,
 }
 
-const EXIT_STATUS: [(&str, &str); 8] = [
+const EXIT_STATUS: [(&str, &str); 9] = [
     ("0", "success"),
     ("1", "the run failed (an I/O error, an interrupted run)"),
     ("2", "bad usage or a bad target"),
@@ -41,6 +41,10 @@ const EXIT_STATUS: [(&str, &str); 8] = [
     ),
     ("5", "batch: a card fails --require, and none is fake"),
     ("6", "endurance: a card died (turned read-only, ignores writes, or vanished)"),
+    (
+        "7, 9, 10",
+        "power-loss: 7 acknowledged writes lost or torn, 9 data the card had kept damaged, 10 the card did not come back",
+    ),
     (
         "8, 16, 32 and their sums",
         "doctor's findings, a bit mask as smartctl's: 8 health failing, 16 a warning, 32 the device could not be read",

@@ -34,6 +34,7 @@ mod mounts;
 pub mod postgres;
 mod reaper;
 mod throttle;
+mod volatile;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -43,6 +44,7 @@ pub use devices::*;
 pub use fuse::*;
 pub use mounts::*;
 pub use throttle::*;
+pub use volatile::*;
 
 /// The `storage-score` binary under test (see the crate's notes).
 pub fn binary() -> &'static str {

@@ -173,9 +173,11 @@ fn failed(card: Card, failure: Failure, end: impl Fn(Card, Status, Option<String
     match failure {
         Failure::Refused(why) => end(card, Status::Refused, Some(why)),
         Failure::Fake(why) => end(card, Status::Fake, Some(why)),
-        Failure::Run(why) | Failure::Usage(why) | Failure::Require(why) | Failure::Died(why) => {
-            end(card, Status::Error, Some(why))
-        }
+        Failure::Run(why)
+        | Failure::Usage(why)
+        | Failure::Require(why)
+        | Failure::Died(why)
+        | Failure::PowerLoss(_, why) => end(card, Status::Error, Some(why)),
     }
 }
 

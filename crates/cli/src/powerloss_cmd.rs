@@ -1,0 +1,121 @@
+//! `power-loss`: the refusals of verify-capacity --destructive (preflight,
+//! confirmation, an exclusive open), then `storage-powerloss`'s cycles, the
+//! report, and the verdict as the exit code (docs/power-loss.md).
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use storage_capacity::preflight::{self, Refusal};
+use storage_capacity::{RawDisk, Watch};
+use storage_powerloss::host::CommandHost;
+use storage_scoring::power_loss::{PowerLossReport, PowerLossVerdict};
+
+use crate::outputs::OutputFile;
+use crate::terminal::{errln, json_outln, outln};
+use crate::{Failure, PowerLossArgs};
+
+/// Stage lines on stderr unless --json; Ctrl-C asks to stop between cycles.
+struct Stages {
+    show: bool,
+}
+
+impl Watch for Stages {
+    fn stage(&self, what: &str) {
+        if self.show {
+            errln(&format!("power-loss: {what}"));
+        }
+    }
+
+    fn stop(&self) -> Option<&'static str> {
+        storage_bench::interrupt::requested()
+    }
+}
+
+/// `storage-score power-loss`.
+pub fn power_loss(args: &PowerLossArgs) -> Result<(), Failure> {
+    if !args.cut_within.is_finite() || !(0.01..=3600.0).contains(&args.cut_within) {
+        return Err(Failure::Usage(format!(
+            "--cut-within {}: give seconds between 0.01 and 3600, e.g. --cut-within 2",
+            args.cut_within
+        )));
+    }
+    if std::path::Path::new(&args.device).is_dir() {
+        return Err(Failure::Usage(format!(
+            "{} is a directory; power-loss writes a whole card that is not mounted: give its device, e.g. /dev/sdb",
+            args.device
+        )));
+    }
+    let output = args.output.as_deref().map(|path| OutputFile::prepare(path, "--output")).transpose()?;
+    storage_bench::interrupt::install().map_err(|e| Failure::Run(format!("cannot install signal handlers: {e}")))?;
+    let cleared = preflight::check(&args.device).map_err(|r| match r {
+        Refusal::Usage(m) => Failure::Usage(m.replace("verify-capacity", "power-loss")),
+        Refusal::Unsafe(m) => Failure::Refused(m.replace("verify-capacity", "power-loss")),
+    })?;
+    let disk =
+        RawDisk::open(&cleared.node, cleared.dev).map_err(|e| crate::capacity_cmd::open_failure(&args.device, e))?;
+    if !args.yes {
+        crate::failure::confirm_data_loss(&args.device, "writes all over, and cuts the power of,")?;
+    }
+    let mut host = CommandHost {
+        power_off: args.power_off.clone(),
+        power_on: args.power_on.clone(),
+        fingerprint: cleared.fingerprint.clone(),
+        last_seen: args.device.clone(),
+    };
+    let options = storage_powerloss::Options {
+        cycles: args.cycles,
+        cut_within: Duration::from_secs_f64(args.cut_within),
+        wait: Duration::from_secs(args.wait_s),
+        run: storage_powerloss::fresh_run_id(),
+    };
+    let watch = Stages { show: !args.json && std::io::stderr().is_terminal() };
+    let cycles = storage_powerloss::engine::run(Box::new(disk), &mut host, &options, &watch).map_err(|e| match e {
+        storage_powerloss::Error::Refused(m) => Failure::Refused(m),
+        storage_powerloss::Error::TooSmall(_) => Failure::Usage(format!("{}: {e}", args.device)),
+        other => Failure::Run(other.to_string()),
+    })?;
+    let report = PowerLossReport::new(crate::document::now(), args.device.clone(), cycles);
+
+    let json = serde_json::to_string_pretty(&report).map_err(|e| Failure::Run(format!("cannot encode JSON: {e}")))?;
+    if let Some(output) = &output {
+        output.write(format!("{json}\n").as_bytes())?;
+    }
+    if args.json {
+        json_outln(&json);
+    } else {
+        outln(&summary(&report, &host.last_seen));
+    }
+    let line = summary(&report, &host.last_seen);
+    match report.verdict {
+        PowerLossVerdict::Kept => Ok(()),
+        PowerLossVerdict::Lost => Err(Failure::PowerLoss(7, line)),
+        PowerLossVerdict::Damaged => Err(Failure::PowerLoss(9, line)),
+        PowerLossVerdict::DidNotReturn => Err(Failure::PowerLoss(10, line)),
+    }
+}
+
+/// One line: the verdict, the cuts, the counts.
+fn summary(report: &PowerLossReport, now_at: &str) -> String {
+    let t = &report.totals;
+    let counts = format!(
+        "{} acknowledged records; lost {}, torn {}, misplaced {}, damaged {}",
+        t.acknowledged, t.lost, t.torn, t.misplaced, t.damaged
+    );
+    match report.verdict {
+        PowerLossVerdict::Kept => {
+            format!("{}: kept everything it acknowledged over {} power cuts ({counts})", report.device, t.cycles)
+        }
+        PowerLossVerdict::Lost => format!(
+            "{}: LOST acknowledged writes over {} power cuts ({counts}); do not trust its flushes",
+            report.device, t.cycles
+        ),
+        PowerLossVerdict::Damaged => format!(
+            "{}: DAMAGED data it had kept over {} power cuts ({counts}); do not use it where power can fail",
+            report.device, t.cycles
+        ),
+        PowerLossVerdict::DidNotReturn => format!(
+            "{}: did not come back within the wait after power cut {} (last seen as {now_at}; {counts})",
+            report.device, t.cycles
+        ),
+    }
+}

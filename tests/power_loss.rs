@@ -1,0 +1,217 @@
+//! `storage-score power-loss` on cards whose power is really cut
+//! (docs/power-loss.md, docs/testing.md#fuse-fakes): a loop device over
+//! `tests/support/volatile_card.py`, a FUSE card with a volatile write
+//! cache. Its power-off is the tool's `--power-off`: the server drops its
+//! cache (and tears, misplaces or damages as configured), dies, and its
+//! loop device goes; its power-on starts a new server under a new loop
+//! device, which the tool must find again by its identity.
+//!
+//! Each lying card must be caught, with counts equal to the card's own log
+//! of what it dropped; the honest card must come out `kept` over many cuts,
+//! with a tear of the write in flight included (never acknowledged, so no
+//! loss); a card that does not come back is `did-not-return`.
+//!
+//! These need root, /dev/fuse and fusepy (`cargo xtask test` installs
+//! Debian's python3-fusepy).
+
+use storage_score_test_support as support;
+
+use std::process::Output;
+use std::time::Instant;
+
+use serde_json::Value;
+use support::*;
+
+/// Runs power-loss on `card` for `cycles` cuts; returns the exit, the
+/// report (when one was printed) and the stderr.
+fn power_loss(card: &VolatileCard, cycles: u32, extra: &[&str]) -> (Output, Value) {
+    let device = card.path();
+    let (off, on) = (card.power_off(), card.power_on());
+    let cycles = cycles.to_string();
+    let mut args = vec![
+        "power-loss",
+        &device,
+        "--destructive",
+        "--yes",
+        "--cycles",
+        &cycles,
+        "--cut-within",
+        "0.4",
+        "--wait-s",
+        "10",
+        "--power-off",
+        &off,
+        "--power-on",
+        &on,
+        "--json",
+    ];
+    args.extend(extra);
+    let out = run(&args);
+    eprintln!(
+        "storage-score power-loss: exit {:?}\n--- stdout:\n{}--- stderr:\n{}--- card log (first lines):\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        card.log().lines().filter(|l| !l.starts_with("drop ")).take(40).collect::<Vec<_>>().join("\n")
+    );
+    let report = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out, report)
+}
+
+fn total(report: &Value, key: &str) -> u64 {
+    report["totals"][key].as_u64().unwrap_or_else(|| panic!("totals.{key} in {report}"))
+}
+
+/// The card's counts beside the report's: every loss the card logged for
+/// an acknowledged block, and nothing else.
+fn counts_match_the_card(card: &VolatileCard, report: &Value) {
+    assert_eq!(total(report, "lost"), card.count("drop", "acked=1"), "lost");
+    assert_eq!(total(report, "torn"), card.count("tear", "acked=1"), "torn");
+    let misplaced = card.log().lines().filter(|l| l.starts_with("misplace ") && l.contains(" at ")).count() as u64;
+    assert_eq!(total(report, "misplaced"), misplaced, "misplaced");
+    let damaged = card.log().lines().filter(|l| l.starts_with("damage ") && !l.contains(':')).count() as u64;
+    assert_eq!(total(report, "damaged"), damaged, "damaged");
+}
+
+#[test]
+#[ignore = "needs root: loop, fuse"]
+fn the_honest_card_keeps_everything_over_many_cuts() {
+    let _lock = device_lock();
+    // A tear of the block the card was writing back when the power went:
+    // on an honest card that is never an acknowledged one.
+    let card = VolatileCard::new(&CardConfig { cut: vec!["tear"], ..CardConfig::default() });
+    let started = Instant::now();
+    let (out, report) = power_loss(&card, 15, &[]);
+    let seconds = started.elapsed().as_secs_f64();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(report["schema"], "storage-score-power-loss/1");
+    assert_eq!(report["record_bytes"], 4096);
+    assert_eq!(report["verdict"], "kept");
+    assert_eq!((total(&report, "cycles"), total(&report, "returned")), (15, 15));
+    for key in ["lost", "torn", "misplaced", "damaged"] {
+        assert_eq!(total(&report, key), 0, "{key}");
+    }
+    assert!(total(&report, "acknowledged") > 1000, "{report}");
+    // The cuts did cut something: writes were in the cache each time.
+    assert!(card.count("drop", "acked=0") + card.count("tear", "acked=0") > 0, "{}", card.log());
+    assert_eq!(card.count("drop", "acked=1") + card.count("tear", "acked=1"), 0);
+    let cycles = report["cycles"].as_array().expect("cycles");
+    assert!(cycles.iter().all(|c| c["back_after_s"].as_f64().is_some_and(|s| s > 0.0 && s < 10.0)), "{report}");
+    eprintln!("measured: {:.2} s per cycle over 15 cycles of the honest FUSE card", seconds / 15.0);
+}
+
+#[test]
+#[ignore = "needs root: loop, fuse"]
+fn a_card_that_ignores_flushes_is_caught() {
+    let _lock = device_lock();
+    let card = VolatileCard::new(&CardConfig { flush: "ignore", ..CardConfig::default() });
+    let (out, report) = power_loss(&card, 5, &[]);
+    assert_eq!(out.status.code(), Some(7));
+    assert_eq!(report["verdict"], "lost");
+    assert!(total(&report, "lost") > 0);
+    counts_match_the_card(&card, &report);
+    let first = report["cycles"].as_array().expect("cycles").iter().find(|c| c["lost"].as_u64() > Some(0));
+    eprintln!("measured: flushes ignored, caught at cycle {}", first.map(|c| c["cycle"].clone()).unwrap_or_default());
+    let line = String::from_utf8_lossy(&out.stderr);
+    assert!(line.lines().last().is_some_and(|l| l.starts_with("storage-score: ") && l.contains("LOST")), "{line}");
+}
+
+#[test]
+#[ignore = "needs root: loop, fuse"]
+fn a_card_that_flushes_half_and_tears_is_caught() {
+    let _lock = device_lock();
+    let card = VolatileCard::new(&CardConfig { flush: "half", cut: vec!["tear"], seed: 7, ..CardConfig::default() });
+    let (out, report) = power_loss(&card, 6, &[]);
+    assert_eq!(out.status.code(), Some(7));
+    assert_eq!(report["verdict"], "lost");
+    assert!(total(&report, "lost") > 0);
+    assert!(total(&report, "torn") > 0, "a half flush leaves acknowledged blocks to tear");
+    counts_match_the_card(&card, &report);
+}
+
+#[test]
+#[ignore = "needs root: loop, fuse"]
+fn a_card_that_misplaces_and_damages_is_caught() {
+    let _lock = device_lock();
+    let card = VolatileCard::new(&CardConfig { cut: vec!["misplace", "damage"], seed: 3, ..CardConfig::default() });
+    let (out, report) = power_loss(&card, 5, &[]);
+    assert_eq!(out.status.code(), Some(9));
+    assert_eq!(report["verdict"], "damaged");
+    // None in the first cut (nothing was kept before it), one each after.
+    assert_eq!((total(&report, "misplaced"), total(&report, "damaged")), (4, 4), "{report}");
+    assert_eq!(total(&report, "lost") + total(&report, "torn"), 0);
+    counts_match_the_card(&card, &report);
+}
+
+#[test]
+#[ignore = "needs root: loop, fuse"]
+fn a_card_that_never_returns() {
+    let _lock = device_lock();
+    let card = VolatileCard::new(&CardConfig { returns: Some(1), ..CardConfig::default() });
+    let started = Instant::now();
+    let device = card.path();
+    let (off, on) = (card.power_off(), card.power_on());
+    let args = [
+        "power-loss",
+        &device,
+        "--destructive",
+        "--yes",
+        "--cycles",
+        "5",
+        "--cut-within",
+        "0.3",
+        "--wait-s",
+        "3",
+        "--power-off",
+        &off,
+        "--power-on",
+        &on,
+        "--json",
+    ];
+    let out = run(&args);
+    let report: Value = stdout_json(&out);
+    assert_eq!(out.status.code(), Some(10), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(report["verdict"], "did-not-return");
+    let cycles = report["cycles"].as_array().expect("cycles");
+    assert_eq!(cycles.len(), 2, "{report}");
+    assert_eq!((cycles[0]["returned"].as_u64(), cycles[1]["returned"].as_u64()), (Some(1), Some(0)));
+    assert!(cycles[1]["back_after_s"].is_null());
+    assert!(started.elapsed().as_secs() >= 3, "it waited --wait-s");
+    assert!(card.log().contains("stays dead"), "{}", card.log());
+}
+
+#[test]
+#[ignore = "needs root: loop, fuse"]
+fn refusals_and_failing_commands_are_one_line() {
+    let _lock = device_lock();
+    let card = VolatileCard::new(&CardConfig::default());
+    let device = card.path();
+    let on = card.power_on();
+    // A power-off command that fails ends the run: exit 1, naming it.
+    let out = run(&[
+        "power-loss",
+        &device,
+        "--destructive",
+        "--yes",
+        "--cycles",
+        "2",
+        "--cut-within",
+        "0.1",
+        "--power-off",
+        "echo no relay here >&2; exit 3",
+        "--power-on",
+        &on,
+    ]);
+    let line = assert_one_line_error(&out, 1);
+    assert!(line.contains("--power-off") && line.contains("exit 3") && line.contains("no relay here"), "{line}");
+    // No terminal to confirm on, no --yes: refused, nothing written.
+    let out = run(&["power-loss", &device, "--destructive", "--power-off", "true", "--power-on", "true"]);
+    let line = assert_one_line_error(&out, 3);
+    assert!(line.contains("--yes"), "{line}");
+    // A directory is not a card.
+    let out = run(&["power-loss", "/tmp", "--destructive", "--yes", "--power-off", "true", "--power-on", "true"]);
+    assert_one_line_error(&out, 2);
+    // Without --destructive: bad usage.
+    let out = run(&["power-loss", &device, "--power-off", "true", "--power-on", "true"]);
+    assert_eq!(out.status.code(), Some(2));
+}
