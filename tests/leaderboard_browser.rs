@@ -246,3 +246,71 @@ fn pages_at_desktop_and_phone_widths() {
     assert!(dom.contains("1–10 of <strong>40</strong> rows"), "{dom}");
     assert!(dom.contains("next 10 →"));
 }
+
+/// The reference set's results: all, and its SD cards.
+fn reference_counts() -> (usize, usize) {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scoring/reference/set.json");
+    let set: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let results = set["results"].as_array().unwrap();
+    (results.len(), results.iter().filter(|r| r["kind"] == "sd").count())
+}
+
+/// A server with `--reference` and one card of three submitters.
+fn with_reference() -> (Leaderboard, String) {
+    let server =
+        Leaderboard::start_with(leaderboard::Options { args: vec!["--reference".into()], ..Default::default() });
+    for who in 0..3u8 {
+        let from = std::net::IpAddr::V4(std::net::Ipv4Addr::new(127, 9, who, 1));
+        let reply = server.post_report_from(
+            from,
+            &variant("REF64", "Raspberry Pi 4 Model B Rev 1.4", 1.0 + f64::from(who) * 0.01, false),
+            &format!("reference-{who}"),
+        );
+        assert_eq!(reply.status, 201, "{}", reply.text());
+    }
+    let card = server.get("/api/v1/leaderboard").json()["rows"][0]["card_key"].as_str().unwrap().to_owned();
+    (server, card)
+}
+
+#[test]
+fn published_results_are_shown_apart_and_counted_nowhere() {
+    let set = reference_counts();
+    let (server, card) = with_reference();
+    // The API's rows are the submissions only: one card, three submitters.
+    let api = server.get("/api/v1/leaderboard").json();
+    assert_eq!(api["rows"].as_array().unwrap().len(), 1, "{api}");
+    assert_eq!(api["rows"][0]["submitters"], 3, "{api}");
+    let home = server.get("/").text();
+    assert_eq!(row_cards(&home).len(), 1, "the leaderboard's own rows");
+    let published = home.split("<section id=\"published\">").nth(1).expect("a published section");
+    assert_eq!(published.matches("<tr><td class=\"n\">").count(), set.0, "every published result, on the home page");
+    assert!(published.contains("not in its medians, standings or ranks"));
+    assert!(published.contains("href=\"https://github.com/"), "each links to its source");
+    // The card page lists only the SD cards of the set.
+    let page = server.get(&format!("/cards/{card}")).text();
+    let section = page.split("<section id=\"published\">").nth(1).expect("a published section on the card");
+    assert_eq!(section.matches("<tr><td class=\"n\">").count(), set.1, "the set's SD cards");
+    // Without --reference there is no such section.
+    let plain = Leaderboard::start();
+    assert!(!plain.get("/").text().contains("id=\"published\""));
+}
+
+#[test]
+#[ignore = "needs chromium"]
+fn published_results_at_desktop_and_phone_widths() {
+    let (server, card) = with_reference();
+    let shots = screenshot_dir();
+    for (width, height, mobile) in [(1280u32, 900u32, false), (390, 844, true)] {
+        let mut browser = chromium::Cdp::launch(width, height, mobile).expect("chromium");
+        for (name, path) in
+            [("published-home", "/#published".to_owned()), ("published-card", format!("/cards/{card}#published"))]
+        {
+            browser.navigate(&format!("{}{path}", server.url)).unwrap();
+            let file = shots.join(format!("{name}-{width}.png"));
+            browser.screenshot(&file, false).unwrap();
+            assert!(std::fs::metadata(&file).unwrap().len() > 5_000, "{name}-{width}.png is a real picture");
+            let page_width = browser.eval("document.documentElement.scrollWidth").unwrap().as_u64().unwrap();
+            assert!(page_width <= u64::from(width), "{path} at {width} px is {page_width} px wide");
+        }
+    }
+}

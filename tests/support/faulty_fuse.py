@@ -37,6 +37,26 @@ Each FAULT is ``NAME=VALUE``; sizes are bytes, or with a K, M or G suffix
                                slow; give it once per pause (gc-pause=244M:0.3
                                gc-pause=400M:1), ``clear`` removes them
 
+    wear=MEAN:MODE:SEED        a card that wears out: each 4 KiB block takes a
+                               number of writes drawn from SEED, evenly in
+                               [MEAN/2, 3*MEAN/2) (one in a hundred, a weak
+                               block, MEAN/4), then it is worn, and MODE says
+                               what a worn block does: ``fail`` (its writes
+                               fail with EIO; the rest of the request is
+                               written), ``keep-old`` (its writes are
+                               dropped), ``other-block`` (it reads back the
+                               block 7 places on), ``garbage`` (it reads back
+                               with a bit flipped); each block that wears is
+                               logged, ``wear: block B worn at W`` (W: bytes
+                               written to the card before that write), and
+                               each fsync logs ``wear: written W``
+    die=BYTES:KIND             with wear: once BYTES have been written (from
+                               when this fault is set), the
+                               card as a whole dies: ``read-only`` (writes
+                               fail with EIO, reads work), ``ignores-writes``
+                               (writes acknowledged and dropped), ``vanishes``
+                               (every request fails with EIO)
+
 With slc, every 16 MiB written is logged with the time the card finished
 it (``slc: 32 MiB written by 1234.567``, time.monotonic() seconds): the
 card's own clock, from which a test knows the rate it really delivered,
@@ -97,6 +117,8 @@ class Faults:
         self.slc_written = 0
         self.slc_clock = None
         self.gc_pauses = []
+        self.wear = None
+        self.die = None
 
     def apply(self, spec):
         for item in spec.replace(",", " ").split():
@@ -119,6 +141,17 @@ class Faults:
                 at, _, seconds = value.partition(":")
                 self.gc_pauses.append((parse_size(at), float(seconds)))
                 self.gc_pauses.sort()
+            elif name == "wear":
+                mean, mode, seed = value.split(":")
+                if mode not in ("fail", "keep-old", "other-block", "garbage"):
+                    raise ValueError("unknown wear mode %r" % mode)
+                self.wear = Wear(int(mean), mode, int(seed))
+            elif name == "die":
+                at, kind = value.split(":")
+                if kind not in ("read-only", "ignores-writes", "vanishes"):
+                    raise ValueError("unknown death %r" % kind)
+                # Counted from when it is set.
+                self.die = (parse_size(at) + (self.wear.written if self.wear else 0), kind)
             elif name == "slc":
                 cache, fast, slow = value.split(":")
                 self.slc = (parse_size(cache), float(fast), float(slow))
@@ -126,6 +159,28 @@ class Faults:
                 self.slc_clock = None
             else:
                 raise ValueError("unknown fault %r" % item)
+
+
+class Wear:
+    """Per-block endurance, write counts, and what the card has written."""
+
+    def __init__(self, mean, mode, seed):
+        import random
+        self.mean, self.mode, self.rng = mean, mode, random.Random(seed)
+        self.endurance = []
+        self.writes = []
+        self.written = 0
+
+    def grow(self, blocks):
+        while len(self.endurance) < blocks:
+            if self.rng.randrange(100) == 0:
+                self.endurance.append(max(1, self.mean // 4))
+            else:
+                self.endurance.append(self.mean // 2 + self.rng.randrange(max(1, self.mean)))
+            self.writes.append(0)
+
+    def worn(self, block):
+        return self.writes[block] > self.endurance[block]
 
 
 def log(message):
@@ -187,6 +242,10 @@ class FaultyDisk(fuse.Operations):
     def fsync(self, path, datasync, fh):
         if path == DISK:
             os.fsync(self.fd)
+            with self.mutex:
+                w = self.faults.wear
+                if w is not None:
+                    log("wear: written %d" % w.written)
         return 0
 
     # --- the data path, where the faults live ---
@@ -201,7 +260,11 @@ class FaultyDisk(fuse.Operations):
             # The claimed size is a lie: there is no data past the real end.
             size = max(0, self.size - offset)
             log("short read at %d: %d bytes, past the real %d" % (offset, size, self.size))
-        return os.pread(self.fd, size, offset)
+        data = os.pread(self.fd, size, offset)
+        with self.mutex:
+            if self.faults.wear is not None:
+                return self.worn_read(data, offset)
+        return data
 
     def write(self, path, data, offset, fh):
         if path == CTL:
@@ -224,9 +287,67 @@ class FaultyDisk(fuse.Operations):
         if offset + len(data) > self.size:
             log("EIO on write at %d, past the real %d" % (offset, self.size))
             raise fuse.FuseOSError(errno.EIO)
+        with self.mutex:
+            if self.faults.wear is not None:
+                return self.worn_write(data, offset)
         written = os.pwrite(self.fd, data, offset)
         self.pace(len(data))
         return written
+
+    def worn_write(self, data, offset):
+        """A write to a card that wears (the mutex is held)."""
+        f = self.faults
+        w = f.wear
+        w.grow(self.size // 4096)
+        if f.die is not None and w.written >= f.die[0]:
+            if f.die[1] == "ignores-writes":
+                return len(data)
+            raise fuse.FuseOSError(errno.EIO)
+        first, last = offset // 4096, (offset + len(data) - 1) // 4096
+        blocks = range(first, last + 1)
+        failing = [b for b in blocks if w.mode == "fail" and w.writes[b] >= w.endurance[b]]
+        for b in failing:
+            if w.writes[b] == w.endurance[b]:
+                w.writes[b] += 1
+                log("wear: block %d worn at %d" % (b, w.written))
+        # The rest of the request is written, then it fails: the kernel's
+        # loop-over-FUSE path (seen here) may report a large write whole
+        # when a later piece of it fails, and the worn block must then
+        # read back wrong, not be written after all.
+        blocks = [b for b in blocks if b not in failing]
+        for b in blocks:
+            w.writes[b] += 1
+            if w.writes[b] == w.endurance[b] + 1:
+                log("wear: block %d worn at %d" % (b, w.written))
+            if w.mode == "keep-old" and w.worn(b):
+                continue
+            lo, hi = max(offset, b * 4096), min(offset + len(data), (b + 1) * 4096)
+            os.pwrite(self.fd, data[lo - offset:hi - offset], lo)
+        w.written += len(blocks) * 4096 if failing else len(data)
+        if failing:
+            raise fuse.FuseOSError(errno.EIO)
+        return len(data)
+
+    def worn_read(self, data, offset):
+        """What a card that wears reads back (the mutex is held)."""
+        f = self.faults
+        w = f.wear
+        w.grow(self.size // 4096)
+        if f.die is not None and w.written >= f.die[0] and f.die[1] == "vanishes":
+            raise fuse.FuseOSError(errno.EIO)
+        if w.mode not in ("other-block", "garbage"):
+            return data
+        out = bytearray(data)
+        for b in range(offset // 4096, (offset + len(data) - 1) // 4096 + 1):
+            if not w.worn(b):
+                continue
+            lo, hi = max(offset, b * 4096), min(offset + len(data), (b + 1) * 4096)
+            if w.mode == "garbage":
+                out[lo - offset] ^= 0x10
+            else:
+                other = ((b + 7) % (self.size // 4096)) * 4096 + (lo - b * 4096)
+                out[lo - offset:hi - offset] = os.pread(self.fd, hi - lo, other)
+        return bytes(out)
 
     # How long the disk may sit idle and still count as busy: a write that
     # arrives within this of the previous one's end starts at that end, so

@@ -53,6 +53,12 @@ pub struct Args {
     /// submission is answered 429 with Retry-After. 0 turns the quota off.
     #[arg(long, value_name = "MIB", env = "STORAGE_SCORE_LEADERBOARD_QUOTA_MIB", default_value_t = 4)]
     pub quota_mib: u32,
+    /// Show the published Storage.sh results shipped with storage-score
+    /// (docs/reference.md) on the home and card pages, as "published
+    /// elsewhere": apart from submissions, never in medians, standings or
+    /// ranks.
+    #[arg(long)]
+    pub reference: bool,
 }
 
 /// The shortest admin token accepted: 32 characters, 128 bits or more of a
@@ -95,6 +101,8 @@ pub struct Config {
     /// Bytes of reports one network may store per day; 0: no quota.
     pub quota_bytes: i64,
     pub admin_token: Option<String>,
+    /// `--reference`: show the published results.
+    pub reference: bool,
 }
 
 impl Config {
@@ -116,6 +124,7 @@ impl Config {
             response_deadline: std::time::Duration::from_secs(args.response_deadline),
             quota_bytes: i64::from(args.quota_mib) * 1024 * 1024,
             admin_token,
+            reference: args.reference,
         })
     }
 }

@@ -65,6 +65,9 @@ pub struct App<S> {
     pub admin_failures: RateLimiter,
     /// `--quota-mib`: bytes of reports a network may store per day (0: any).
     pub quota_bytes: i64,
+    /// `--reference`: the published results shown apart ("published
+    /// elsewhere"), read from the set storage-score ships; empty without it.
+    pub reference: Vec<storage_scoring::reference::Published>,
 }
 
 impl<S> App<S> {
@@ -77,6 +80,7 @@ impl<S> App<S> {
             networks: config.networks,
             admin_failures: RateLimiter::new(ADMIN_FAILURES_PER_MINUTE),
             quota_bytes: config.quota_bytes,
+            reference: if config.reference { storage_scoring::reference::set().results } else { Vec::new() },
         }
     }
 }

@@ -126,6 +126,19 @@ fn ordinal(n: u32) -> String {
     format!("{n}{suffix}")
 }
 
+/// The kind in words, one.
+fn kind_word(kind: &str) -> &str {
+    match kind {
+        "sd" => "SD card",
+        "emmc" => "eMMC module",
+        "nvme" => "NVMe drive",
+        "sata" => "SATA drive",
+        "usb-ssd" => "USB SSD",
+        "usb-flash" => "USB flash drive",
+        other => other,
+    }
+}
+
 /// The kind in words, plural.
 fn kind_words(kind: &str) -> &str {
     match kind {
@@ -147,7 +160,7 @@ impl fmt::Display for Placement {
                     f,
                     "In context: {} percentile of {count} published {} on {}",
                     ordinal(*percentile),
-                    kind_words(kind),
+                    if *count == 1 { kind_word(kind) } else { kind_words(kind) },
                     family.name()
                 )?;
                 let near: Vec<String> = [("at or below", below), ("above", above)]

@@ -126,6 +126,9 @@ fn a_score_is_placed_among_its_kind_on_its_family() {
         place(1, Some("sd"), Some("Raspberry Pi 4"), &set),
         Placement::Placed { percentile: 1, below: None, .. } | Placement::Placed { percentile: 0, below: None, .. }
     ));
+    // One comparable result: the noun is singular.
+    let one = place(4000, Some("sd"), Some("Raspberry Pi 5"), &set).to_string();
+    assert!(one.starts_with("In context: 100th percentile of 1 published SD card on a Raspberry Pi 5; nearest: Card E (3000) at or below"), "{one}");
     // Nothing of that kind on that family, or an unknown board or kind.
     let none = place(1200, Some("nvme"), Some("Raspberry Pi 4"), &set);
     assert_eq!(

@@ -191,5 +191,8 @@ pub async fn card<S: Storage>(State(app): State<Arc<App<S>>>, Path(key): Path<St
         }
         body.push_str("</ul>");
     }
+    let kinds = super::published::kinds_of(&card.kind);
+    let published: Vec<_> = app.reference.iter().filter(|r| kinds.contains(&r.kind.as_str())).collect();
+    super::published::section(&mut body, &published, &format!("of the same kind ({})", card.kind));
     Html(layout(&name, &body)).into_response()
 }

@@ -75,6 +75,8 @@ pub async fn leaderboard<S: Storage>(
          results it sent), never means. Rows with fewer than {MIN_RANKED_SUBMITTERS} submitters are listed after the \
          ranked ones, without a rank. <a href=\"/about\">How it works.</a></p>"
     );
+    let published: Vec<_> = app.reference.iter().collect();
+    super::published::section(&mut body, &published, "shipped with storage-score");
     Html(layout("Leaderboard", &body)).into_response()
 }
 

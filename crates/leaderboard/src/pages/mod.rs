@@ -10,6 +10,7 @@ mod about_page;
 mod card_page;
 mod health;
 mod leaderboard_page;
+mod published;
 mod result_page;
 
 pub use about_page::about;
