@@ -215,3 +215,109 @@ fn refusals_and_failing_commands_are_one_line() {
     let out = run(&["power-loss", &device, "--power-off", "true", "--power-on", "true"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// ext4 on `card`, made while it honours flushes, then the card switched
+/// to `flush` through a power cycle; mounted at a temporary directory that
+/// the power commands unmount and mount again.
+struct Ext4OnCard {
+    mount: tempfile::TempDir,
+}
+
+impl Ext4OnCard {
+    fn new(card: &VolatileCard, flush: &str) -> Ext4OnCard {
+        let mount = temp_dir("ss-powerloss-fs-");
+        let state = card.state_dir();
+        let config = state.join("config.json");
+        let script = format!(
+            "mkfs.ext4 -q -F {dev} && sync && {off} && sed -i 's/\"flush\": \"honour\"/\"flush\": \"{flush}\"/' {config} && {on} && mount $(cat {state}/loop) {mnt}",
+            dev = card.path(),
+            off = card.power_off(),
+            on = card.power_on(),
+            config = config.display(),
+            state = state.display(),
+            mnt = mount.path().display(),
+        );
+        let out = std::process::Command::new("sh").arg("-c").arg(&script).output().expect("sh");
+        assert!(out.status.success(), "{script}: {}", String::from_utf8_lossy(&out.stderr));
+        Ext4OnCard { mount }
+    }
+
+    fn dir(&self) -> String {
+        self.mount.path().display().to_string()
+    }
+
+    /// Cut the card, then let go of the filesystem on the dead device.
+    fn power_off(&self, card: &VolatileCard) -> String {
+        format!("{}; umount -l {}", card.power_off(), self.dir())
+    }
+
+    fn power_on(&self, card: &VolatileCard) -> String {
+        format!("{} && mount $(cat {}/loop) {}", card.power_on(), card.state_dir().display(), self.dir())
+    }
+}
+
+impl Drop for Ext4OnCard {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg("-l").arg(self.mount.path()).output();
+    }
+}
+
+fn file_mode(card: &VolatileCard, fs: &Ext4OnCard, cycles: u32) -> (Output, Value) {
+    let (dir, off, on) = (fs.dir(), fs.power_off(card), fs.power_on(card));
+    let cycles = cycles.to_string();
+    let out = run(&[
+        "power-loss",
+        &dir,
+        "--file-mib",
+        "16",
+        "--cycles",
+        &cycles,
+        "--cut-within",
+        "0.4",
+        "--wait-s",
+        "10",
+        "--power-off",
+        &off,
+        "--power-on",
+        &on,
+        "--json",
+    ]);
+    eprintln!(
+        "power-loss (file mode): exit {:?}\n{}\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out, report)
+}
+
+#[test]
+#[ignore = "needs root: loop, fuse, ext4"]
+fn the_file_mode_on_ext4_keeps_everything_on_the_honest_card() {
+    let _lock = device_lock();
+    let card = VolatileCard::new(&CardConfig { mib: 64, ..CardConfig::default() });
+    let fs = Ext4OnCard::new(&card, "honour");
+    let (out, report) = file_mode(&card, &fs, 5);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(report["verdict"], "kept");
+    assert_eq!((total(&report, "returned"), total(&report, "lost") + total(&report, "damaged")), (5, 0));
+    assert!(total(&report, "acknowledged") > 500, "{report}");
+    // The test file is gone; the filesystem holds what it held before.
+    let left: Vec<_> = std::fs::read_dir(fs.dir()).expect("dir").flatten().map(|e| e.file_name()).collect();
+    assert_eq!(left, vec![std::ffi::OsString::from("lost+found")]);
+}
+
+#[test]
+#[ignore = "needs root: loop, fuse, ext4"]
+fn the_file_mode_on_ext4_catches_a_card_that_ignores_flushes() {
+    let _lock = device_lock();
+    let card = VolatileCard::new(&CardConfig { mib: 64, ..CardConfig::default() });
+    let fs = Ext4OnCard::new(&card, "ignore");
+    let (out, report) = file_mode(&card, &fs, 3);
+    // The card drops what ext4's journal and the file were told was safe:
+    // lost records, or worse (a filesystem that will not mount again).
+    assert!(matches!(out.status.code(), Some(7 | 9 | 10)), "{report}");
+    assert_ne!(report["verdict"], "kept");
+    assert!(card.count("drop", "acked=1") > 0, "{}", card.log());
+}

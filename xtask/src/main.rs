@@ -104,10 +104,12 @@ tasks:
       list of where `unsafe` lives names exactly the .rs files that hold it;
       no .rs file has over 600 lines of code. One line per failure:
       file:line and what is wrong.
-  reference [--write]
+  reference [--write | --against MIRRORS]
       Re-read every published result of scoring/reference/sources/ with the
       Storage.sh importer and check scoring/reference/set.json against them
-      (each to its printed score); --write regenerates set.json.
+      (each to its printed score); --write regenerates set.json; --against
+      compares each source from a GitHub repository with that file at its
+      commit in a local git copy under MIRRORS (OWNER+REPO/repo or OWNER/REPO).
   vm-identify [--release] [--timeout SECS] [--binary PATH]
       Boot a Debian kernel in QEMU (TCG) with an emulated SD card, run
       `storage-score identify /dev/mmcblk0 --json` in the guest and check the

@@ -12,8 +12,9 @@ pub fn main(args: &[String]) -> ExitCode {
     let write = match args {
         [] => false,
         [flag] if flag == "--write" => true,
+        [flag, dir] if flag == "--against" => return against(Path::new(dir)),
         _ => {
-            eprintln!("xtask reference: usage: cargo xtask reference [--write]");
+            eprintln!("xtask reference: usage: cargo xtask reference [--write | --against MIRRORS]");
             return ExitCode::from(2);
         }
     };
@@ -80,4 +81,65 @@ pub fn read_sources(dir: &Path) -> Result<Vec<(String, String)>, String> {
         sources.push((id.to_owned(), String::from_utf8_lossy(&bytes).into_owned()));
     }
     Ok(sources)
+}
+
+/// `--against MIRRORS`: every source published in a GitHub repository
+/// (`https://github.com/OWNER/REPO/blob/COMMIT/PATH`) compared, byte for
+/// byte after its header, with that file at that commit in a local git
+/// copy of the repository (`MIRRORS/OWNER+REPO/repo`, as a snapshot tool
+/// lays them out, or `MIRRORS/OWNER/REPO`). Sources from elsewhere (issue
+/// comments, web pages) are listed as not checkable here.
+fn against(mirrors: &Path) -> ExitCode {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scoring/reference/sources");
+    let sources = match read_sources(&dir) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("xtask reference: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let (mut same, mut differ, mut unchecked) = (0, 0, 0);
+    for (id, text) in &sources {
+        let (header, body) = text.split_once("\n\n").unwrap_or((text, ""));
+        let source = header.lines().find_map(|l| l.strip_prefix("source:")).map(str::trim).unwrap_or("");
+        let Some((repo, commit, path)) = github_blob(source) else {
+            unchecked += 1;
+            println!("{id}: {source}: not a repository file; not checkable here");
+            continue;
+        };
+        let git_dirs = [mirrors.join(repo.replace('/', "+")).join("repo"), mirrors.join(&repo)];
+        let Some(git_dir) = git_dirs.iter().find(|d| d.exists()) else {
+            unchecked += 1;
+            println!("{id}: no copy of {repo} under {}", mirrors.display());
+            continue;
+        };
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(git_dir)
+            .args(["show", &format!("{commit}:{path}")])
+            .output();
+        match out {
+            Ok(o) if o.status.success() && String::from_utf8_lossy(&o.stdout) == *body => same += 1,
+            Ok(o) if o.status.success() => {
+                differ += 1;
+                println!("{id}: differs from {repo} {commit} {path}");
+            }
+            _ => {
+                unchecked += 1;
+                println!("{id}: {commit}:{path} not found in {}", git_dir.display());
+            }
+        }
+    }
+    println!(
+        "reference: {same} sources identical to their published file, {differ} differ, {unchecked} not checkable here"
+    );
+    if differ == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+}
+
+/// `https://github.com/OWNER/REPO/blob/COMMIT/PATH` as (OWNER/REPO, COMMIT, PATH).
+fn github_blob(url: &str) -> Option<(String, &str, &str)> {
+    let rest = url.strip_prefix("https://github.com/")?;
+    let mut parts = rest.splitn(5, '/');
+    let (owner, repo, blob, commit, path) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    (blob == "blob" && commit.len() == 40).then(|| (format!("{owner}/{repo}"), commit, path))
 }

@@ -395,10 +395,10 @@ pub struct VerifyCapacityArgs {
 
 #[derive(Debug, Args)]
 pub struct PowerLossArgs {
-    /// The card's whole device, not mounted (/dev/sdb, /dev/mmcblk0).
+    /// The card's whole device, not mounted (/dev/sdb, /dev/mmcblk0); or a directory on its mounted filesystem (the file mode).
     pub device: String,
-    /// Required: the run writes all over the raw device, and ALL DATA ON THE CARD IS LOST.
-    #[arg(long, required = true)]
+    /// Required for a device: the run writes all over it, and ALL DATA ON THE CARD IS LOST.
+    #[arg(long)]
     pub destructive: bool,
     /// Do not ask for confirmation before writing.
     #[arg(long, requires = "destructive")]
@@ -415,6 +415,9 @@ pub struct PowerLossArgs {
     /// Seconds to wait for the card after a power-on before it counts as not returned.
     #[arg(long, value_name = "S", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub wait_s: u64,
+    /// The file mode: the size of the test file in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=1 << 30), conflicts_with = "destructive")]
+    pub file_mib: u64,
     /// The cut comes at a random moment up to this many seconds after a cycle's writes begin (at least a tenth of it).
     #[arg(long, value_name = "S", default_value_t = 2.0)]
     pub cut_within: f64,

@@ -39,14 +39,31 @@ pub fn power_loss(args: &PowerLossArgs) -> Result<(), Failure> {
             args.cut_within
         )));
     }
-    if std::path::Path::new(&args.device).is_dir() {
+    let output = args.output.as_deref().map(|path| OutputFile::prepare(path, "--output")).transpose()?;
+    storage_bench::interrupt::install().map_err(|e| Failure::Run(format!("cannot install signal handlers: {e}")))?;
+    let run = storage_powerloss::fresh_run_id();
+    let options = storage_powerloss::Options {
+        cycles: args.cycles,
+        cut_within: Duration::from_secs_f64(args.cut_within),
+        wait: Duration::from_secs(args.wait_s),
+        run,
+    };
+    let dir = std::path::Path::new(&args.device);
+    if dir.is_dir() && args.destructive {
         return Err(Failure::Usage(format!(
-            "{} is a directory; power-loss writes a whole card that is not mounted: give its device, e.g. /dev/sdb",
+            "{} is a directory: the file mode writes a test file there and needs no --destructive; leave it out, or give the card's whole device (e.g. /dev/sdb)",
             args.device
         )));
     }
-    let output = args.output.as_deref().map(|path| OutputFile::prepare(path, "--output")).transpose()?;
-    storage_bench::interrupt::install().map_err(|e| Failure::Run(format!("cannot install signal handlers: {e}")))?;
+    if dir.is_dir() {
+        return file_mode(args, dir, &options, output.as_ref());
+    }
+    if !args.destructive {
+        return Err(Failure::Usage(format!(
+            "power-loss writes all over {}, and every byte on it is lost: add --destructive (or give a directory on the mounted card for the file mode)",
+            args.device
+        )));
+    }
     let cleared = preflight::check(&args.device).map_err(|r| match r {
         Refusal::Usage(m) => Failure::Usage(m.replace("verify-capacity", "power-loss")),
         Refusal::Unsafe(m) => Failure::Refused(m.replace("verify-capacity", "power-loss")),
@@ -62,30 +79,68 @@ pub fn power_loss(args: &PowerLossArgs) -> Result<(), Failure> {
         fingerprint: cleared.fingerprint.clone(),
         last_seen: args.device.clone(),
     };
-    let options = storage_powerloss::Options {
-        cycles: args.cycles,
-        cut_within: Duration::from_secs_f64(args.cut_within),
-        wait: Duration::from_secs(args.wait_s),
-        run: storage_powerloss::fresh_run_id(),
+    let watch = Stages { show: !args.json && std::io::stderr().is_terminal() };
+    let cycles = storage_powerloss::engine::run(Box::new(disk), &mut host, &options, &watch)
+        .map_err(|e| engine_failure(e, &args.device))?;
+    finish(args, cycles, &host.last_seen, output.as_ref())
+}
+
+/// The file mode: a test file in `dir`, removed at the end whatever
+/// happened (docs/power-loss.md#the-file-mode).
+fn file_mode(
+    args: &PowerLossArgs,
+    dir: &std::path::Path,
+    options: &storage_powerloss::Options,
+    output: Option<&OutputFile>,
+) -> Result<(), Failure> {
+    use std::os::unix::fs::MetadataExt;
+    let bytes = args.file_mib << 20;
+    let (path, disk) =
+        storage_powerloss::file::create(dir, bytes, &options.run).map_err(|e| engine_failure(e, &args.device))?;
+    let inode = std::fs::metadata(&path).map(|m| m.ino()).unwrap_or(0);
+    let mut host = storage_powerloss::file::FileHost {
+        power_off: args.power_off.clone(),
+        power_on: args.power_on.clone(),
+        path: path.clone(),
+        inode,
+        size: bytes,
     };
     let watch = Stages { show: !args.json && std::io::stderr().is_terminal() };
-    let cycles = storage_powerloss::engine::run(Box::new(disk), &mut host, &options, &watch).map_err(|e| match e {
+    let result = storage_powerloss::engine::run(disk, &mut host, options, &watch);
+    // The filesystem may not be back (did-not-return); then there is
+    // nothing to remove, and its name says what it was.
+    let _ = std::fs::remove_file(&path);
+    let cycles = result.map_err(|e| engine_failure(e, &args.device))?;
+    finish(args, cycles, &path.display().to_string(), output)
+}
+
+fn engine_failure(e: storage_powerloss::Error, device: &str) -> Failure {
+    match e {
         storage_powerloss::Error::Refused(m) => Failure::Refused(m),
-        storage_powerloss::Error::TooSmall(_) => Failure::Usage(format!("{}: {e}", args.device)),
+        storage_powerloss::Error::TooSmall(_) => Failure::Usage(format!("{device}: {e}")),
         other => Failure::Run(other.to_string()),
-    })?;
+    }
+}
+
+/// The report out, and the verdict as the exit code.
+fn finish(
+    args: &PowerLossArgs,
+    cycles: Vec<storage_scoring::power_loss::Cycle>,
+    last_seen: &str,
+    output: Option<&OutputFile>,
+) -> Result<(), Failure> {
     let report = PowerLossReport::new(crate::document::now(), args.device.clone(), cycles);
 
     let json = serde_json::to_string_pretty(&report).map_err(|e| Failure::Run(format!("cannot encode JSON: {e}")))?;
-    if let Some(output) = &output {
+    if let Some(output) = output {
         output.write(format!("{json}\n").as_bytes())?;
     }
     if args.json {
         json_outln(&json);
     } else {
-        outln(&summary(&report, &host.last_seen));
+        outln(&summary(&report, last_seen));
     }
-    let line = summary(&report, &host.last_seen);
+    let line = summary(&report, last_seen);
     match report.verdict {
         PowerLossVerdict::Kept => Ok(()),
         PowerLossVerdict::Lost => Err(Failure::PowerLoss(7, line)),

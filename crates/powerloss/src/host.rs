@@ -24,39 +24,37 @@ pub struct CommandHost {
     pub last_seen: String,
 }
 
-impl CommandHost {
-    fn run(&self, flag: &str, command: &str) -> Result<(), Error> {
-        let out = Command::new("sh")
-            .arg("-c")
-            .arg(command)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| Error::Command(format!("cannot run {flag} through sh: {e}")))?;
-        if out.status.success() {
-            return Ok(());
-        }
-        let said = String::from_utf8_lossy(&out.stderr);
-        let last = said.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_owned();
-        let status = match out.status.code() {
-            Some(code) => format!("exit {code}"),
-            None => "killed by a signal".to_owned(),
-        };
-        Err(Error::Command(format!(
-            "{flag} `{command}` failed ({status}{}); fix the command (try it by hand) and run again",
-            if last.is_empty() { String::new() } else { format!(": {last}") }
-        )))
+/// Runs `command` with `sh -c` for `flag` (`--power-off`): its failure is
+/// one line naming the command, its exit and the last thing it said.
+pub fn run_command(flag: &str, command: &str) -> Result<(), Error> {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| Error::Command(format!("cannot run {flag} through sh: {e}")))?;
+    if out.status.success() {
+        return Ok(());
     }
+    let said = String::from_utf8_lossy(&out.stderr);
+    let last = said.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_owned();
+    let status = match out.status.code() {
+        Some(code) => format!("exit {code}"),
+        None => "killed by a signal".to_owned(),
+    };
+    Err(Error::Command(format!(
+        "{flag} `{command}` failed ({status}{}); fix the command (try it by hand) and run again",
+        if last.is_empty() { String::new() } else { format!(": {last}") }
+    )))
 }
 
 impl Host for CommandHost {
     fn power_off(&mut self) -> Result<(), Error> {
-        let command = self.power_off.clone();
-        self.run("--power-off", &command)
+        run_command("--power-off", &self.power_off)
     }
 
     fn power_on(&mut self) -> Result<(), Error> {
-        let command = self.power_on.clone();
-        self.run("--power-on", &command)
+        run_command("--power-on", &self.power_on)
     }
 
     fn find(&mut self) -> Result<Option<Device>, Error> {

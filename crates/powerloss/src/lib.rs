@@ -9,6 +9,7 @@
 //!   acknowledged.
 //! - [`engine`]: the cycles: the writer thread, the cut at a random
 //!   moment, the power-on, the wait, the check.
+//! - [`file`]: the file mode, a test file on a mounted filesystem.
 //! - [`host`]: the real [`engine::Host`]: `sh -c` for the power commands,
 //!   the card found again by its fingerprint, checked and opened as
 //!   verify-capacity opens it.
@@ -16,6 +17,7 @@
 //! The report it fills is `storage_scoring::power_loss`.
 
 pub mod engine;
+pub mod file;
 pub mod host;
 pub mod judge;
 pub mod record;
