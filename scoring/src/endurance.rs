@@ -222,6 +222,31 @@ pub struct EnduranceSet {
 }
 
 impl EnduranceReport {
+    /// A run's report before its first pass.
+    pub fn new(created: &str, tool: &str, device: &str, fingerprint: &str, surface_bytes: u64, segments: u32) -> Self {
+        EnduranceReport {
+            schema: SCHEMA.to_owned(),
+            created: created.to_owned(),
+            tool: tool.to_owned(),
+            device: device.to_owned(),
+            fingerprint: fingerprint.to_owned(),
+            block_bytes: BLOCK_BYTES,
+            surface_bytes,
+            segments,
+            passes: Vec::new(),
+            milestones: BTreeMap::new(),
+            stopped: None,
+            stopped_at_pass: None,
+            total_written_bytes: 0,
+            total_read_bytes: 0,
+            bad_blocks: 0,
+            seconds: 0.0,
+            capacity: None,
+            resumes: 0,
+            notes: Vec::new(),
+        }
+    }
+
     /// Records the milestones the cumulative count `bad` reaches in `pass`.
     pub fn mark_milestones(&mut self, pass: u32) {
         let total = self.surface_bytes / self.block_bytes.max(1);
@@ -313,26 +338,6 @@ mod tests {
     }
 
     pub(super) fn empty() -> EnduranceReport {
-        EnduranceReport {
-            schema: SCHEMA.to_owned(),
-            created: String::new(),
-            tool: String::new(),
-            device: String::new(),
-            fingerprint: String::new(),
-            block_bytes: BLOCK_BYTES,
-            surface_bytes: 0,
-            segments: 0,
-            passes: Vec::new(),
-            milestones: BTreeMap::new(),
-            stopped: None,
-            stopped_at_pass: None,
-            total_written_bytes: 0,
-            total_read_bytes: 0,
-            bad_blocks: 0,
-            seconds: 0.0,
-            capacity: None,
-            resumes: 0,
-            notes: Vec::new(),
-        }
+        EnduranceReport::new("", "", "", "", 0, 0)
     }
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use storage_capacity::preflight::{self, Refusal};
 use storage_capacity::{Disk, JournalDir, RawDisk};
-use storage_endurance::start::{Began, CapacityWatch, Card};
+use storage_endurance::start::{Began, Card};
 use storage_endurance::{EnduranceError, Options, Slot, Watch};
 use storage_platform::Roots;
 use storage_scoring::endurance::{EnduranceReport, EnduranceSet, SET_SCHEMA, Stopped, passes_csv};
@@ -166,8 +166,8 @@ fn one_card(
         tool: format!("storage-score {}", env!("CARGO_PKG_VERSION")),
         now: crate::document::now(),
     };
-    let (mut state, began) = storage_endurance::begin(dir, &card, &mut disk, args.new, &CapacityWatch(watch))
-        .map_err(|e| failure(device, e))?;
+    let (mut state, began) =
+        storage_endurance::begin(dir, &card, &mut disk, args.new, watch).map_err(|e| failure(device, e))?;
     match began {
         Began::Finished => {
             watch.stage("this card's run has ended; showing it (--new starts another)");

@@ -30,6 +30,9 @@ mod tests;
 use std::time::Duration;
 
 use storage_capacity::Disk;
+/// Progress lines and the signal that asks a run to stop: verify-capacity's,
+/// so that the capacity check before the first pass reports through it too.
+pub use storage_capacity::{Quiet, Watch};
 use storage_scoring::endurance::Milestone;
 
 pub use run::run;
@@ -68,19 +71,6 @@ pub trait Slot {
         watch: &dyn Watch,
     ) -> Option<Box<dyn Disk + Send>>;
 }
-
-/// Progress lines, and the signal that asks a run to stop.
-pub trait Watch: Sync {
-    fn stage(&self, _what: &str) {}
-    fn stop(&self) -> Option<&'static str> {
-        None
-    }
-}
-
-/// A watcher that says nothing and never stops.
-#[derive(Debug, Default)]
-pub struct Quiet;
-impl Watch for Quiet {}
 
 /// Why a run could not begin or go on.
 #[derive(Debug, thiserror::Error)]

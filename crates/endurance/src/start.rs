@@ -4,17 +4,16 @@
 //! while a run there is unfinished, is refused; so is a card with the
 //! identity but not the data.
 
-use std::collections::BTreeMap;
 use std::io::Read;
 
 use storage_capacity::disk::AlignedBuf;
 use storage_capacity::{Disk, JournalDir, Safety};
-use storage_scoring::endurance::{BLOCK_BYTES, CapacityFinding, EnduranceReport, SCHEMA};
+use storage_scoring::endurance::{BLOCK_BYTES, CapacityFinding, EnduranceReport};
 
+use crate::EnduranceError;
 use crate::layout::Layout;
 use crate::pattern;
 use crate::state::{BadMap, Phase, Progress, State};
-use crate::{EnduranceError, Watch};
 
 /// The card a run is for, as the caller found it.
 #[derive(Debug, Clone)]
@@ -46,7 +45,7 @@ pub fn begin(
     card: &Card,
     disk: &mut dyn Disk,
     new: bool,
-    watch: &dyn storage_capacity::Watch,
+    watch: &dyn crate::Watch,
 ) -> Result<(State, Began), EnduranceError> {
     if new {
         State::remove(dir, &card.fingerprint)
@@ -87,31 +86,20 @@ pub fn begin(
             announced
         ));
     }
-    let report = EnduranceReport {
-        schema: SCHEMA.to_owned(),
-        created: card.now.clone(),
-        tool: card.tool.clone(),
-        device: card.node.clone(),
-        fingerprint: card.fingerprint.clone(),
-        block_bytes: BLOCK_BYTES,
-        surface_bytes: blocks * BLOCK_BYTES,
-        segments: layout.segments as u32,
-        passes: Vec::new(),
-        milestones: BTreeMap::new(),
-        stopped: None,
-        stopped_at_pass: None,
-        total_written_bytes: 0,
-        total_read_bytes: 0,
-        bad_blocks: 0,
-        seconds: 0.0,
-        capacity: Some(CapacityFinding {
-            verdict: found.verdict.as_str().to_owned(),
-            announced_bytes: announced,
-            usable_bytes: usable,
-        }),
-        resumes: 0,
-        notes,
-    };
+    let mut report = EnduranceReport::new(
+        &card.now,
+        &card.tool,
+        &card.node,
+        &card.fingerprint,
+        blocks * BLOCK_BYTES,
+        layout.segments as u32,
+    );
+    report.capacity = Some(CapacityFinding {
+        verdict: found.verdict.as_str().to_owned(),
+        announced_bytes: announced,
+        usable_bytes: usable,
+    });
+    report.notes = notes;
     let state = State {
         run,
         node: card.node.clone(),
@@ -161,22 +149,4 @@ fn random_u64() -> std::io::Result<u64> {
     let mut bytes = [0u8; 8];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
     Ok(u64::from_le_bytes(bytes))
-}
-
-/// The progress watcher's lines, for the capacity check too.
-pub struct CapacityWatch<'a>(pub &'a dyn Watch);
-
-impl std::fmt::Debug for CapacityWatch<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("CapacityWatch")
-    }
-}
-
-impl storage_capacity::Watch for CapacityWatch<'_> {
-    fn stage(&self, what: &str) {
-        self.0.stage(what);
-    }
-    fn stop(&self) -> Option<&'static str> {
-        self.0.stop()
-    }
 }

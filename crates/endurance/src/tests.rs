@@ -31,7 +31,7 @@ fn options(until: Option<Milestone>, passes: Option<u32>) -> Options {
 fn wear(sim: &WearCard, options: &Options, gives_back: bool) -> (State, Vec<u32>) {
     let (_tmp, dir) = test_dir("wear");
     let mut disk = sim.clone();
-    let (mut state, began) = begin(&dir, &card("sim"), &mut disk, false, &storage_capacity::Quiet).expect("begin");
+    let (mut state, began) = begin(&dir, &card("sim"), &mut disk, false, &Quiet).expect("begin");
     assert_eq!(began, Began::New);
     // Deaths are set in bytes written from the first pass on.
     let before = {
@@ -186,7 +186,7 @@ fn an_interrupted_run_resumes_to_the_same_milestones_and_other_cards_are_refused
     let mut stops = 0;
     let state = loop {
         let mut disk = sim.clone();
-        let (mut state, began) = begin(&dir, &card("sim"), &mut disk, false, &storage_capacity::Quiet).expect("begin");
+        let (mut state, began) = begin(&dir, &card("sim"), &mut disk, false, &Quiet).expect("begin");
         assert_eq!(began == Began::New, stops == 0);
         let mut slot = SimSlot { card: sim.clone(), gives_back: false };
         run(&dir, &mut state, Box::new(sim.clone()), &mut slot, &opts, &StopAfter(97.into())).expect("run");
@@ -196,11 +196,11 @@ fn an_interrupted_run_resumes_to_the_same_milestones_and_other_cards_are_refused
         stops += 1;
         // Another card in the slot meanwhile is refused; this one is not.
         let mut other = WearCard::new(BLOCKS, 24, Worn::KeepsOld, 8);
-        let refused = begin(&dir, &card("other"), &mut other, false, &storage_capacity::Quiet);
+        let refused = begin(&dir, &card("other"), &mut other, false, &Quiet);
         assert!(matches!(refused, Err(EnduranceError::OtherCardInSlot { .. })), "{refused:?}");
         // A card with this one's identity but not its data is refused too.
         let mut twin = WearCard::new(BLOCKS, 24, Worn::KeepsOld, 7);
-        let refused = begin(&dir, &card("sim"), &mut twin, false, &storage_capacity::Quiet);
+        let refused = begin(&dir, &card("sim"), &mut twin, false, &Quiet);
         assert!(matches!(refused, Err(EnduranceError::NotThisCard { .. })), "{refused:?}");
     };
     assert!(stops >= 3, "{stops}: {:?} {:?}", state.report.stopped, state.report.notes);
@@ -211,9 +211,9 @@ fn an_interrupted_run_resumes_to_the_same_milestones_and_other_cards_are_refused
     assert_eq!(numbers, (1..=numbers.len() as u32).collect::<Vec<_>>());
     // A finished run is given back as it is, and --new starts over.
     let mut disk = sim.clone();
-    let (_, began) = begin(&dir, &card("sim"), &mut disk, false, &storage_capacity::Quiet).expect("begin");
+    let (_, began) = begin(&dir, &card("sim"), &mut disk, false, &Quiet).expect("begin");
     assert_eq!(began, Began::Finished);
-    let (_, began) = begin(&dir, &card("sim"), &mut disk, true, &storage_capacity::Quiet).expect("begin");
+    let (_, began) = begin(&dir, &card("sim"), &mut disk, true, &Quiet).expect("begin");
     assert_eq!(began, Began::New);
 }
 
@@ -222,12 +222,12 @@ fn a_state_file_changed_by_someone_else_is_refused() {
     let sim = WearCard::new(BLOCKS, 1000, Worn::Fails, 9);
     let (tmp, dir) = test_dir("forged");
     let mut disk = sim.clone();
-    begin(&dir, &card("sim"), &mut disk, false, &storage_capacity::Quiet).expect("begin");
+    begin(&dir, &card("sim"), &mut disk, false, &Quiet).expect("begin");
     let path = tmp.path().join("state").join(crate::state::file_name("sim"));
     let mut bytes = std::fs::read(&path).expect("state");
     let at = bytes.len() - 40;
     bytes[at] ^= 1;
     std::fs::write(&path, bytes).expect("write");
-    let refused = begin(&dir, &card("sim"), &mut disk, false, &storage_capacity::Quiet);
+    let refused = begin(&dir, &card("sim"), &mut disk, false, &Quiet);
     assert!(matches!(refused, Err(EnduranceError::State(crate::StateError::Forged { .. }))), "{refused:?}");
 }
