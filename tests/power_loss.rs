@@ -105,8 +105,13 @@ fn the_honest_card_keeps_everything_over_many_cuts() {
 fn a_card_that_ignores_flushes_is_caught() {
     let _lock = device_lock();
     let card = VolatileCard::new(&CardConfig { flush: "ignore", ..CardConfig::default() });
-    let (out, report) = power_loss(&card, 5, &[]);
+    let pages = temp_dir("ss-powerloss-html-");
+    let page = pages.path().join("cuts.html");
+    let (out, report) = power_loss(&card, 5, &["--html", page.to_str().expect("utf8")]);
     assert_eq!(out.status.code(), Some(7));
+    let html = std::fs::read_to_string(&page).expect("--html page");
+    assert!(html.contains("<span class=\"bad\">lost</span> after 5 power cuts"), "{html}");
+    assert_eq!(html.matches("<tr><td class=\"n\">").count(), 5, "one row per cut");
     assert_eq!(report["verdict"], "lost");
     assert!(total(&report, "lost") > 0);
     counts_match_the_card(&card, &report);

@@ -427,6 +427,9 @@ pub struct PowerLossArgs {
     /// Also save the JSON report to FILE.
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Also write a self-contained HTML page of the report (a row and bars per power cut) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -31,6 +31,12 @@ impl Watch for Stages {
     }
 }
 
+/// `--output` and `--html`, checked before anything is written.
+struct Outputs {
+    json: Option<OutputFile>,
+    html: Option<OutputFile>,
+}
+
 /// `storage-score power-loss`.
 pub fn power_loss(args: &PowerLossArgs) -> Result<(), Failure> {
     if !args.cut_within.is_finite() || !(0.01..=3600.0).contains(&args.cut_within) {
@@ -40,6 +46,8 @@ pub fn power_loss(args: &PowerLossArgs) -> Result<(), Failure> {
         )));
     }
     let output = args.output.as_deref().map(|path| OutputFile::prepare(path, "--output")).transpose()?;
+    let html = args.html.as_deref().map(|path| OutputFile::prepare(path, "--html")).transpose()?;
+    let output = Outputs { json: output, html };
     storage_bench::interrupt::install().map_err(|e| Failure::Run(format!("cannot install signal handlers: {e}")))?;
     let run = storage_powerloss::fresh_run_id();
     let options = storage_powerloss::Options {
@@ -56,7 +64,7 @@ pub fn power_loss(args: &PowerLossArgs) -> Result<(), Failure> {
         )));
     }
     if dir.is_dir() {
-        return file_mode(args, dir, &options, output.as_ref());
+        return file_mode(args, dir, &options, &output);
     }
     if !args.destructive {
         return Err(Failure::Usage(format!(
@@ -82,7 +90,7 @@ pub fn power_loss(args: &PowerLossArgs) -> Result<(), Failure> {
     let watch = Stages { show: !args.json && std::io::stderr().is_terminal() };
     let cycles = storage_powerloss::engine::run(Box::new(disk), &mut host, &options, &watch)
         .map_err(|e| engine_failure(e, &args.device))?;
-    finish(args, cycles, &host.last_seen, output.as_ref())
+    finish(args, cycles, &host.last_seen, &output)
 }
 
 /// The file mode: a test file in `dir`, removed at the end whatever
@@ -91,7 +99,7 @@ fn file_mode(
     args: &PowerLossArgs,
     dir: &std::path::Path,
     options: &storage_powerloss::Options,
-    output: Option<&OutputFile>,
+    output: &Outputs,
 ) -> Result<(), Failure> {
     use std::os::unix::fs::MetadataExt;
     let bytes = args.file_mib << 20;
@@ -127,13 +135,16 @@ fn finish(
     args: &PowerLossArgs,
     cycles: Vec<storage_scoring::power_loss::Cycle>,
     last_seen: &str,
-    output: Option<&OutputFile>,
+    output: &Outputs,
 ) -> Result<(), Failure> {
     let report = PowerLossReport::new(crate::document::now(), args.device.clone(), cycles);
 
     let json = serde_json::to_string_pretty(&report).map_err(|e| Failure::Run(format!("cannot encode JSON: {e}")))?;
-    if let Some(output) = output {
-        output.write(format!("{json}\n").as_bytes())?;
+    if let Some(file) = &output.json {
+        file.write(format!("{json}\n").as_bytes())?;
+    }
+    if let Some(file) = &output.html {
+        file.write(storage_report::power_loss_page::render(&report).as_bytes())?;
     }
     if args.json {
         json_outln(&json);

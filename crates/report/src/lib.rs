@@ -11,6 +11,7 @@
 //!   plots (speed against progress, latency histogram, heatmap, scatter).
 //! - [`profile_page`]: the `profile` command's self-contained HTML report,
 //!   and [`csv`] its tables; [`sparkline`] its terminal curve.
+//! - [`power_loss_page`]: the `power-loss --html` page.
 //!
 //! Pure: no I/O. Its one dependency is `storage-scoring`, for the report
 //! types the pages are drawn from.
@@ -20,6 +21,7 @@ pub mod csv;
 pub mod endurance_page;
 pub mod html;
 pub mod plot;
+pub mod power_loss_page;
 pub mod profile_page;
 pub mod sparkline;
 pub mod svg;
