@@ -38,7 +38,7 @@ struct Outputs {
 }
 
 /// `storage-score power-loss`.
-pub fn power_loss(args: &PowerLossArgs) -> Result<(), Failure> {
+pub fn power_loss(args: &PowerLossArgs, roots: &storage_platform::Roots) -> Result<(), Failure> {
     if !args.cut_within.is_finite() || !(0.01..=3600.0).contains(&args.cut_within) {
         return Err(Failure::Usage(format!(
             "--cut-within {}: give seconds between 0.01 and 3600, e.g. --cut-within 2",
@@ -63,8 +63,11 @@ pub fn power_loss(args: &PowerLossArgs) -> Result<(), Failure> {
             args.device
         )));
     }
+    // Which card this is, read before the first cut (it may not come
+    // back): what a leaderboard keys the result by (docs/power-loss.md#the-report).
+    let identity = identity_of(&args.device, roots);
     if dir.is_dir() {
-        return file_mode(args, dir, &options, &output);
+        return file_mode(args, dir, &options, &output, &identity);
     }
     if !args.destructive {
         return Err(Failure::Usage(format!(
@@ -90,7 +93,7 @@ pub fn power_loss(args: &PowerLossArgs) -> Result<(), Failure> {
     let watch = Stages { show: !args.json && std::io::stderr().is_terminal() };
     let cycles = storage_powerloss::engine::run(Box::new(disk), &mut host, &options, &watch)
         .map_err(|e| engine_failure(e, &args.device))?;
-    finish(args, cycles, &host.last_seen, &output)
+    finish(args, &identity, cycles, &host.last_seen, &output)
 }
 
 /// The file mode: a test file in `dir`, removed at the end whatever
@@ -100,6 +103,7 @@ fn file_mode(
     dir: &std::path::Path,
     options: &storage_powerloss::Options,
     output: &Outputs,
+    identity: &Option<storage_scoring::schema::Device>,
 ) -> Result<(), Failure> {
     use std::os::unix::fs::MetadataExt;
     let bytes = args.file_mib << 20;
@@ -119,7 +123,13 @@ fn file_mode(
     // nothing to remove, and its name says what it was.
     let _ = std::fs::remove_file(&path);
     let cycles = result.map_err(|e| engine_failure(e, &args.device))?;
-    finish(args, cycles, &path.display().to_string(), output)
+    finish(args, &identity, cycles, &path.display().to_string(), output)
+}
+
+/// The card under `target` (a device, or a directory on its filesystem) as
+/// `identify` reads it; none when it cannot be told.
+pub fn identity_of(target: &str, roots: &storage_platform::Roots) -> Option<storage_scoring::schema::Device> {
+    storage_identify::identify(target, roots).ok().and_then(|(_, device)| device)
 }
 
 fn engine_failure(e: storage_powerloss::Error, device: &str) -> Failure {
@@ -133,11 +143,13 @@ fn engine_failure(e: storage_powerloss::Error, device: &str) -> Failure {
 /// The report out, and the verdict as the exit code.
 fn finish(
     args: &PowerLossArgs,
+    identity: &Option<storage_scoring::schema::Device>,
     cycles: Vec<storage_scoring::power_loss::Cycle>,
     last_seen: &str,
     output: &Outputs,
 ) -> Result<(), Failure> {
-    let report = PowerLossReport::new(crate::document::now(), args.device.clone(), cycles);
+    let mut report = PowerLossReport::new(crate::document::now(), args.device.clone(), cycles);
+    report.identity = identity.clone();
 
     let json = serde_json::to_string_pretty(&report).map_err(|e| Failure::Run(format!("cannot encode JSON: {e}")))?;
     if let Some(file) = &output.json {
