@@ -123,7 +123,7 @@ fn file_mode(
     // nothing to remove, and its name says what it was.
     let _ = std::fs::remove_file(&path);
     let cycles = result.map_err(|e| engine_failure(e, &args.device))?;
-    finish(args, &identity, cycles, &path.display().to_string(), output)
+    finish(args, identity, cycles, &path.display().to_string(), output)
 }
 
 /// The card under `target` (a device, or a directory on its filesystem) as

@@ -162,7 +162,7 @@ pub fn send_saved(path: &Path, upload: &Upload, channel: Channel) -> Result<(), 
             let payload = prepare(&report, upload.include_serials, &salt, &inst.personal, label.as_deref())
                 .map_err(Failure::Run)?;
             let shown = summary(&payload, &context);
-            (payload.body, shown, report)
+            (payload.body, shown, *report)
         }
         Parsed::Wear(wear) => {
             let (body, shown) = wear::prepare(&wear, upload, &salt, &context)?;
@@ -224,7 +224,7 @@ pub fn send_saved(path: &Path, upload: &Upload, channel: Channel) -> Result<(), 
 
 /// A report `submit` sends: a run's, or an endurance or power-loss one.
 enum Parsed {
-    Run(Report),
+    Run(Box<Report>),
     Wear(storage_scoring::wear::WearReport),
 }
 
@@ -244,7 +244,7 @@ fn read_report(owner: FsIdentity, path: &Path) -> Result<(Vec<u8>, Parsed), Fail
         return Ok((bytes.clone(), Parsed::Wear(storage_scoring::input::parse_wear(&bytes).map_err(refused)?)));
     }
     let report = storage_scoring::input::parse_report(&bytes).map_err(refused)?;
-    Ok((bytes, Parsed::Run(report)))
+    Ok((bytes, Parsed::Run(Box::new(report))))
 }
 
 fn load_receipt(owner: FsIdentity, path: &Path) -> Result<Receipt, Failure> {

@@ -51,6 +51,9 @@ fn power_loss() -> Value {
     v
 }
 
+/// A change made to a report that must make it refused.
+type Edit = fn(&mut Value);
+
 fn refused(v: &Value) -> InputError {
     match wear_from(v.clone()) {
         Ok(_) => panic!("taken: {v}"),
@@ -89,7 +92,7 @@ fn numbers_that_cannot_be_are_422() {
 
 #[test]
 fn milestones_and_counts_must_agree_with_the_passes() {
-    let cases: Vec<(fn(&mut Value), &str)> = vec![
+    let cases: Vec<(Edit, &str)> = vec![
         (|v| v["milestones"]["first"] = json!(1), "milestones.first: pass 1, but pass 2 first reached it"),
         (|v| v["milestones"]["50%"] = json!(3), "milestones.50%: pass 3, but no pass reached it"),
         (
@@ -124,7 +127,7 @@ fn milestones_and_counts_must_agree_with_the_passes() {
 
 #[test]
 fn power_loss_counts_must_add_up() {
-    let cases: Vec<(fn(&mut Value), &str)> = vec![
+    let cases: Vec<(Edit, &str)> = vec![
         (|v| v["totals"]["lost"] = json!(3), "totals: not the sums"),
         (|v| v["verdict"] = json!("lost"), "verdict: lost, but the totals say kept"),
         (|v| v["cycles"][0]["acknowledged"] = json!(41), "cycles[0].acknowledged"),
