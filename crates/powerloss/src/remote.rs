@@ -228,7 +228,8 @@ pub fn check(disk: &mut dyn Disk, link: &mut Link, device: &str) -> Result<Vec<C
     cycle.written = writes.len() as u64;
     cycle.acknowledged = writes.iter().filter(|w| w.acknowledged).count() as u64;
     cycle.returned = 1;
-    state.next_sequence = writes.iter().map(|w| w.header.sequence + 1).max().unwrap_or(state.next_sequence);
+    state.next_sequence =
+        writes.iter().map(|w| w.header.sequence.saturating_add(1)).max().unwrap_or(state.next_sequence);
     state.cycles.push(cycle);
     state.ledger = ledger.into_iter().collect();
     let encoded = serde_json::to_value(&state).map_err(|e| Error::Io(format!("cannot encode the run: {e}")))?;

@@ -115,9 +115,16 @@ pub struct Witness {
 }
 
 /// The run a connection writes for, once it has opened one.
+#[derive(Debug)]
 struct Writer {
     device: String,
     generation: u64,
+}
+
+/// What the witness knows of one connection.
+#[derive(Debug, Default)]
+pub struct Session {
+    writer: Option<Writer>,
 }
 
 impl Witness {
@@ -155,20 +162,26 @@ impl Witness {
         stream.set_nodelay(true)?;
         let mut out = stream.try_clone()?;
         let mut lines = BufReader::new(stream);
-        let mut writer: Option<Writer> = None;
+        let mut session = Session::default();
         while let Some(line) = read_line(&mut lines, MAX_LINE)? {
-            let request = match serde_json::from_slice::<Request>(&line) {
-                Ok(request) => request,
-                Err(e) => {
-                    send(&mut out, &Reply::refuse(format!("not a power-loss witness request: {e}")))?;
-                    return Ok(());
-                }
-            };
-            if let Some(reply) = self.handle(request, &mut writer) {
+            let (reply, go_on) = self.take_line(&line, &mut session);
+            if let Some(reply) = reply {
                 send(&mut out, &reply)?;
+            }
+            if !go_on {
+                break;
             }
         }
         Ok(())
+    }
+
+    /// One line of a connection: the reply, if it gets one, and whether
+    /// the connection goes on (not after a line that is no request).
+    pub fn take_line(&self, line: &[u8], session: &mut Session) -> (Option<Reply>, bool) {
+        match serde_json::from_slice::<Request>(line) {
+            Ok(request) => (self.handle(request, &mut session.writer), true),
+            Err(e) => (Some(Reply::refuse(format!("not a power-loss witness request: {e}"))), false),
+        }
     }
 
     /// Does what `request` asks; the reply, for the requests that get one.
@@ -279,6 +292,7 @@ pub fn send(to: &mut impl Write, value: &impl Serialize) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::strategy::Strategy;
 
     fn open(w: &Witness, device: &str, new: bool, writer: &mut Option<Writer>) -> Reply {
         let state = serde_json::json!({"cycles": []});
@@ -327,6 +341,28 @@ mod tests {
         assert_eq!(read_line(&mut two, 64).expect("read"), None);
         let mut long = io::Cursor::new(vec![b'x'; 100]);
         assert!(read_line(&mut long, 64).is_err());
+    }
+
+    proptest::proptest! {
+        /// Any lines, JSON-shaped or not: never a panic, and a line that
+        /// is no request ends the connection with a refusal.
+        #[test]
+        fn any_lines_are_answered_or_refused(lines in proptest::collection::vec(
+            proptest::prop_oneof![
+                proptest::collection::vec(proptest::num::u8::ANY, 0..64),
+                "\\{\"op\":\"(hello|open|intent|ack|alive|fetch|commit)\"[ -~]{0,60}\\}".prop_map(String::into_bytes),
+            ],
+            0..12,
+        )) {
+            let (w, mut session) = (Witness::default(), Session::default());
+            for line in lines {
+                let (reply, go_on) = w.take_line(&line, &mut session);
+                if !go_on {
+                    proptest::prop_assert!(reply.is_some_and(|r| !r.ok));
+                    break;
+                }
+            }
+        }
     }
 
     #[test]
