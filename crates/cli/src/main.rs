@@ -31,6 +31,7 @@ mod settings;
 mod terminal;
 mod upload;
 mod watch;
+mod witness_cmd;
 
 use clap::{CommandFactory, FromArgMatches};
 pub use failure::Failure;
