@@ -410,6 +410,40 @@ fn pages_escape_what_users_wrote(backend: Backend) {
     assert_eq!(wear_count(backend, &server), 1);
 }
 
+/// A card with 2000 endurance and power-loss results from 200 networks:
+/// its page and its wear API still answer in well under 100 ms (the
+/// newest per network comes from the index on card, schema and network).
+fn a_card_with_thousands_of_results_answers_fast(backend: Backend) {
+    let server = start(backend, Options::default());
+    let mut card = String::new();
+    let started = std::time::Instant::now();
+    for i in 0..2000u32 {
+        let mut v = if i % 2 == 0 { endurance() } else { power_loss() };
+        v["created"] = json!(format!("2026-12-{:02}T{:02}:{:02}:00Z", 1 + i / 1440 % 28, i / 60 % 24, i % 60));
+        let reply = server.post_report_from(from((i % 200) as u8 + 1), &v.to_string(), &key());
+        assert_eq!(reply.status, 201, "{}", reply.text());
+        if card.is_empty() {
+            card = reply.json()["card_key"].as_str().unwrap().to_owned();
+        }
+    }
+    eprintln!("{backend:?}: 2000 wear results stored in {:.1} s", started.elapsed().as_secs_f64());
+    for path in [format!("/cards/{card}"), format!("/api/v1/cards/{card}/wear")] {
+        let mut times: Vec<f64> = (0..21)
+            .map(|_| {
+                let t = std::time::Instant::now();
+                assert_eq!(server.get(&path).status, 200);
+                t.elapsed().as_secs_f64() * 1000.0
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        eprintln!("{backend:?}: {path}: median {:.1} ms, slowest {:.1} ms", times[10], times[20]);
+        assert!(times[10] < 100.0, "{path}: {:.1} ms", times[10]);
+    }
+    let api = server.get(&format!("/api/v1/cards/{card}/wear")).json();
+    assert_eq!(api["endurance"].as_array().map(Vec::len), Some(100), "the newest of each of 100 networks");
+    assert_eq!(api["power_loss"].as_array().map(Vec::len), Some(100), "and of the other 100");
+}
+
 on_both_backends!(
     both_land_on_the_card_page_beside_its_runs,
     a_card_with_only_wear_results_has_a_page,
@@ -418,6 +452,7 @@ on_both_backends!(
     networks_count_once_and_are_moderated_and_banned_whole,
     the_quota_counts_them,
     pages_escape_what_users_wrote,
+    a_card_with_thousands_of_results_answers_fast,
 );
 
 /// The card page's Endurance and Power loss tables in headless Chromium at

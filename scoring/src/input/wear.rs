@@ -319,6 +319,15 @@ fn power_loss_rules(r: &PowerLossReport) -> Result<(), InputError> {
             ));
         }
     }
+    // The sums first, bounded: `Totals::of` adds without checking.
+    let fields: [fn(&power_loss::Cycle) -> u64; 6] =
+        [|c| c.acknowledged, |c| c.lost, |c| c.torn, |c| c.misplaced, |c| c.damaged, |c| c.returned];
+    for field in fields {
+        let sum = r.cycles.iter().fold(0u64, |sum, c| sum.saturating_add(field(c)));
+        if sum > MAX_COUNT {
+            return Err(inconsistent("totals", format!("the cycles sum to more than {MAX_COUNT:e}")));
+        }
+    }
     let totals = Totals::of(&r.cycles);
     if r.totals != totals {
         return Err(inconsistent("totals", format!("not the sums of the cycles ({totals:?})")));

@@ -244,3 +244,53 @@ pub async fn card<S: Storage>(
     }))
     .into_response())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ENDURANCE: &str = include_str!("../../../../tests/fixtures/leaderboard/endurance.json");
+    const POWER_LOSS: &str = include_str!("../../../../tests/fixtures/leaderboard/power-loss.json");
+
+    #[test]
+    fn the_runs_reports_are_taken_without_their_serials() {
+        for body in [ENDURANCE, POWER_LOSS] {
+            let accepted = accept(body.as_bytes()).expect("a real run's report");
+            assert_eq!(accepted.card.product_name, "SD64G");
+            assert!(!accepted.report_json.contains("1217398282"), "the PSN stays out");
+            assert!(!accepted.report_json.contains("backing_file"), "so does the fingerprint");
+            assert_eq!(accepted.card.key(), Card::of(accepted.report.identity()).key());
+        }
+    }
+
+    /// The intake over any change to a real report: never a panic, 400 or
+    /// 422 in one line, and what it takes keeps no serial.
+    #[test]
+    fn mutated_bodies_never_panic() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for round in 0..4000 {
+            let mut bytes = [ENDURANCE, POWER_LOSS][round % 2].as_bytes().to_vec();
+            for _ in 0..1 + next() % 3 {
+                let at = (next() as usize) % bytes.len();
+                match next() % 3 {
+                    0 => bytes[at] = b"-019e.\"{}[],:x"[(next() % 14) as usize],
+                    1 => drop(bytes.remove(at)),
+                    _ => bytes.insert(at, b'9'),
+                }
+            }
+            match accept(&bytes) {
+                Ok(accepted) => assert!(!accepted.report_json.contains("1217398282")),
+                Err(e) => {
+                    assert!(matches!(e.status.as_u16(), 400 | 422), "{}: {}", e.status, e.message);
+                    assert!(!e.message.is_empty() && !e.message.contains('\n'), "{:?}", e.message);
+                }
+            }
+        }
+    }
+}

@@ -66,15 +66,18 @@ pub const SET_STATUS: &str = "UPDATE wear_results SET status = $1, moderation = 
 pub const NETWORK_OF: &str = "SELECT submitter FROM wear_results WHERE id = $1";
 pub const OF_NETWORK: &str = "SELECT id FROM wear_results WHERE submitter = $1 ORDER BY id";
 
-/// The newest shown (public or flagged) result of each network for a card,
-/// per schema, with how many distinct reports that network sent of it.
+/// The newest shown (public or flagged) result of each network for a card
+/// and schema, with how many distinct reports that network sent of it.
 pub const CARD_ENTRIES: &str = "SELECT w.id, w.created_at, w.schema, w.status, w.moderation, w.summary, \
     (SELECT COUNT(DISTINCT o.content_hash) FROM wear_results o WHERE o.card_key = w.card_key \
         AND o.schema = w.schema AND o.submitter = w.submitter AND o.status <> 'hidden') \
-    FROM wear_results w WHERE w.card_key = $1 AND w.status <> 'hidden' AND w.id = (SELECT MAX(x.id) \
+    FROM wear_results w WHERE w.card_key = $1 AND w.schema = $2 AND w.status <> 'hidden' AND w.id = (SELECT MAX(x.id) \
         FROM wear_results x WHERE x.card_key = w.card_key AND x.schema = w.schema \
         AND x.submitter = w.submitter AND x.status <> 'hidden') \
-    ORDER BY w.id DESC LIMIT $2";
+    ORDER BY w.id DESC LIMIT $3";
+
+/// The schemas a card page lists, each with its own [`LISTED`] entries.
+pub const SCHEMAS: [&str; 2] = [storage_scoring::endurance::SCHEMA, storage_scoring::power_loss::SCHEMA];
 
 /// The card's identity as its first wear result spelled it.
 pub const CARD_FIRST: &str =

@@ -171,3 +171,61 @@ fn strings_and_identity_follow_the_run_reports_rules() {
     assert!(refused(&v).to_string().starts_with("schema: "));
     assert!(parse_wear(b"\xff").is_err() && parse_wear(b"[1]").is_err() && parse_wear(b"{\"schema\": NaN}").is_err());
 }
+
+#[test]
+fn sums_beyond_any_count_are_refused_not_overflowed() {
+    // Twenty cycles at the largest count each: their sum is beyond a u64.
+    let mut v = power_loss();
+    let one = v["cycles"][0].clone();
+    v["cycles"] = (1..=20u32)
+        .map(|n| {
+            let mut c = one.clone();
+            c["cycle"] = json!(n);
+            c["written"] = json!(MAX_COUNT);
+            c["acknowledged"] = json!(MAX_COUNT);
+            c
+        })
+        .collect();
+    let e = refused(&v);
+    assert!(e.is_implausible() && e.to_string().starts_with("totals: the cycles sum to more than"), "{e}");
+}
+
+/// Any byte of a report changed, dropped or doubled, any number replaced by
+/// an extreme one: never a panic, and a refusal is one line.
+#[test]
+fn mutated_reports_never_panic() {
+    let seeds = [endurance().to_string(), power_loss().to_string()];
+    let extremes = ["-1", "0", "1e308", "18446744073709551615", "18446744073709551616", "4294967296", "0.5", "null"];
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for round in 0..6000 {
+        let seed = &seeds[round % 2];
+        let mut bytes = seed.clone().into_bytes();
+        let at = (next() as usize) % bytes.len();
+        match next() % 4 {
+            0 => bytes[at] = (next() % 256) as u8,
+            1 => {
+                bytes.remove(at);
+            }
+            2 => bytes.insert(at, bytes[at]),
+            _ => {
+                // A number replaced by an extreme one.
+                let text = String::from_utf8_lossy(&bytes).into_owned();
+                let digits: Vec<usize> = text.match_indices(|c: char| c.is_ascii_digit()).map(|(i, _)| i).collect();
+                let start = digits[(next() as usize) % digits.len()];
+                let end =
+                    text[start..].find(|c: char| !c.is_ascii_digit() && c != '.').map_or(text.len(), |e| start + e);
+                let extreme = extremes[(next() as usize) % extremes.len()];
+                bytes = format!("{}{extreme}{}", &text[..start], &text[end..]).into_bytes();
+            }
+        }
+        if let Err(e) = parse_wear(&bytes) {
+            assert!(!e.to_string().contains('\n'), "{e}");
+        }
+    }
+}

@@ -103,7 +103,10 @@ impl WearStore for PgStore {
     async fn wear_card(&self, card_key: String) -> StoreResult<WearCard> {
         let card: Option<String> =
             self.query(wear::CARD_FIRST, &[&card_key]).await?.first().map(|r| r.try_get(0)).transpose()?;
-        let rows = self.query(wear::CARD_ENTRIES, &[&card_key, &wear::LISTED]).await?;
+        let mut rows = Vec::new();
+        for schema in wear::SCHEMAS {
+            rows.extend(self.query(wear::CARD_ENTRIES, &[&card_key, &schema, &wear::LISTED]).await?);
+        }
         let entries = rows
             .iter()
             .map(|r| {

@@ -176,12 +176,16 @@ impl WearStore for SqliteStore {
         self.read(move |c| {
             let card: Option<String> =
                 c.prepare_cached(wear::CARD_FIRST)?.query_row([&card_key], |r| r.get(0)).optional()?;
-            let entries = c
-                .prepare_cached(wear::CARD_ENTRIES)?
-                .query_map(params![card_key, wear::LISTED], |r| {
-                    Ok(WearEntry::of((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?)))
-                })?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
+            let mut entries = Vec::new();
+            for schema in wear::SCHEMAS {
+                let found = c
+                    .prepare_cached(wear::CARD_ENTRIES)?
+                    .query_map(params![card_key, schema, wear::LISTED], |r| {
+                        Ok(WearEntry::of((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?)))
+                    })?
+                    .collect::<rusqlite::Result<Vec<_>>>()?;
+                entries.extend(found);
+            }
             Ok(WearCard { card: card.as_deref().map(card_of), entries })
         })
         .await
