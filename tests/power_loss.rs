@@ -326,3 +326,156 @@ fn the_file_mode_on_ext4_catches_a_card_that_ignores_flushes() {
     assert_ne!(report["verdict"], "kept");
     assert!(card.count("drop", "acked=1") > 0, "{}", card.log());
 }
+
+/// A process that is killed (-9) when the test lets go of it, on every
+/// path, a failing assertion included.
+struct Running(std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `power-loss witness --listen 127.0.0.1:0`, and the address it printed.
+fn start_witness() -> (Running, String) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(binary())
+        .args(["power-loss", "witness", "--listen", "127.0.0.1:0"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn the witness");
+    let stderr = child.stderr.take().expect("stderr");
+    let witness = Running(child);
+    let mut line = String::new();
+    std::io::BufReader::new(stderr).read_line(&mut line).expect("the witness's first line");
+    let address = line.trim().rsplit(' ').next().expect("an address").to_owned();
+    assert!(line.contains("listening on"), "{line}");
+    (witness, address)
+}
+
+/// One whole-machine cut: `power-loss write` on the card, told to the
+/// witness, until the card's power and the writer die together (the cut,
+/// then kill -9, a moment drawn from `seed` after it began writing); then
+/// the power back on and `power-loss check`.
+fn cut_the_whole_machine(card: &VolatileCard, witness: &str, seed: u64, extra: &[&str]) -> (Output, Value) {
+    let log = temp_dir("ss-witness-writer-");
+    let stderr = log.path().join("stderr");
+    let mut args = vec!["power-loss", "write", "--witness", witness, "--destructive", "--yes"];
+    args.extend(extra);
+    let device = card.path();
+    args.push(&device);
+    let writer = Running(
+        std::process::Command::new(binary())
+            .args(&args)
+            .stderr(std::fs::File::create(&stderr).expect("stderr file"))
+            .spawn()
+            .expect("spawn the writer"),
+    );
+    let began = Instant::now();
+    while !std::fs::read_to_string(&stderr).unwrap_or_default().contains(": writing") {
+        assert!(
+            began.elapsed().as_secs() < 20,
+            "the writer did not begin: {}",
+            std::fs::read_to_string(&stderr).unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(150 + seed % 450));
+    let off = std::process::Command::new("sh").arg("-c").arg(card.power_off()).output().expect("power off");
+    assert!(off.status.success(), "{}", String::from_utf8_lossy(&off.stderr));
+    drop(writer);
+    eprintln!("writer said:\n{}", std::fs::read_to_string(&stderr).unwrap_or_default());
+    let on = std::process::Command::new("sh").arg("-c").arg(card.power_on()).output().expect("power on");
+    assert!(on.status.success(), "{}", String::from_utf8_lossy(&on.stderr));
+    let device = card.path();
+    let out = run(&["power-loss", "check", &device, "--witness", witness, "--json"]);
+    eprintln!("check: exit {:?}\n{}", out.status.code(), String::from_utf8_lossy(&out.stderr));
+    let report = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out, report)
+}
+
+#[test]
+#[ignore = "needs root: loop, fuse"]
+fn whole_machine_cuts_with_a_witness_keep_the_honest_card_and_catch_the_one_that_ignores_flushes() {
+    let _lock = device_lock();
+    let seed =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1);
+    eprintln!("cut moments drawn from seed {seed}");
+    let (_witness, address) = start_witness();
+
+    let honest = VolatileCard::new(&CardConfig { cut: vec!["tear"], ..CardConfig::default() });
+    let mut last = (None, Value::Null);
+    for n in 0..4u64 {
+        let (out, report) = cut_the_whole_machine(&honest, &address, seed.rotate_left(n as u32 * 7), &[]);
+        assert_eq!(out.status.code(), Some(0), "cut {}", n + 1);
+        last = (out.status.code(), report);
+    }
+    let report = last.1;
+    assert_eq!(report["schema"], "storage-score-power-loss/1");
+    assert_eq!(report["verdict"], "kept");
+    assert_eq!((total(&report, "cycles"), total(&report, "returned")), (4, 4), "{report}");
+    for key in ["lost", "torn", "misplaced", "damaged"] {
+        assert_eq!(total(&report, key), 0, "{key}");
+    }
+    let cycles = report["cycles"].as_array().expect("cycles");
+    assert!(
+        cycles.iter().all(|c| c["acknowledged"].as_u64() > Some(0)),
+        "every cut had acknowledged records: {report}"
+    );
+    assert!(honest.count("drop", "acked=0") + honest.count("tear", "acked=0") > 0, "{}", honest.log());
+    eprintln!("measured: {} acknowledged records kept over 4 whole-machine cuts", total(&report, "acknowledged"));
+
+    // Checked twice with nothing written between: nothing to check.
+    let device = honest.path();
+    let again = run(&["power-loss", "check", &device, "--witness", &address]);
+    assert_one_line_error(&again, 2);
+    drop(honest);
+
+    // A card that ignores flushes, on the same witness: its run is its own.
+    let liar = VolatileCard::new(&CardConfig { flush: "ignore", ..CardConfig::default() });
+    let device = liar.path();
+    let fresh = run(&["power-loss", "check", &device, "--witness", &address]);
+    assert!(assert_one_line_error(&fresh, 2).contains("holds no run for this card"));
+    let (out, report) = cut_the_whole_machine(&liar, &address, seed, &[]);
+    assert_eq!(out.status.code(), Some(7), "{report}");
+    assert_eq!(report["verdict"], "lost");
+    // The witness hears of an acknowledgement after the flush returned, so
+    // it may know of fewer than the card dropped, never of more.
+    let lost = total(&report, "lost");
+    assert!(lost > 0 && lost <= liar.count("drop", "acked=1"), "lost {lost}, card log:\n{}", liar.log());
+    eprintln!("measured: flushes ignored, {lost} acknowledged records lost in one whole-machine cut");
+}
+
+#[test]
+#[ignore = "needs root: loop, fuse"]
+fn a_writer_is_refused_until_the_last_cut_is_checked_and_a_dead_witness_is_one_line() {
+    let _lock = device_lock();
+    let (witness, address) = start_witness();
+    let card = VolatileCard::new(&CardConfig::default());
+    let device = card.path();
+    let stderr = temp_dir("ss-witness-writer-");
+    let writer = Running(
+        std::process::Command::new(binary())
+            .args(["power-loss", "write", &device, "--witness", &address, "--destructive", "--yes"])
+            .stderr(std::fs::File::create(stderr.path().join("e")).expect("stderr"))
+            .spawn()
+            .expect("spawn"),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    drop(writer);
+    // No cut was checked: a second writer is refused, and --new starts over.
+    let refused = run(&["power-loss", "write", &device, "--witness", &address, "--destructive", "--yes"]);
+    assert!(assert_one_line_error(&refused, 3).contains("power-loss check"));
+    drop(witness);
+    for args in [
+        vec!["power-loss", "write", &device, "--witness", &address, "--destructive", "--yes", "--new"],
+        vec!["power-loss", "check", &device, "--witness", &address],
+    ] {
+        let out = run(&args);
+        assert!(assert_one_line_error(&out, 1).contains("cannot reach the witness"), "{args:?}");
+    }
+    let no_consent = run(&["power-loss", "write", &device, "--witness", &address]);
+    assert!(assert_one_line_error(&no_consent, 2).contains("--destructive"));
+}

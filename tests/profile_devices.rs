@@ -245,11 +245,15 @@ fn a_throttle_that_drops_mid_write_is_the_step_and_its_pauses_are_noise() {
     // 33 MB/s; the typical rate leaves it out. A throttle saves up its
     // budget while the writer is between chunks and spends it on the next
     // one, so chunks timed on their own run a little over the limit, more
-    // so on a loaded machine (41 to 42.4 MB/s seen here at 40); the 4 MiB
-    // chunks at 10 MB/s leave far less of it.
+    // so on a loaded machine (41 to 42.4 MB/s seen here at 40; 10.55 at 10
+    // on a loaded CI host). The bound below that still tells the pauses
+    // apart: counted in, the pause at 512 MiB would pull the floor to about
+    // 9.8 MB/s.
+    let limit_band = |rate: f64, limit: f64| (0.985..=1.10).contains(&(rate / limit));
     assert!((0.95..=1.10).contains(&(before / 40.0)), "before {before} MB/s, the limit 40");
-    assert!(within(after, 10.0, 0.05), "after {after} MB/s, truth 10");
-    assert!(within(s["steady_mb_s"].as_f64().expect("steady"), 10.0, 0.05), "{s}");
+    assert!(limit_band(after, 10.0), "after {after} MB/s, the limit 10");
+    let steady = s["steady_mb_s"].as_f64().expect("steady");
+    assert!(limit_band(steady, 10.0), "steady {steady} MB/s, the limit 10: {s}");
     drop(cg);
     assert!(fs.entries().is_empty(), "nothing left behind: {:?}", fs.entries());
 }

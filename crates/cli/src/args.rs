@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 
+pub use crate::power_loss_args::{PowerLossArgs, PowerLossMode, WitnessArgs, WitnessCheckArgs, WitnessWriteArgs};
+
 /// Where `verify-capacity` and `batch --verify` keep their undo journal
 /// unless told otherwise (docs/verify-capacity.md#the-journal-directory).
 pub const JOURNAL_DIR: &str = "/var/lib/storage-score/journal";
@@ -391,45 +393,6 @@ pub struct VerifyCapacityArgs {
         default_value = JOURNAL_DIR
     )]
     pub journal_dir: PathBuf,
-}
-
-#[derive(Debug, Args)]
-pub struct PowerLossArgs {
-    /// The card's whole device, not mounted (/dev/sdb, /dev/mmcblk0); or a directory on its mounted filesystem (the file mode).
-    pub device: String,
-    /// Required for a device: the run writes all over it, and ALL DATA ON THE CARD IS LOST.
-    #[arg(long)]
-    pub destructive: bool,
-    /// Do not ask for confirmation before writing.
-    #[arg(long, requires = "destructive")]
-    pub yes: bool,
-    /// How many power cuts.
-    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100_000))]
-    pub cycles: u32,
-    /// The command that cuts the card's power (run with sh -c), e.g. 'uhubctl -l 1-1 -p 2 -a off'.
-    #[arg(long, value_name = "CMD", required = true)]
-    pub power_off: String,
-    /// The command that restores it (run with sh -c).
-    #[arg(long, value_name = "CMD", required = true)]
-    pub power_on: String,
-    /// Seconds to wait for the card after a power-on before it counts as not returned.
-    #[arg(long, value_name = "S", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
-    pub wait_s: u64,
-    /// The file mode: the size of the test file in MiB.
-    #[arg(long, value_name = "MIB", default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=1 << 30), conflicts_with = "destructive")]
-    pub file_mib: u64,
-    /// The cut comes at a random moment up to this many seconds after a cycle's writes begin (at least a tenth of it).
-    #[arg(long, value_name = "S", default_value_t = 2.0)]
-    pub cut_within: f64,
-    /// Print the report as one JSON document on stdout.
-    #[arg(long)]
-    pub json: bool,
-    /// Also save the JSON report to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    /// Also write a self-contained HTML page of the report (a row and bars per power cut) to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

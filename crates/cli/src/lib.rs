@@ -4,3 +4,4 @@
 
 pub mod args;
 pub mod manual;
+mod power_loss_args;

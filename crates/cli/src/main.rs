@@ -31,6 +31,7 @@ mod settings;
 mod terminal;
 mod upload;
 mod watch;
+mod witness_cmd;
 
 use clap::{CommandFactory, FromArgMatches};
 pub use failure::Failure;
@@ -76,8 +77,8 @@ fn main() {
         Some(Command::Score(args)) => score_cmd::score(&args),
         Some(Command::Compare(args)) => compare_cmd::compare(&args),
         Some(Command::VerifyCapacity(args)) => capacity_cmd::verify_capacity(&args),
-        Some(Command::PowerLoss(args)) => powerloss_cmd::power_loss(&args),
-        Some(Command::Endurance(args)) => endurance_cmd::endurance(&args),
+        Some(Command::PowerLoss(args)) => powerloss_cmd::power_loss(&args, &roots),
+        Some(Command::Endurance(args)) => endurance_cmd::endurance(&args, &roots),
         Some(Command::Submit(args)) => upload::submit_command(&args),
         Some(Command::Profile(args)) => profile_cmd::profile(&args, &roots),
         Some(Command::Scan(args)) => scan_cmd::scan(args.json, &roots),

@@ -47,8 +47,8 @@ pub struct Options {
 }
 
 /// What a block held when last seen.
-#[derive(Debug, Clone, Copy)]
-enum Content {
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
+pub(crate) enum Content {
     /// A record of this run, at its own address.
     Record(Header),
     /// Other bytes, by their sector prints.
@@ -67,11 +67,14 @@ impl Content {
 /// Every block written in the run: what it held when last seen, and
 /// whether that is data the card has kept through a cut (checked on every
 /// return from then on).
-#[derive(Debug, Clone, Copy)]
-struct Slot {
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Slot {
     content: Content,
     kept: bool,
 }
+
+/// Every block written in the run, by block number.
+pub(crate) type Ledger = HashMap<u64, Slot>;
 
 /// Runs `options.cycles` cycles on `disk`; returns the cycles measured (a
 /// device that did not come back ends the run: its cycle is the last).
@@ -82,7 +85,7 @@ pub fn run(
     watch: &dyn Watch,
 ) -> Result<Vec<Cycle>, crate::Error> {
     let mut disk = Some(disk);
-    let mut ledger: HashMap<u64, Slot> = HashMap::new();
+    let mut ledger = Ledger::new();
     let mut cycles = Vec::new();
     let mut sequence = 0u64;
     let seed = u64::from_le_bytes(options.run[..8].try_into().unwrap_or_default());
@@ -117,8 +120,13 @@ pub fn run(
         let (log, off) = std::thread::scope(|s| {
             let (plan, known, stop) = (&plan, &known, &stop);
             let writer = s.spawn(move || {
-                let log = writer::write(device.as_mut(), plan, known, stop);
+                let log = writer::write(device.as_mut(), plan, known, stop, &mut writer::InMemory);
                 drop(device);
+                // Capped before the cut: idle until it, so that nothing
+                // written after the cap goes unjudged.
+                while !stop.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
                 log
             });
             std::thread::sleep(delay);
@@ -176,10 +184,10 @@ fn wait_for(host: &mut dyn Host, wait: Duration, since: Instant) -> Result<Optio
 
 /// Reads back every block written this cycle and every block kept so far,
 /// counts what each costs, and brings the ledger up to date.
-fn verify(
+pub(crate) fn verify(
     disk: &mut dyn Disk,
     writes: &[Written],
-    ledger: &mut HashMap<u64, Slot>,
+    ledger: &mut Ledger,
     run: &[u8; 16],
 ) -> Result<Cycle, crate::Error> {
     let now: HashMap<u64, &Written> = writes.iter().map(|w| (w.block, w)).collect();

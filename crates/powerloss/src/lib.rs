@@ -13,6 +13,8 @@
 //! - [`host`]: the real [`engine::Host`]: `sh -c` for the power commands,
 //!   the card found again by its fingerprint, checked and opened as
 //!   verify-capacity opens it.
+//! - [`witness`] and [`remote`]: whole-machine cuts, where another machine
+//!   keeps the account of what was acknowledged.
 //!
 //! The report it fills is `storage_scoring::power_loss`.
 
@@ -21,8 +23,10 @@ pub mod file;
 pub mod host;
 pub mod judge;
 pub mod record;
+pub mod remote;
 #[cfg(test)]
 mod sim;
+pub mod witness;
 pub mod writer;
 
 pub use engine::{Device, Host, Options};
@@ -43,6 +47,12 @@ pub enum Error {
     TooSmall(u64),
     #[error("interrupted by {0}; the card was left powered on")]
     Interrupted(&'static str),
+    /// The witness cannot be reached, went away or refused (exit 1).
+    #[error("{0}")]
+    Witness(String),
+    /// Asked for something that cannot be done as asked (exit 2).
+    #[error("{0}")]
+    Usage(String),
 }
 
 /// A fresh run id from the kernel's random source.

@@ -27,7 +27,7 @@ const MAGIC: &[u8; 8] = b"SSPWRLS1";
 const SUM: std::ops::Range<usize> = 44..76;
 
 /// Which record: everything its bytes are drawn from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Header {
     pub run: [u8; 16],
     pub cycle: u32,

@@ -36,7 +36,7 @@ pub struct Plan {
 }
 
 /// One record written (its write returned).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Written {
     pub block: u64,
     pub header: Header,
@@ -45,6 +45,31 @@ pub struct Written {
     /// What the block held before, when it was read first (its first write
     /// in the run).
     pub before: Option<Prints>,
+}
+
+/// Who hears of each write before it is issued and of each flush that
+/// returned: nobody in a run this host survives, the witness across the
+/// network when the whole machine loses its power.
+pub trait Journal {
+    /// `writes` are about to be issued (not acknowledged yet).
+    fn about_to_write(&mut self, writes: &[Written]) -> std::io::Result<()>;
+    /// A flush returned: every record with a sequence below `through` is
+    /// acknowledged.
+    fn acknowledged(&mut self, through: u64) -> std::io::Result<()>;
+}
+
+/// The journal of a run whose host keeps its memory across the cut.
+#[derive(Debug, Default)]
+pub struct InMemory;
+
+impl Journal for InMemory {
+    fn about_to_write(&mut self, _: &[Written]) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    fn acknowledged(&mut self, _: u64) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// What the writer did.
@@ -59,8 +84,16 @@ pub struct Log {
 /// returns acknowledges every record written since the one before (a card
 /// whose power is off cannot answer a flush, so one that returned came
 /// before the cut); `known(block)` says whether the old content of a block
-/// is already known (no read first).
-pub fn write(disk: &mut dyn Disk, plan: &Plan, known: &dyn Fn(u64) -> bool, stop: &AtomicBool) -> Log {
+/// is already known (no read first). `journal` hears of every write before
+/// it is issued and of every flush after it returned; when it fails, the
+/// writer stops (an unrecorded write could not be judged).
+pub fn write(
+    disk: &mut dyn Disk,
+    plan: &Plan,
+    known: &dyn Fn(u64) -> bool,
+    stop: &AtomicBool,
+    journal: &mut dyn Journal,
+) -> Log {
     let mut log = Log::default();
     let mut rng = SmallRng::seed_from_u64(plan.seed);
     let mut used: HashSet<u64> = HashSet::new();
@@ -98,18 +131,27 @@ pub fn write(disk: &mut dyn Disk, plan: &Plan, known: &dyn Fn(u64) -> bool, stop
                 record::encode_into(&header, &mut bytes[i * RECORD_BYTES..(i + 1) * RECORD_BYTES]);
                 headers.push(header);
             }
-            if let Err(e) = disk.write_at(chunk[0] * RECORD_BYTES as u64, bytes) {
-                log.error = Some(format!("write at {}: {e}", chunk[0] * RECORD_BYTES as u64));
-                return log;
-            }
-            for (i, header) in headers.into_iter().enumerate() {
-                pending.push(log.writes.len());
-                log.writes.push(Written {
+            let issued: Vec<Written> = headers
+                .into_iter()
+                .enumerate()
+                .map(|(i, header)| Written {
                     block: chunk[i],
                     header,
                     acknowledged: false,
                     before: before[chunk_no * PER_WRITE + i],
-                });
+                })
+                .collect();
+            if let Err(e) = journal.about_to_write(&issued) {
+                log.error = Some(format!("witness: {e}"));
+                return log;
+            }
+            if let Err(e) = disk.write_at(chunk[0] * RECORD_BYTES as u64, bytes) {
+                log.error = Some(format!("write at {}: {e}", chunk[0] * RECORD_BYTES as u64));
+                return log;
+            }
+            for written in issued {
+                pending.push(log.writes.len());
+                log.writes.push(written);
             }
             until_flush = until_flush.saturating_sub(chunk.len() as u32);
             if until_flush == 0 {
@@ -121,14 +163,13 @@ pub fn write(disk: &mut dyn Disk, plan: &Plan, known: &dyn Fn(u64) -> bool, stop
                     log.writes[i].acknowledged = true;
                 }
                 pending.clear();
+                if let Err(e) = journal.acknowledged(sequence) {
+                    log.error = Some(format!("witness: {e}"));
+                    return log;
+                }
                 until_flush = rng.gen_range(1..=FLUSH_EVERY);
             }
         }
-    }
-    // Capped before the cut: idle until it, so that nothing written after
-    // the cap goes unjudged.
-    while !stop.load(Ordering::SeqCst) {
-        std::thread::sleep(std::time::Duration::from_millis(5));
     }
     log
 }
