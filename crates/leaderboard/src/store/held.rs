@@ -25,7 +25,7 @@
 
 use std::collections::BTreeMap;
 
-use super::aggregate::{GroupStats, SubmitterEntry, group_stats, quantile};
+use super::aggregate::{GroupStats, SubmitterEntry, group_stats, quantile, rank_of};
 
 /// Networks with counted results that make a row established: from then
 /// on a newcomer is judged.
@@ -149,12 +149,14 @@ impl Walk<'_> {
             }
         }
         let score = self.entries[i].score;
-        let (lo, hi) = agreement_band(&without)?;
-        if !(lo..=hi).contains(&(score as f64)) {
+        // Sorted once for its band and its median (a row is judged often).
+        without.sort_unstable();
+        let rank = |q: f64| without.get(rank_of(q, without.len()) - 1).copied();
+        let (p10, before, p90) = (rank(0.1)?, rank(0.5)?, rank(0.9)?);
+        if !(p10 as f64 / BAND_FACTOR..=p90 as f64 * BAND_FACTOR).contains(&(score as f64)) {
             return Some(Hold::Contradicts);
         }
         row.push(score);
-        let before = median(without)?;
         let after = median(row)?;
         (!within(before, after, MOVE_DIVISOR)).then_some(Hold::Burst)
     }
