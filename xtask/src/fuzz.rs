@@ -41,6 +41,7 @@ const TARGETS: [(&str, &[&str]); 20] = [
     ("emmc_life", &["life_time", "pre_eol_info"]),
     ("machine_text", &["get_throttled", "swaps", "mountinfo", "descriptors", "version", "max_link_speed"]),
     ("intake", &["report.json", "expected.json"]),
+    ("wear_intake", &["endurance.json", "power-loss.json"]),
     ("power_loss_record", &[]),
     ("power_loss_witness", &[]),
     // Seeded from the reference set's published texts (below).
