@@ -23,7 +23,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 
 /// Each target and the fixture file names that seed its corpus.
-const TARGETS: [(&str, &[&str]); 20] = [
+const TARGETS: [(&str, &[&str]); 21] = [
     ("sd_cid", &["cid"]),
     ("sd_csd", &["csd"]),
     ("sd_scr", &["scr"]),
