@@ -167,8 +167,7 @@ fn scored_sentence(text: &str) -> Option<&str> {
     let text = text.trim_end_matches(['.', '!']).trim_end();
     let (rest, last) = text.rsplit_once(' ')?;
     let scored = rest.rsplit(' ').next()?;
-    (scored == "scored" && !last.is_empty() && last.chars().all(|c| c.is_ascii_digit() || c == ','))
-        .then_some(last)
+    (scored == "scored" && !last.is_empty() && last.chars().all(|c| c.is_ascii_digit() || c == ',')).then_some(last)
 }
 
 /// A number as people print it: `18.3`, `18,3` (a decimal comma), `12,203`
