@@ -51,6 +51,11 @@ pub struct EnduranceReport {
     pub resumes: u32,
     /// Plain sentences: what the run saw that the numbers do not say.
     pub notes: Vec<String>,
+    /// The card as `identify` saw it when the run began (the `device`
+    /// section of a `storage-score/1` report): what the leaderboard keys
+    /// the result by, so that it lands on the card's page beside its runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<crate::schema::Device>,
 }
 
 /// One whole-surface pass: everything written, then everything read back.
@@ -244,6 +249,7 @@ impl EnduranceReport {
             capacity: None,
             resumes: 0,
             notes: Vec::new(),
+            identity: None,
         }
     }
 

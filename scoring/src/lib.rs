@@ -23,3 +23,4 @@ pub mod score;
 pub mod stats;
 pub mod storage_sh;
 pub mod verdict;
+pub mod wear;

@@ -21,6 +21,10 @@ pub struct PowerLossReport {
     pub cycles: Vec<Cycle>,
     pub totals: Totals,
     pub verdict: PowerLossVerdict,
+    /// The card as `identify` saw it (the `device` section of a
+    /// `storage-score/1` report): what the leaderboard keys the result by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<crate::schema::Device>,
 }
 
 /// One cycle: writes, a cut while they were in flight, power back on, and
@@ -134,6 +138,7 @@ impl PowerLossReport {
             cycles,
             totals,
             verdict,
+            identity: None,
         }
     }
 }

@@ -94,17 +94,22 @@ pub fn redact(report: &Report, how: &Redaction<'_>) -> Result<Report, PrivacyErr
             target.input = target.mount_point.clone().unwrap_or_else(|| reduce_path(&target.input));
         }
     }
-    let personal: Vec<&str> = how
-        .personal
-        .iter()
-        .map(|name| name.trim())
-        .filter(|name| name.chars().count() >= 2 && !COMMON_NAMES.contains(&name.to_ascii_lowercase().as_str()))
-        .collect();
+    let personal = personal_names(how);
     // Free text and paths, wherever they sit (a note of the target, of a
     // test, of the device), go through the same scrub; nothing else does.
     let mut value = serde_json::to_value(&out).map_err(|e| PrivacyError(e.to_string()))?;
     scrub_fields(&mut value, &personal, false);
     serde_json::from_value(value).map_err(|e| PrivacyError(e.to_string()))
+}
+
+/// The personal names worth replacing: two characters or more, and not a
+/// default that millions of machines share ([`COMMON_NAMES`]).
+pub fn personal_names<'a>(how: &'a Redaction<'_>) -> Vec<&'a str> {
+    how.personal
+        .iter()
+        .map(|name| name.trim())
+        .filter(|name| name.chars().count() >= 2 && !COMMON_NAMES.contains(&name.to_ascii_lowercase().as_str()))
+        .collect()
 }
 
 fn redact_serials(device: &mut Device, salt: Option<&[u8]>) {

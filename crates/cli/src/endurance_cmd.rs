@@ -73,7 +73,7 @@ impl Slot for LiveSlot {
 }
 
 /// `storage-score endurance`.
-pub fn endurance(args: &EnduranceArgs) -> Result<(), Failure> {
+pub fn endurance(args: &EnduranceArgs, roots: &storage_platform::Roots) -> Result<(), Failure> {
     if !args.destructive {
         return Err(Failure::Usage(format!(
             "endurance writes every card over and over, and ALL DATA ON {} IS LOST; give --destructive to go on",
@@ -103,7 +103,7 @@ pub fn endurance(args: &EnduranceArgs) -> Result<(), Failure> {
                 "{e}; give --state-dir DIR, a root-owned directory on another disk than the cards"
             ))
         })?;
-        cards.push((device.clone(), cleared, dir));
+        cards.push((device.clone(), cleared, dir, crate::powerloss_cmd::identity_of(device, roots)));
     }
     if !args.yes {
         crate::failure::confirm_data_loss(&args.devices.join(", "), "writes all over, again and again,")?;
@@ -121,9 +121,9 @@ pub fn endurance(args: &EnduranceArgs) -> Result<(), Failure> {
     let results: Vec<Result<EnduranceReport, Failure>> = std::thread::scope(|scope| {
         let handles: Vec<_> = cards
             .iter()
-            .map(|(device, cleared, dir)| {
+            .map(|(device, cleared, dir, identity)| {
                 let watch = Lines { device: device.clone(), show };
-                scope.spawn(move || one_card(args, device, cleared, dir, &options, &watch))
+                scope.spawn(move || one_card(args, device, (cleared, identity), dir, &options, &watch))
             })
             .collect();
         handles
@@ -154,7 +154,7 @@ pub fn endurance(args: &EnduranceArgs) -> Result<(), Failure> {
 fn one_card(
     args: &EnduranceArgs,
     device: &str,
-    cleared: &preflight::Cleared,
+    (cleared, identity): (&preflight::Cleared, &Option<storage_scoring::schema::Device>),
     dir: &JournalDir,
     options: &Options,
     watch: &Lines,
@@ -168,6 +168,11 @@ fn one_card(
     };
     let (mut state, began) =
         storage_endurance::begin(dir, &card, &mut disk, args.new, watch).map_err(|e| failure(device, e))?;
+    // The card as identify saw it, kept in the state from the first session
+    // on: a leaderboard keys the result by it (docs/endurance.md#the-report).
+    if state.report.identity.is_none() {
+        state.report.identity = identity.clone();
+    }
     match began {
         Began::Finished => {
             watch.stage("this card's run has ended; showing it (--new starts another)");

@@ -51,7 +51,7 @@ impl Outputs {
 }
 
 /// `storage-score power-loss`.
-pub fn power_loss(args: &PowerLossArgs) -> Result<(), Failure> {
+pub fn power_loss(args: &PowerLossArgs, roots: &storage_platform::Roots) -> Result<(), Failure> {
     match &args.mode {
         Some(PowerLossMode::Witness(witness)) => return crate::witness_cmd::witness(witness),
         Some(PowerLossMode::Write(write)) => return crate::witness_cmd::write(write),
@@ -87,8 +87,11 @@ pub fn power_loss(args: &PowerLossArgs) -> Result<(), Failure> {
             device
         )));
     }
+    // Which card this is, read before the first cut (it may not come
+    // back): what a leaderboard keys the result by (docs/power-loss.md#the-report).
+    let identity = identity_of(device, roots);
     if dir.is_dir() {
-        return file_mode(args, device, &power, dir, &options, &output);
+        return file_mode(args, device, &power, dir, &options, &output, &identity);
     }
     if !args.destructive {
         return Err(Failure::Usage(format!(
@@ -110,7 +113,7 @@ pub fn power_loss(args: &PowerLossArgs) -> Result<(), Failure> {
     let watch = Stages { show: !args.json && std::io::stderr().is_terminal() };
     let cycles = storage_powerloss::engine::run(Box::new(disk), &mut host, &options, &watch)
         .map_err(|e| engine_failure(e, device))?;
-    finish(device, args.json, cycles, &host.last_seen, &output)
+    finish(device, args.json, &identity, cycles, &host.last_seen, &output)
 }
 
 /// The file mode: a test file in `dir`, removed at the end whatever
@@ -122,6 +125,7 @@ fn file_mode(
     dir: &std::path::Path,
     options: &storage_powerloss::Options,
     output: &Outputs,
+    identity: &Option<storage_scoring::schema::Device>,
 ) -> Result<(), Failure> {
     use std::os::unix::fs::MetadataExt;
     let bytes = args.file_mib << 20;
@@ -141,7 +145,13 @@ fn file_mode(
     // nothing to remove, and its name says what it was.
     let _ = std::fs::remove_file(&path);
     let cycles = result.map_err(|e| engine_failure(e, device))?;
-    finish(device, args.json, cycles, &path.display().to_string(), output)
+    finish(device, args.json, identity, cycles, &path.display().to_string(), output)
+}
+
+/// The card under `target` (a device, or a directory on its filesystem) as
+/// `identify` reads it; none when it cannot be told.
+pub fn identity_of(target: &str, roots: &storage_platform::Roots) -> Option<storage_scoring::schema::Device> {
+    storage_identify::identify(target, roots).ok().and_then(|(_, device)| device)
 }
 
 /// The refusals of a destructive run: a whole device nothing uses.
@@ -171,11 +181,13 @@ pub(crate) fn engine_failure(e: storage_powerloss::Error, device: &str) -> Failu
 pub(crate) fn finish(
     device: &str,
     json_out: bool,
+    identity: &Option<storage_scoring::schema::Device>,
     cycles: Vec<storage_scoring::power_loss::Cycle>,
     last_seen: &str,
     output: &Outputs,
 ) -> Result<(), Failure> {
-    let report = PowerLossReport::new(crate::document::now(), device.to_owned(), cycles);
+    let mut report = PowerLossReport::new(crate::document::now(), device.to_owned(), cycles);
+    report.identity = identity.clone();
 
     let json = serde_json::to_string_pretty(&report).map_err(|e| Failure::Run(format!("cannot encode JSON: {e}")))?;
     if let Some(file) = &output.json {

@@ -7,13 +7,13 @@
 //! devices (USB, NVMe, SATA) by vendor, model and firmware, which play the
 //! same part.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use storage_scoring::manufacturers::{mmc_maker, sd_maker};
 use storage_scoring::schema::{Device, DeviceKind};
 
 /// The card part of the grouping key.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Card {
     pub kind: String,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -93,6 +93,7 @@ pub fn router<S: Storage>(app: Arc<App<S>>) -> Router {
         .route("/api/v1/results/{id}/{action}", post(api::moderate::<S>))
         .route("/api/v1/results/{id}/network/{action}", post(api::moderate_network::<S>))
         .route("/api/v1/leaderboard", get(api::leaderboard::<S>))
+        .route("/api/v1/cards/{key}/wear", get(api::wear::card::<S>))
         .route("/export.json", get(export::json::<S>))
         .route("/export.csv", get(export::csv::<S>))
         .route("/", get(pages::leaderboard::<S>))

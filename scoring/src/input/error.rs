@@ -54,6 +54,10 @@ pub enum InputError {
     Shape { path: String, detail: String },
     /// A string of the report that cannot be kept as it is.
     Text { path: String, problem: TextProblem },
+    /// Numbers of an endurance or power-loss report that contradict each
+    /// other (a milestone no pass reached, totals that are not the sum of
+    /// the cycles): well-formed, but impossible.
+    Inconsistent { path: String, detail: String },
 }
 
 /// What is wrong with a string.
@@ -87,6 +91,7 @@ impl InputError {
             | InputError::TooLarge { path, .. }
             | InputError::Implausible { path, .. }
             | InputError::NegativeCount { path, .. }
+            | InputError::Inconsistent { path, .. }
             | InputError::UnknownKey { path }
             | InputError::Shape { path, .. }
             | InputError::Text { path, .. } => Some(path),
@@ -105,6 +110,7 @@ impl InputError {
                 | InputError::TooLarge { .. }
                 | InputError::Implausible { .. }
                 | InputError::NegativeCount { .. }
+                | InputError::Inconsistent { .. }
         )
     }
 }
@@ -152,7 +158,9 @@ impl InputError {
             | InputError::Implausible { path, .. }
             | InputError::UnknownKey { path }
             | InputError::Text { path, .. } => *path = shown(path),
-            InputError::NegativeCount { path, detail } | InputError::Shape { path, detail } => {
+            InputError::NegativeCount { path, detail }
+            | InputError::Shape { path, detail }
+            | InputError::Inconsistent { path, detail } => {
                 *path = shown(path);
                 *detail = shown(detail);
             }
@@ -253,6 +261,9 @@ impl fmt::Display for InputError {
                 f,
                 "{path}: {detail}; the report does not match the storage-score/1 schema, send it as storage-score wrote it"
             ),
+            InputError::Inconsistent { path, detail } => {
+                write!(f, "{path}: {detail}; the report contradicts itself, so send it as storage-score wrote it")
+            }
             InputError::Text { path, problem } => match problem {
                 TextProblem::TooLong { chars, max } => {
                     write!(f, "{path}: {chars} characters, at most {max} are accepted; shorten it")

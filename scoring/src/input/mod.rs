@@ -20,12 +20,14 @@ mod error;
 mod figures;
 mod json;
 mod strings;
+pub mod wear;
 
 use serde_json::{Map, Value, json};
 
 pub use error::{InputError, TextProblem};
 pub use figures::{MAX_IOPS, MAX_MB_S, as_mb_s, unit_limit};
 pub use strings::{FORBIDDEN_IN_NAMES, FREE_TEXT_KEYS, MAX_NAME_CHARS, MAX_TEXT_CHARS};
+pub use wear::{parse_wear, wear_from, wear_schema};
 
 use crate::figure::Figure;
 use crate::schema::{Device, MEASUREMENT_KEYS, Measurements, Report, SCHEMA};

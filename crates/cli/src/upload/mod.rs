@@ -12,6 +12,7 @@ mod client;
 pub(crate) mod installation;
 mod payload;
 pub(crate) mod retry;
+mod wear;
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -128,12 +129,14 @@ pub fn send_saved(path: &Path, upload: &Upload, channel: Channel) -> Result<(), 
     // Everything beside the report is read and written as the one it
     // belongs to (the user behind sudo), never through a planted link.
     let owner = writer_beside(&path);
-    let (bytes, report) = read_report(owner, &path)?;
-    if report.measurements.is_none() {
-        return Err(Failure::Usage(format!(
-            "{} has no measurements to send; make a report with `storage-score run --output FILE`",
-            path.display()
-        )));
+    let (bytes, parsed) = read_report(owner, &path)?;
+    if let Parsed::Run(report) = &parsed {
+        if report.measurements.is_none() {
+            return Err(Failure::Usage(format!(
+                "{} has no measurements to send; make a report with `storage-score run --output FILE`",
+                path.display()
+            )));
+        }
     }
     let inst = Installation::discover().map_err(Failure::Run)?;
     let salt = inst.salt().map_err(Failure::Run)?;
@@ -142,20 +145,6 @@ pub fn send_saved(path: &Path, upload: &Upload, channel: Channel) -> Result<(), 
     let mut receipt = load_receipt(owner, &receipt_path)?;
     let digest = report_digest(&bytes);
     let key = receipt.key_for(&digest).map(str::to_owned).unwrap_or_else(|| idempotency_key(&salt, &bytes));
-
-    let label = match &upload.label {
-        Some(label) => Some(label.clone()),
-        None if !upload.yes => ask_label()?,
-        None => None,
-    };
-    let payload =
-        prepare(&report, upload.include_serials, &salt, &inst.personal, label.as_deref()).map_err(Failure::Run)?;
-    write_atomically(owner, &payload_path, &payload.body, 0o644).map_err(|e| {
-        Failure::Run(format!(
-            "cannot write the payload beside the report ({}: {e}); copy the report into a directory you can write to",
-            payload_path.display()
-        ))
-    })?;
     let endpoint = format!("{}/api/v1/results", upload.base);
     let context = SummaryContext {
         endpoint: &endpoint,
@@ -163,7 +152,31 @@ pub fn send_saved(path: &Path, upload: &Upload, channel: Channel) -> Result<(), 
         include_serials: upload.include_serials,
         personal: &inst.personal,
     };
-    channel.say(&summary(&payload, &context));
+    let (body, shown, report) = match parsed {
+        Parsed::Run(report) => {
+            let label = match &upload.label {
+                Some(label) => Some(label.clone()),
+                None if !upload.yes => ask_label()?,
+                None => None,
+            };
+            let payload = prepare(&report, upload.include_serials, &salt, &inst.personal, label.as_deref())
+                .map_err(Failure::Run)?;
+            let shown = summary(&payload, &context);
+            (payload.body, shown, *report)
+        }
+        Parsed::Wear(wear) => {
+            let (body, shown) = wear::prepare(&wear, upload, &salt, &context)?;
+            (body, shown, Report::default())
+        }
+    };
+    let payload = payload::Payload { report, body };
+    write_atomically(owner, &payload_path, &payload.body, 0o644).map_err(|e| {
+        Failure::Run(format!(
+            "cannot write the payload beside the report ({}: {e}); copy the report into a directory you can write to",
+            payload_path.display()
+        ))
+    })?;
+    channel.say(&shown);
     warn_if_clear_text(channel, &upload.base, "the report, and the delete token in the answer,");
     consent(upload.yes, &payload_path, &path)?;
 
@@ -199,7 +212,7 @@ pub fn send_saved(path: &Path, upload: &Upload, channel: Channel) -> Result<(), 
     let had_token = entry.delete_token.is_some();
     record(entry, &accepted, &result_url);
     let kept = save_receipt(owner, &receipt_path, &receipt);
-    channel.say(&accepted_lines(&accepted, &result_url, &report, &path, &receipt_path, had_token));
+    channel.say(&accepted_lines(&accepted, &result_url, &payload.report, &path, &receipt_path, had_token));
     if let Err(e) = kept {
         // Sent and stored: not a failure, but the token must not be lost unseen.
         crate::terminal::errln(&format!(
@@ -209,7 +222,13 @@ pub fn send_saved(path: &Path, upload: &Upload, channel: Channel) -> Result<(), 
     Ok(())
 }
 
-fn read_report(owner: FsIdentity, path: &Path) -> Result<(Vec<u8>, Report), Failure> {
+/// A report `submit` sends: a run's, or an endurance or power-loss one.
+enum Parsed {
+    Run(Box<Report>),
+    Wear(storage_scoring::wear::WearReport),
+}
+
+fn read_report(owner: FsIdentity, path: &Path) -> Result<(Vec<u8>, Parsed), Failure> {
     // Under sudo the user's own rights read it, wherever it lies.
     let reader = crate::outputs::sudo_user().or(owner);
     let bytes = read_report_bytes(reader, path).map_err(|e| {
@@ -220,9 +239,12 @@ fn read_report(owner: FsIdentity, path: &Path) -> Result<(Vec<u8>, Report), Fail
     })?;
     // The leaderboard's own validator, so that what it would refuse is
     // refused here first, in the words `score` and `compare` use.
-    let report = storage_scoring::input::parse_report(&bytes)
-        .map_err(|e| crate::saved::refused(&path.display().to_string(), &e))?;
-    Ok((bytes, report))
+    let refused = |e| crate::saved::refused(&path.display().to_string(), &e);
+    if wear::is_wear(&bytes) {
+        return Ok((bytes.clone(), Parsed::Wear(storage_scoring::input::parse_wear(&bytes).map_err(refused)?)));
+    }
+    let report = storage_scoring::input::parse_report(&bytes).map_err(refused)?;
+    Ok((bytes, Parsed::Run(Box::new(report))))
 }
 
 fn load_receipt(owner: FsIdentity, path: &Path) -> Result<Receipt, Failure> {

@@ -1,9 +1,11 @@
 //! The JSON API of docs/leaderboard.md: results (submit, read, delete,
 //! moderate: [`results`]) and the leaderboard ([`leaderboard`]), with the
-//! helpers both use.
+//! helpers both use; endurance and power-loss results ([`wear`]) go through
+//! the same routes.
 
 mod leaderboard;
 mod results;
+pub mod wear;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

@@ -84,7 +84,8 @@ pub async fn submit<S: Storage>(
             ApiError::bad_request(format!("body: could not be read ({e}); send it again"))
         }
     })?;
-    if bytes.len() > MAX_REPORT_BODY && !is_profile_report(&bytes) {
+    let wear = super::wear::is_wear_body(&bytes);
+    if bytes.len() > MAX_REPORT_BODY && !is_profile_report(&bytes) && !wear {
         return Err(ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             format!(
@@ -105,6 +106,11 @@ pub async fn submit<S: Storage>(
             ),
         ));
     }
+    let base = base_url(&headers);
+    if wear {
+        // An endurance or power-loss report: the same trust rules, its own checks.
+        return super::wear::submit(&app, key, &bytes, submitter, &base).await;
+    }
     let accepted = intake::accept(&bytes)?;
     let token = auth::new_token();
     let now = unix_now();
@@ -115,23 +121,7 @@ pub async fn submit<S: Storage>(
         submitter,
         created_at: now,
     });
-    if app.quota_bytes > 0 {
-        let (stored, oldest) =
-            app.store.stored_since(new.submitter.clone(), now - QUOTA_WINDOW).await.map_err(ApiError::unavailable)?;
-        if stored + new.report_json.len() as i64 > app.quota_bytes {
-            let seconds = oldest.map_or(QUOTA_WINDOW, |t| t + QUOTA_WINDOW - now).clamp(1, QUOTA_WINDOW) as u64;
-            let mut e = ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                format!(
-                    "quota: this network stored {} KiB of reports in the last 24 hours, the most one network may; wait {seconds} s (Retry-After) and send again",
-                    stored / 1024
-                ),
-            );
-            e.retry_after = Some(seconds);
-            return Err(e);
-        }
-    }
-    let base = base_url(&headers);
+    within_quota(&app, &new.submitter, new.report_json.len(), now).await?;
     match app.store.submit(new).await.map_err(ApiError::unavailable)? {
         Submitted::Created(receipt) => Ok(created(&base, &receipt, Some(&token), false)),
         Submitted::Replayed(receipt) => Ok(created(&base, &receipt, None, true)),
@@ -139,6 +129,35 @@ pub async fn submit<S: Storage>(
             "Idempotency-Key: this key was already used for a different report; make a new key for each report (reuse a key only to retry the same body)",
         )),
     }
+}
+
+/// Refuses (429 with `Retry-After`) a report of `len` bytes that would take
+/// the network past its storage quota for the last 24 hours; run, endurance
+/// and power-loss reports count alike.
+pub(super) async fn within_quota<S: Storage>(
+    app: &App<S>,
+    submitter: &str,
+    len: usize,
+    now: i64,
+) -> Result<(), ApiError> {
+    if app.quota_bytes <= 0 {
+        return Ok(());
+    }
+    let (stored, oldest) =
+        app.store.stored_since(submitter.to_owned(), now - QUOTA_WINDOW).await.map_err(ApiError::unavailable)?;
+    if stored + len as i64 <= app.quota_bytes {
+        return Ok(());
+    }
+    let seconds = oldest.map_or(QUOTA_WINDOW, |t| t + QUOTA_WINDOW - now).clamp(1, QUOTA_WINDOW) as u64;
+    let mut e = ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        format!(
+            "quota: this network stored {} KiB of reports in the last 24 hours, the most one network may; wait {seconds} s (Retry-After) and send again",
+            stored / 1024
+        ),
+    );
+    e.retry_after = Some(seconds);
+    Err(e)
 }
 
 /// Whether a body is a `profile` report: its `profile` key holds the studies.
@@ -238,10 +257,12 @@ pub async fn get_result<S: Storage>(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let id = parse_id(&id)?;
-    let Some(stored) = app.store.get(id).await.map_err(ApiError::unavailable)? else {
-        return Err(no_such_result(id));
-    };
     let client = peer::client_address(peer.ip(), &headers, &app.trusted_proxies);
+    let Some(stored) = app.store.get(id).await.map_err(ApiError::unavailable)? else {
+        // Not a run result: an endurance or power-loss one, or nothing.
+        let admin = headers.contains_key(header::AUTHORIZATION) && is_admin(&app, &headers, client);
+        return super::wear::get(&app, id, admin).await;
+    };
     if stored.status == Status::Hidden && !is_admin(&app, &headers, client) {
         return Err(no_such_result(id));
     }
@@ -281,7 +302,7 @@ pub async fn delete_result<S: Storage>(
     let token = auth::bearer(&headers, "the delete token that the submission's 201 reply carried")?;
     match app.store.delete(id, auth::token_hash(&token)).await.map_err(ApiError::unavailable)? {
         Deleted::Deleted => Ok(Json(json!({"id": id, "deleted": true})).into_response()),
-        Deleted::NotFound => Err(no_such_result(id)),
+        Deleted::NotFound => super::wear::delete(&app, id, auth::token_hash(&token)).await,
         Deleted::WrongToken
             if app.store.get(id).await.map_err(ApiError::unavailable)?.is_none_or(|r| r.status == Status::Hidden) =>
         {
@@ -321,11 +342,11 @@ pub async fn moderate<S: Storage>(
             )));
         }
     };
-    match app.store.moderate(id, action).await.map_err(ApiError::unavailable)? {
+    match app.store.moderate(id, action.clone()).await.map_err(ApiError::unavailable)? {
         Some(receipt) => {
             Ok(Json(json!({"id": id, "status": receipt.status, "reasons": receipt.reasons})).into_response())
         }
-        None => Err(ApiError::not_found(format!("results/{id}: no such result"))),
+        None => super::wear::moderate(&app, id, action).await,
     }
 }
 
@@ -383,9 +404,15 @@ pub async fn moderate_network<S: Storage>(
             )));
         }
     };
-    let Some((network, ids)) = app.store.network_results(id).await.map_err(ApiError::unavailable)? else {
-        return Err(ApiError::not_found(format!("results/{id}: no such result")));
+    let (network, ids) = match app.store.network_results(id).await.map_err(ApiError::unavailable)? {
+        Some(found) => found,
+        None => match app.store.wear_network(id).await.map_err(ApiError::unavailable)? {
+            Some(network) => (network, Vec::new()),
+            None => return Err(ApiError::not_found(format!("results/{id}: no such result"))),
+        },
     };
+    // Its endurance and power-loss results too.
+    let wear = app.store.wear_of_network(network.clone()).await.map_err(ApiError::unavailable)?;
     if let Some(reason) = ban {
         app.store.ban(network.clone(), reason, unix_now()).await.map_err(ApiError::unavailable)?;
     }
@@ -396,6 +423,11 @@ pub async fn moderate_network<S: Storage>(
                 changed += 1;
             }
         }
+        for result in &wear {
+            if app.store.wear_moderate(*result, action.clone()).await.map_err(ApiError::unavailable)?.is_some() {
+                changed += 1;
+            }
+        }
     }
-    Ok(Json(json!({"id": id, "network_results": ids.len(), "changed": changed, "banned": app.store.banned(network).await.map_err(ApiError::unavailable)?.is_some()})).into_response())
+    Ok(Json(json!({"id": id, "network_results": ids.len() + wear.len(), "changed": changed, "banned": app.store.banned(network).await.map_err(ApiError::unavailable)?.is_some()})).into_response())
 }

@@ -16,7 +16,7 @@ use super::{error_page, esc, layout};
 use crate::App;
 use crate::card::format_capacity;
 use crate::error::ApiError;
-use crate::store::{LISTED, MIN_RANKED_SUBMITTERS, Row, Storage, date_of};
+use crate::store::{CardData, LISTED, MIN_RANKED_SUBMITTERS, Row, Storage, date_of};
 
 /// Up to this many rows, a card page shows every row, however few networks
 /// made it (a new card has only such rows).
@@ -35,10 +35,18 @@ pub async fn card<S: Storage>(State(app): State<Arc<App<S>>>, Path(key): Path<St
     if key.len() != 16 || !key.bytes().all(|b| b.is_ascii_hexdigit()) {
         return error_page(ApiError::not_found("cards: no such card; follow a link from the leaderboard"));
     }
-    let data = match app.store.card(key.clone()).await {
-        Ok(Some(data)) => data,
-        Ok(None) => return error_page(ApiError::not_found("cards: no such card, or all its results were deleted")),
+    // Its endurance and power-loss results, keyed as its runs are.
+    let wear = match app.store.wear_card(key.clone()).await {
+        Ok(wear) => wear,
         Err(e) => return error_page(ApiError::unavailable(e)),
+    };
+    let data = match (app.store.card(key.clone()).await, &wear.card) {
+        (Ok(Some(data)), _) => data,
+        (Ok(None), Some(card)) => CardData::without_runs(card.clone()),
+        (Ok(None), None) => {
+            return error_page(ApiError::not_found("cards: no such card, or all its results were deleted"));
+        }
+        (Err(e), _) => return error_page(ApiError::unavailable(e)),
     };
     let card = &data.card;
     let name = data.name.clone();
@@ -70,6 +78,11 @@ pub async fn card<S: Storage>(State(app): State<Arc<App<S>>>, Path(key): Path<St
         }
     }
     body.push_str("</table></div>");
+    if data.rows.is_empty() && data.points.is_empty() && data.flagged.is_empty() && data.held.is_empty() {
+        body.push_str("<p id=\"no-runs\">No benchmark runs of this card yet.</p>");
+        super::card_wear::sections(&mut body, &wear);
+        return Html(layout(&name, &body)).into_response();
+    }
 
     // The strip plot: one row per board and bus mode.
     let mut by_group: HashMap<&str, Vec<(f64, String)>> = HashMap::new();
@@ -150,6 +163,7 @@ pub async fn card<S: Storage>(State(app): State<Arc<App<S>>>, Path(key): Path<St
         );
     }
     body.push_str("</tbody></table></div>");
+    super::card_wear::sections(&mut body, &wear);
 
     body.push_str("<h3>Recent results</h3><p class=\"muted\">The newest of each network.</p><ul id=\"recent\">");
     for point in data.points.iter().take(LISTED) {

@@ -8,6 +8,7 @@
 
 mod about_page;
 mod card_page;
+mod card_wear;
 mod health;
 mod leaderboard_page;
 mod published;

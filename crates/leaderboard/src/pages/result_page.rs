@@ -26,6 +26,14 @@ pub async fn result<S: Storage>(State(app): State<Arc<App<S>>>, Path(id): Path<S
     };
     let stored = match app.store.get(id).await {
         Ok(Some(stored)) if stored.status != Status::Hidden => stored,
+        // Not a run result: an endurance or power-loss one, or nothing.
+        Ok(None) => {
+            return match app.store.wear_get(id).await {
+                Ok(Some(wear)) => super::card_wear::result_page(&wear),
+                Ok(None) => error_page(crate::api::no_such_result(id)),
+                Err(e) => error_page(ApiError::unavailable(e)),
+            };
+        }
         // A hidden result answers exactly as a missing one does.
         Ok(_) => return error_page(crate::api::no_such_result(id)),
         Err(e) => return error_page(ApiError::unavailable(e)),

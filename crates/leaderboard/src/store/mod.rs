@@ -21,6 +21,7 @@ pub mod postgres;
 mod query;
 pub mod sql;
 pub mod sqlite;
+pub mod wear;
 
 use std::future::Future;
 
@@ -275,7 +276,10 @@ impl From<tokio_postgres::Error> for StoreError {
 pub type StoreResult<T> = Result<T, StoreError>;
 
 /// The storage interface both backends implement; the HTTP layer sees only this.
-pub trait Storage: Send + Sync + 'static {
+///
+/// Endurance and power-loss results are kept beside run results, through
+/// [`wear::WearStore`].
+pub trait Storage: wear::WearStore + Send + Sync + 'static {
     /// Stores a result unless its idempotency key is known (then replays or refuses).
     /// The answer comes only once the result is committed.
     fn submit(&self, new: NewResult) -> impl Future<Output = StoreResult<Submitted>> + Send;

@@ -280,6 +280,22 @@ pub struct CardData {
     pub held: Vec<Listed>,
 }
 
+impl CardData {
+    /// A card with endurance or power-loss results and no run yet.
+    pub fn without_runs(card: Card) -> CardData {
+        CardData {
+            name: card.display_name(),
+            card,
+            label: None,
+            rows: Vec::new(),
+            points: Vec::new(),
+            classes: Vec::new(),
+            flagged: Vec::new(),
+            held: Vec::new(),
+        }
+    }
+}
+
 /// The choices the leaderboard's filter form offers.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FilterChoices {

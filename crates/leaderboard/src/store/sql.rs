@@ -238,8 +238,10 @@ pub(crate) use insert_result_params;
 
 /// What a network stored since a time: bytes of reports, and its oldest
 /// such result's time (the quota's window).
-pub const STORED_SINCE: &str = "SELECT COALESCE(SUM(LENGTH(report)), 0), MIN(created_at) FROM results \
-    WHERE submitter = $1 AND created_at > $2";
+/// Endurance and power-loss results count against the same quota.
+pub const STORED_SINCE: &str = "SELECT COALESCE(SUM(n), 0), MIN(t) FROM (\
+    SELECT LENGTH(report) AS n, created_at AS t FROM results WHERE submitter = $1 AND created_at > $2 \
+    UNION ALL SELECT LENGTH(report), created_at FROM wear_results WHERE submitter = $1 AND created_at > $2) AS s";
 
 /// Every result a network sent, by the id of one of them.
 pub const NETWORK_RESULTS: &str = "SELECT r.submitter, r.id FROM results r WHERE r.submitter = (SELECT submitter FROM results WHERE id = $1) ORDER BY r.id";

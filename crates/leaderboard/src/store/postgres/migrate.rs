@@ -77,6 +77,9 @@ async fn prepare_locked(client: &mut Client) -> StoreResult<String> {
     tx.execute("INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING", &[&SALT_KEY, &new_salt()])
         .await?;
     let salt: String = tx.query_one("SELECT value FROM meta WHERE key = $1", &[&SALT_KEY]).await?.try_get(0)?;
+    // Endurance and power-loss results: made here, under the lock, so that
+    // replicas starting together do not race to make it.
+    tx.batch_execute(crate::store::wear::TABLE).await?;
     tx.commit().await?;
     Ok(salt)
 }

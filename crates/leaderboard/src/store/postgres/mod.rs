@@ -10,6 +10,7 @@
 
 mod migrate;
 mod rows;
+mod wear;
 mod write;
 
 use std::collections::HashMap;

@@ -12,6 +12,7 @@
 
 mod migrate;
 mod rows;
+mod wear;
 pub(crate) mod write;
 
 use std::path::{Path, PathBuf};
@@ -52,6 +53,7 @@ impl SqliteStore {
         writer.pragma_update(None, "synchronous", "FULL")?;
         writer.busy_timeout(std::time::Duration::from_secs(10))?;
         let salt = migrate::prepare(&mut writer)?;
+        writer.execute_batch(crate::store::wear::TABLE)?;
         let mut readers = Vec::new();
         for _ in 0..READERS {
             let reader = Connection::open_with_flags(

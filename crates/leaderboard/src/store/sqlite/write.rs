@@ -25,6 +25,8 @@ pub(super) enum Job {
     Delete(i64, String, oneshot::Sender<StoreResult<Deleted>>),
     Moderate(i64, Moderation, oneshot::Sender<StoreResult<Option<Receipt>>>),
     Ban(String, Option<String>, i64, oneshot::Sender<StoreResult<()>>),
+    /// An endurance or power-loss result's write ([`super::wear`]).
+    Wear(Box<dyn super::wear::WearJob>),
 }
 
 impl std::fmt::Debug for Job {
@@ -72,6 +74,7 @@ enum Reply {
     Delete(oneshot::Sender<StoreResult<Deleted>>, StoreResult<Deleted>),
     Moderate(oneshot::Sender<StoreResult<Option<Receipt>>>, StoreResult<Option<Receipt>>),
     Ban(oneshot::Sender<StoreResult<()>>, StoreResult<()>),
+    Wear(Box<dyn super::wear::WearJob>, bool),
 }
 
 /// Where a submitted result sits, for its standing.
@@ -112,12 +115,17 @@ fn run_batch(conn: &mut Connection, batch: Vec<Job>) {
             Job::Delete(id, hash, reply) => Reply::Delete(reply, delete_in(&tx, id, &hash, &mut touched)),
             Job::Moderate(id, action, reply) => Reply::Moderate(reply, moderate_in(&tx, id, &action, &mut touched)),
             Job::Ban(submitter, reason, at, reply) => Reply::Ban(reply, ban_in(&tx, &submitter, reason.as_deref(), at)),
+            Job::Wear(mut work) => {
+                let ok = work.run(&tx);
+                Reply::Wear(work, ok)
+            }
         };
         let ok = match &reply {
             Reply::Submit(_, r, _) => r.is_ok(),
             Reply::Delete(_, r) => r.is_ok(),
             Reply::Moderate(_, r) => r.is_ok(),
             Reply::Ban(_, r) => r.is_ok(),
+            Reply::Wear(_, ok) => *ok,
         };
         let end = if ok { "RELEASE job" } else { "ROLLBACK TO job; RELEASE job" };
         let _ = tx.execute_batch(end);
@@ -142,6 +150,7 @@ fn run_batch(conn: &mut Connection, batch: Vec<Job>) {
             Reply::Delete(tx, r) => drop(tx.send(result.clone().and(r))),
             Reply::Moderate(tx, r) => drop(tx.send(result.clone().and(r))),
             Reply::Ban(tx, r) => drop(tx.send(result.clone().and(r))),
+            Reply::Wear(work, _) => work.finish(result.clone()),
         }
     }
 }
@@ -152,6 +161,7 @@ fn fail(job: Job, e: &StoreError) {
         Job::Delete(_, _, tx) => drop(tx.send(Err(e.clone()))),
         Job::Moderate(_, _, tx) => drop(tx.send(Err(e.clone()))),
         Job::Ban(_, _, _, tx) => drop(tx.send(Err(e.clone()))),
+        Job::Wear(work) => work.finish(Err(e.clone())),
     }
 }
 
