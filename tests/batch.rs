@@ -22,6 +22,9 @@ fn scan(extra: &[&str]) -> Value {
     args.extend(extra);
     let out = run(&args);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    // Like every document the tool prints, it says what and when first.
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("{\n  \"schema\": \"storage-score-scan/1\",\n  \"created\": \""), "{text}");
     stdout_json(&out)
 }
 
@@ -376,6 +379,23 @@ fn compare_takes_two_batches_figure_by_figure() {
     let text = String::from_utf8_lossy(&run(&["compare", a.to_str().expect("utf8"), b.to_str().expect("utf8")]).stdout)
         .into_owned();
     assert!(text.contains("a batch of 4 cards, 4 measured"), "{text}");
+}
+
+/// A batch whose only card was refused measured nothing: compare says so
+/// in one line (exit 2), not "1 measured" over an empty table.
+#[test]
+fn compare_of_a_batch_that_measured_nothing_says_so() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("refused.json"));
+    std::fs::write(&a, batch_report(&[40.0, 41.0, 42.0, 40.5], &[900.0, 910.0, 905.0, 895.0]).to_string())
+        .expect("write");
+    let mut refused = batch_report(&[20.0], &[900.0]);
+    refused["cards"][0]["status"] = "refused".into();
+    refused["cards"][0]["figures"] = serde_json::json!({});
+    std::fs::write(&b, refused.to_string()).expect("write");
+    let out = run(&["compare", a.to_str().expect("utf8"), b.to_str().expect("utf8")]);
+    let line = assert_one_line_error(&out, 2);
+    assert!(line.contains("nothing measured") && line.contains("refused.json"), "{line}");
 }
 
 /// A batch report's card figures pass the one validator: an edited card's

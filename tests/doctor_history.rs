@@ -260,6 +260,14 @@ fn history_projects_wear_by_least_squares_and_only_with_data() {
     assert!(doc["created"].as_str().is_some_and(|c| c.ends_with('Z')));
     let devices = doc["devices"].as_array().expect("devices");
     assert_eq!(devices.len(), 1, "only the device asked for");
+    // The device may come anywhere, also after another option.
+    let later = run(&["doctor", "--history", "--json", "--history-dir", dir_arg, "nvme-00"]);
+    assert_eq!(
+        stdout_json(&later)["devices"].as_array().map(Vec::len),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&later.stderr)
+    );
     let d = &devices[0];
     assert_eq!(d["average_written_bytes_per_day"], 5e9);
     assert_eq!(d["written_per_day"].as_array().map(Vec::len), Some(11));
@@ -358,4 +366,65 @@ fn a_metrics_file_that_cannot_be_written_is_refused_before_anything_is_read() {
     let line = assert_one_line_error(&out, 2);
     assert!(line.starts_with("storage-score: --prometheus /no/such/dir/x.prom: "), "{line}");
     assert!(out.stdout.is_empty(), "nothing examined, nothing printed");
+}
+
+/// A Pi 4 with an SD card and a USB SSD: the two captured machines merged
+/// into one tree (`cp -a`, so the sysfs links stay links).
+fn two_disk_machine() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tmp");
+    for (name, what) in [("sd-healthy", "."), ("usb-healthy", "sys/.")] {
+        let from = Path::new(&machine(name)).join(what);
+        let to = if what == "." { dir.path().to_path_buf() } else { dir.path().join("sys") };
+        let out = Command::new("cp").arg("-an").arg(&from).arg(&to).output().expect("cp");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    dir
+}
+
+#[test]
+#[ignore = "needs promtool"]
+fn doctor_all_on_a_machine_with_two_disks_is_one_report_and_one_metrics_file() {
+    let root = two_disk_machine();
+    let root = root.path().to_str().expect("utf8");
+    let out = run(&["doctor", "--machine-root", root, "--all", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("{\n  \"schema\": \"storage-score-doctor/1\",\n  \"created\": \""), "{text}");
+    let doc = stdout_json(&out);
+    let disks: Vec<(&str, &str)> = doc["devices"]
+        .as_array()
+        .expect("devices")
+        .iter()
+        .map(|d| (d["target"]["disk"].as_str().unwrap_or(""), d["device"]["kind"].as_str().unwrap_or("")))
+        .collect();
+    assert_eq!(disks, [("/dev/mmcblk0", "sd"), ("/dev/sda", "usb")], "{doc}");
+    // Named one by one, the same two; one named is a storage-score/1 report.
+    let named = stdout_json(&run(&["doctor", "--machine-root", root, "mmcblk0", "sda", "--json"]));
+    assert_eq!(named["devices"].as_array().map(Vec::len), Some(2));
+    let one = stdout_json(&run(&["doctor", "--machine-root", root, "sda", "--json"]));
+    assert_eq!(one["schema"], "storage-score/1");
+
+    let tmp = tempfile::tempdir().expect("tmp");
+    let file = tmp.path().join("node.prom");
+    let out = run(&["doctor", "--machine-root", root, "--all", "--prometheus", file.to_str().expect("utf8")]);
+    assert_eq!(out.status.code(), Some(0));
+    let metrics = std::fs::read_to_string(&file).expect("metrics");
+    for disk in ["mmcblk0", "sda"] {
+        assert!(metrics.contains(&format!("storage_score_doctor_status{{device=\"{disk}\",")), "{metrics}");
+    }
+    // The machine's own series once, with no device label.
+    let soc: Vec<&str> = metrics.lines().filter(|l| l.starts_with("storage_score_soc_temperature_celsius")).collect();
+    assert_eq!(soc.len(), 1, "{metrics}");
+    assert!(soc[0].starts_with("storage_score_soc_temperature_celsius "), "{metrics}");
+    let check = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::fs::File::open(&file).expect("file"))
+        .output()
+        .expect("promtool");
+    assert!(
+        check.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
 }

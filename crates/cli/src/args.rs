@@ -267,9 +267,13 @@ pub struct IdentifyArgs {
 
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
-    /// A whole disk, a partition or a directory.
-    #[arg(default_value = "/")]
-    pub target: String,
+    /// Whole disks, partitions or directories (default /); several give
+    /// one report of the machine (storage-score-doctor/1).
+    #[arg(value_name = "TARGET")]
+    pub targets: Vec<String>,
+    /// Every disk of this machine (as scan lists them), in one report.
+    #[arg(long, conflicts_with = "targets")]
+    pub all: bool,
     /// Print the findings as one JSON document (a storage-score/1 report);
     /// with --history, the trend as JSON.
     #[arg(long)]

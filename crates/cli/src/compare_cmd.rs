@@ -102,12 +102,14 @@ fn parse(name: &str, value: Value) -> Result<Input, Failure> {
         let batch: storage_scoring::batch::BatchReport = serde_json::from_value(value).map_err(|e| {
             Failure::Usage(format!("{name}: the batch report does not read as one ({e}); was it edited by hand?"))
         })?;
-        return Ok(Input {
-            name: name.to_owned(),
-            report: batch.as_samples(),
-            stored_at,
-            cards: Some(batch.cards.len()),
-        });
+        let report = batch.as_samples();
+        if report.samples.is_empty() {
+            return Err(Failure::Usage(format!(
+                "{name}: nothing measured: none of the batch's {} cards got as far as a measurement (refused or failed first); nothing to compare",
+                batch.cards.len()
+            )));
+        }
+        return Ok(Input { name: name.to_owned(), report, stored_at, cards: Some(batch.cards.len()) });
     }
     let saved = crate::saved::from_value(name, value)?;
     Ok(Input { name: name.to_owned(), report: saved.report, stored_at: saved.stored_at, cards: None })

@@ -15,10 +15,20 @@ use crate::{DoctorArgs, Failure, doctor_render, doctor_status, history, promethe
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// `doctor --json` with several devices.
+pub const DOCTOR: &str = "storage-score-doctor/1";
+
 /// Runs `doctor`; the exit status is [`doctor_status::exit_mask`] of what
-/// was found (0: nothing), or the failure's own code.
+/// was found (0: nothing), or of every device found, or the failure's own
+/// code.
 pub fn doctor(args: &DoctorArgs, roots: &Roots) -> Result<i32, Failure> {
     if let Some(device) = &args.history {
+        // `--history` takes the next word only when it comes right after;
+        // `doctor --history --json sda` names the device as a target.
+        let device = match (device.as_str(), args.targets.as_slice()) {
+            ("", [one]) => one.as_str(),
+            (device, _) => device,
+        };
         history::show(args, device)?;
         return Ok(0);
     }
@@ -28,36 +38,79 @@ pub fn doctor(args: &DoctorArgs, roots: &Roots) -> Result<i32, Failure> {
         Some(dest) if dest != "-" => Some(OutputFile::prepare(Path::new(dest), "--prometheus")?),
         _ => None,
     };
-    let report = examine(&args.target, roots)?;
-    let mask = doctor_status::exit_mask(&report);
-    let written = history::disk_name(&report).and_then(|d| history::boot_written(roots, &d));
-    let logged = if args.log { Some(history::log(&args.history_dir, &report, roots, written)?) } else { None };
-    let metrics_on_stdout = args.prometheus.as_deref() == Some("-");
+    let targets = targets(args, roots)?;
+    let reports = targets.iter().map(|t| examine(t, roots)).collect::<Result<Vec<Report>, Failure>>()?;
+    let masks: Vec<i32> = reports.iter().map(doctor_status::exit_mask).collect();
+    let written: Vec<Option<u64>> =
+        reports.iter().map(|r| history::disk_name(r).and_then(|d| history::boot_written(roots, &d))).collect();
+    let mut logged = Vec::new();
+    if args.log {
+        for (report, written) in reports.iter().zip(&written) {
+            logged.push(history::log(&args.history_dir, report, roots, *written)?);
+        }
+    }
     if args.prometheus.is_some() {
-        let text = prometheus::render(&report, written, mask);
+        let examined: Vec<prometheus::Examined> = reports
+            .iter()
+            .zip(&written)
+            .zip(&masks)
+            .map(|((report, written), mask)| prometheus::Examined { report, written: *written, mask: *mask })
+            .collect();
+        let text = prometheus::render(&examined);
         match &metrics_file {
             Some(file) => file.write(text.as_bytes())?,
             None => crate::terminal::out(&text),
         }
     }
-    if metrics_on_stdout {
+    let machine = reports.len() > 1 || args.all;
+    if args.prometheus.as_deref() == Some("-") {
         // stdout carries the metrics alone, for a collector to read.
+    } else if args.json && machine {
+        #[derive(serde::Serialize)]
+        struct Machine<'a> {
+            devices: &'a [Report],
+        }
+        crate::terminal::json_outln(&crate::document::encode(DOCTOR, &Machine { devices: &reports })?);
     } else if args.json {
-        let json = serde_json::to_string_pretty(&report)
+        let json = serde_json::to_string_pretty(&reports[0])
             .map_err(|e| Failure::Run(format!("cannot encode the report as JSON: {e}")))?;
         crate::terminal::json_outln(&json);
     } else if args.quiet {
-        let disk = report.target.as_ref().and_then(|t| t.disk.clone()).unwrap_or_else(|| args.target.clone());
-        for line in doctor_status::findings(&report) {
-            crate::terminal::outln(&format!("{disk}: {line}"));
+        for (report, target) in reports.iter().zip(&targets) {
+            let disk = report.target.as_ref().and_then(|t| t.disk.clone()).unwrap_or_else(|| target.clone());
+            for line in doctor_status::findings(report) {
+                crate::terminal::outln(&format!("{disk}: {line}"));
+            }
         }
     } else {
-        crate::terminal::out(&doctor_render::render(&report, started.elapsed()));
-        if let Some(path) = logged {
+        for (i, report) in reports.iter().enumerate() {
+            if i > 0 {
+                crate::terminal::outln("");
+            }
+            crate::terminal::out(&doctor_render::render(report, started.elapsed()));
+        }
+        for path in logged {
             crate::terminal::outln(&format!("logged: {} (the history, not the device)", path.display()));
         }
     }
-    Ok(mask)
+    Ok(masks.iter().fold(0, |all, mask| all | mask))
+}
+
+/// What to examine: the targets named, every disk with `--all`, or `/`.
+fn targets(args: &DoctorArgs, roots: &Roots) -> Result<Vec<String>, Failure> {
+    if args.all {
+        let disks: Vec<String> = crate::scan_cmd::entries(roots)?.into_iter().map(|e| e.name).collect();
+        if disks.is_empty() {
+            return Err(Failure::Usage("doctor --all: this machine has no disk to examine".to_owned()));
+        }
+        return Ok(disks);
+    }
+    let mut targets = args.targets.clone();
+    if targets.is_empty() {
+        targets.push("/".to_owned());
+    }
+    targets.dedup();
+    Ok(targets)
 }
 
 /// The report `doctor` prints: identification, health, advice, thermal now.

@@ -15,6 +15,8 @@ pub const SCORE: &str = "storage-score-score/1";
 pub const COMPARE: &str = "storage-score-compare/1";
 /// `reference --json`.
 pub const REFERENCE: &str = storage_scoring::reference::SCHEMA;
+/// `scan --json`.
+pub const SCAN: &str = "storage-score-scan/1";
 /// `verify-capacity --json`.
 pub const CAPACITY: &str = "storage-score-capacity/1";
 

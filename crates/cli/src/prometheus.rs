@@ -17,37 +17,126 @@ pub fn escape_label(value: &str) -> String {
     value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
+/// One metric family: its HELP and TYPE once, then every sample of it,
+/// whichever device it is of (the format wants a family's samples together).
+struct Family {
+    name: &'static str,
+    kind: &'static str,
+    help: &'static str,
+    samples: Vec<String>,
+}
+
+/// The families, in the order first written; `labels` are the device's
+/// (empty for the machine's own series).
+#[derive(Default)]
 struct Metrics {
-    out: String,
+    families: Vec<Family>,
     labels: String,
 }
 
 impl Metrics {
-    /// One metric family: HELP, TYPE and its samples (`extra` labels, value).
-    fn family(&mut self, name: &str, kind: &str, help: &str, samples: &[(String, f64)]) {
+    /// Samples of one family (`extra` labels, value).
+    fn family(&mut self, name: &'static str, kind: &'static str, help: &'static str, samples: &[(String, f64)]) {
         if samples.is_empty() {
             return;
         }
-        let _ = writeln!(self.out, "# HELP {name} {}", help.replace('\\', "\\\\").replace('\n', "\\n"));
-        let _ = writeln!(self.out, "# TYPE {name} {kind}");
+        let at = match self.families.iter().position(|f| f.name == name) {
+            Some(at) => at,
+            None => {
+                self.families.push(Family { name, kind, help, samples: Vec::new() });
+                self.families.len() - 1
+            }
+        };
         for (extra, value) in samples {
-            let _ = writeln!(self.out, "{name}{{{}{extra}}} {value}", self.labels);
+            let labels = format!("{}{extra}", self.labels);
+            let labels = labels.trim_start_matches(',');
+            let sample =
+                if labels.is_empty() { format!("{name} {value}") } else { format!("{name}{{{labels}}} {value}") };
+            self.families[at].samples.push(sample);
         }
     }
 
-    fn one(&mut self, name: &str, kind: &str, help: &str, value: Option<f64>) {
+    fn one(&mut self, name: &'static str, kind: &'static str, help: &'static str, value: Option<f64>) {
         let samples: Vec<(String, f64)> = value.into_iter().map(|v| (String::new(), v)).collect();
         self.family(name, kind, help, &samples);
     }
+
+    fn text(&self) -> String {
+        let mut out = String::new();
+        for f in &self.families {
+            let _ = writeln!(out, "# HELP {} {}", f.name, f.help.replace('\\', "\\\\").replace('\n', "\\n"));
+            let _ = writeln!(out, "# TYPE {} {}", f.name, f.kind);
+            for sample in &f.samples {
+                let _ = writeln!(out, "{sample}");
+            }
+        }
+        out
+    }
+}
+
+/// One examined device: its report, this boot's counter of bytes written
+/// to it, and doctor's exit status for it.
+pub struct Examined<'a> {
+    pub report: &'a Report,
+    pub written: Option<u64>,
+    pub mask: i32,
 }
 
 fn flag(b: bool) -> f64 {
     if b { 1.0 } else { 0.0 }
 }
 
-/// The metrics of one examined device. `written` is this boot's counter of
-/// bytes written to it; `mask` is doctor's exit status.
-pub fn render(report: &Report, written: Option<u64>, mask: i32) -> String {
+/// The metrics of one machine: its own series (SoC temperature,
+/// throttling, under-voltage) once, from the first device's snapshot, then
+/// every device's series, labelled `device`, `kind` and `model`.
+pub fn render(devices: &[Examined]) -> String {
+    let mut m = Metrics::default();
+    if let Some(first) = devices.first() {
+        machine(&mut m, first.report);
+    }
+    for examined in devices {
+        device(&mut m, examined);
+    }
+    m.text()
+}
+
+/// The machine's series, without device labels.
+fn machine(m: &mut Metrics, report: &Report) {
+    m.labels.clear();
+    let thermal = report.thermal.as_ref().and_then(|t| t.now.clone()).unwrap_or_default();
+    m.one(
+        "storage_score_soc_temperature_celsius",
+        "gauge",
+        "The SoC's (CPU thermal zone's) temperature.",
+        thermal.soc_temperature_c,
+    );
+    if thermal.get_throttled.is_some() {
+        let mut flags = Vec::new();
+        for f in ThrottleFlag::ALL {
+            flags.push((format!(",flag=\"{}\",when=\"now\"", f.as_str()), flag(thermal.throttled_now.contains(&f))));
+            flags.push((
+                format!(",flag=\"{}\",when=\"since_boot\"", f.as_str()),
+                flag(thermal.throttled_since_boot.contains(&f)),
+            ));
+        }
+        m.family(
+            "storage_score_throttled",
+            "gauge",
+            "The Raspberry Pi firmware's get_throttled flags (under-voltage, arm-frequency-capped, throttled, soft-temperature-limit), now and since boot.",
+            &flags,
+        );
+    }
+    m.one(
+        "storage_score_under_voltage_alarm",
+        "gauge",
+        "The rpi_volt hwmon under-voltage alarm (in0_lcrit_alarm).",
+        thermal.under_voltage_alarm.map(flag),
+    );
+}
+
+/// One device's series.
+fn device(m: &mut Metrics, examined: &Examined) {
+    let Examined { report, written, mask } = *examined;
     let device = report.device.as_ref();
     let disk = crate::history::disk_name(report).unwrap_or_default();
     let kind = device.map(|d| d.kind.as_str()).unwrap_or("other");
@@ -56,15 +145,12 @@ pub fn render(report: &Report, written: Option<u64>, mask: i32) -> String {
             d.model.clone().or_else(|| d.sd.as_ref().and_then(|s| s.cid.as_ref()).map(|c| c.product_name.clone()))
         })
         .unwrap_or_default();
-    let mut m = Metrics {
-        out: String::new(),
-        labels: format!(
-            "device=\"{}\",kind=\"{}\",model=\"{}\"",
-            escape_label(&disk),
-            escape_label(kind),
-            escape_label(model.trim())
-        ),
-    };
+    m.labels = format!(
+        "device=\"{}\",kind=\"{}\",model=\"{}\"",
+        escape_label(&disk),
+        escape_label(kind),
+        escape_label(model.trim())
+    );
     m.one(
         "storage_score_doctor_status",
         "gauge",
@@ -180,34 +266,6 @@ pub fn render(report: &Report, written: Option<u64>, mask: i32) -> String {
         h.temperature_warning_c.map(f64::from),
     );
     m.one(
-        "storage_score_soc_temperature_celsius",
-        "gauge",
-        "The SoC's (CPU thermal zone's) temperature.",
-        thermal.soc_temperature_c,
-    );
-    if thermal.get_throttled.is_some() {
-        let mut flags = Vec::new();
-        for f in ThrottleFlag::ALL {
-            flags.push((format!(",flag=\"{}\",when=\"now\"", f.as_str()), flag(thermal.throttled_now.contains(&f))));
-            flags.push((
-                format!(",flag=\"{}\",when=\"since_boot\"", f.as_str()),
-                flag(thermal.throttled_since_boot.contains(&f)),
-            ));
-        }
-        m.family(
-            "storage_score_throttled",
-            "gauge",
-            "The Raspberry Pi firmware's get_throttled flags (under-voltage, arm-frequency-capped, throttled, soft-temperature-limit), now and since boot.",
-            &flags,
-        );
-    }
-    m.one(
-        "storage_score_under_voltage_alarm",
-        "gauge",
-        "The rpi_volt hwmon under-voltage alarm (in0_lcrit_alarm).",
-        thermal.under_voltage_alarm.map(flag),
-    );
-    m.one(
         "storage_score_host_written_bytes_total",
         "counter",
         "Bytes this host has written to the device since boot or since the device appeared (sysfs stat, sectors written x 512); it restarts at each boot.",
@@ -244,7 +302,6 @@ pub fn render(report: &Report, written: Option<u64>, mask: i32) -> String {
         "A piece of advice doctor gave (one sample per code raised; none when none was).",
         &advice,
     );
-    m.out
 }
 
 #[cfg(test)]
@@ -288,7 +345,7 @@ mod tests {
             fix: String::new(),
             source: String::new(),
         });
-        let text = render(&r, Some(1), 16);
+        let text = render(&[Examined { report: &r, written: Some(1), mask: 16 }]);
         let dashboard = include_str!("../../../docs/grafana-dashboard.json");
         let mut asked = 0;
         for (i, _) in dashboard.match_indices("storage_score_") {
@@ -297,6 +354,18 @@ mod tests {
             asked += 1;
         }
         assert!(asked >= 15, "{asked}");
+        // Hosts are told apart: an `instance` variable, and every query
+        // asks for it.
+        let doc: serde_json::Value = serde_json::from_str(dashboard).expect("the dashboard is JSON");
+        let variables: Vec<&str> = doc["templating"]["list"]
+            .as_array()
+            .expect("variables")
+            .iter()
+            .filter_map(|v| v["name"].as_str())
+            .collect();
+        assert_eq!(variables, ["instance", "device"]);
+        let exprs: Vec<&str> = dashboard.lines().filter(|l| l.trim_start().starts_with("\"expr\"")).collect();
+        assert!(exprs.len() >= 15 && exprs.iter().all(|e| e.contains("instance=~")), "{exprs:?}");
     }
 
     #[test]
@@ -314,12 +383,35 @@ mod tests {
             media_errors: Some(0),
             ..Default::default()
         });
-        let text = render(&r, Some(4096), 0);
+        let text = render(&[Examined { report: &r, written: Some(4096), mask: 0 }]);
         assert!(text.contains("storage_score_life_used_ratio{device=\"\",kind=\"other\",model=\"\"} 0.03\n"), "{text}");
         assert!(text.contains("storage_score_host_written_bytes_total{device=\"\",kind=\"other\",model=\"\"} 4096\n"));
         for line in text.lines().filter(|l| !l.starts_with('#')) {
             let name = line.split('{').next().unwrap();
             assert!(text.contains(&format!("# HELP {name} ")) && text.contains(&format!("# TYPE {name} ")), "{name}");
         }
+    }
+
+    /// Two devices of one machine: each family's HELP and TYPE once with
+    /// the samples of both together, the machine's series once and without
+    /// device labels.
+    #[test]
+    fn two_devices_share_families_and_the_machine_is_written_once() {
+        use storage_scoring::health::{Thermal, ThermalSnapshot};
+        let mut sd = Report::new("0");
+        sd.target = Some(storage_scoring::schema::Target { disk: Some("mmcblk0".into()), ..Default::default() });
+        let thermal = ThermalSnapshot { soc_temperature_c: Some(51.5), ..ThermalSnapshot::default() };
+        sd.thermal = Some(Thermal { now: Some(thermal), ..Thermal::default() });
+        let mut ssd = sd.clone();
+        ssd.target = Some(storage_scoring::schema::Target { disk: Some("sda".into()), ..Default::default() });
+        let text = render(&[
+            Examined { report: &sd, written: Some(1), mask: 0 },
+            Examined { report: &ssd, written: Some(2), mask: 16 },
+        ]);
+        assert_eq!(text.matches("# HELP storage_score_doctor_status ").count(), 1, "{text}");
+        assert_eq!(text.matches("# TYPE storage_score_host_written_bytes_total ").count(), 1, "{text}");
+        assert!(text.contains("storage_score_doctor_status{device=\"mmcblk0\",kind=\"other\",model=\"\"} 0\nstorage_score_doctor_status{device=\"sda\",kind=\"other\",model=\"\"} 16\n"), "{text}");
+        assert_eq!(text.matches("storage_score_soc_temperature_celsius 51.5\n").count(), 1, "{text}");
+        assert!(!text.contains("storage_score_soc_temperature_celsius{"), "{text}");
     }
 }

@@ -42,10 +42,11 @@ pub struct Entry {
 pub fn scan(json: bool, roots: &Roots) -> Result<(), Failure> {
     let entries = entries(roots)?;
     if json {
-        let doc = serde_json::json!({ "schema": "storage-score-scan/1", "devices": entries });
-        let text = serde_json::to_string_pretty(&doc)
-            .map_err(|e| Failure::Run(format!("cannot encode the scan as JSON: {e}")))?;
-        json_outln(&text);
+        #[derive(serde::Serialize)]
+        struct Scan<'a> {
+            devices: &'a [Entry],
+        }
+        json_outln(&crate::document::encode(crate::document::SCAN, &Scan { devices: &entries })?);
     } else {
         out(&table(&entries));
     }

@@ -147,21 +147,29 @@ fn first_word(args: &[String]) -> Option<&str> {
     None
 }
 
-/// Levenshtein's distance: the fewest insertions, deletions and
-/// substitutions that turn `a` into `b`.
+/// The optimal string alignment distance: insertions, deletions,
+/// substitutions and swaps of two neighbours each cost one, so the
+/// commonest typo, two letters swapped (`scna`, `shwo`), is one edit.
 fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (above + 1).min(row[j] + 1).min(diagonal + usize::from(ca != *cb));
-            diagonal = above;
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
         }
     }
-    row[b.len()]
+    d[a.len()][b.len()]
 }
 
 #[cfg(test)]
@@ -190,6 +198,8 @@ mod tests {
         assert_eq!(edit_distance("indentify", "identify"), 1);
         assert_eq!(edit_distance("", "run"), 3);
         assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("scna", "scan"), 1);
+        assert_eq!(edit_distance("shwo", "show"), 1);
     }
 
     #[test]
@@ -201,6 +211,18 @@ mod tests {
         );
         assert!(said(&["indentify", "/dev/vda"]).is_some_and(|m| m.contains("'identify'")));
         assert!(said(&["--sysfs-root", "/x", "compre", "a", "b"]).is_some_and(|m| m.contains("'compare'")));
+        // Two letters swapped, in every subcommand's name.
+        for name in crate::Cli::command().get_subcommands().map(|s| s.get_name().to_owned()) {
+            let mut swapped: Vec<char> = name.chars().collect();
+            let at = swapped.len() / 2;
+            if name.len() < 4 || swapped[at - 1] == swapped[at] {
+                continue;
+            }
+            swapped.swap(at - 1, at);
+            let typo: String = swapped.into_iter().collect();
+            let answer = said(&[&typo]);
+            assert!(answer.as_deref().is_some_and(|m| m.contains(&format!("'{name}'"))), "{typo}: {answer:?}");
+        }
         for target in [
             &["--engine", "threds", "/"][..],
             &["--label", "scor"],
