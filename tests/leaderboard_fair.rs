@@ -209,6 +209,13 @@ fn identity_cannot_be_bent(backend: Backend) {
     assert_eq!(rows(&server, "board=raspberry%20pi%204%20model%20b%20rev%201.4&kind=sd").len(), 1);
 }
 
+/// Newcomers on both sides of the five genuine networks' median (0.97):
+/// the labelling networks arrive together, and a burst that moved the row
+/// would be held (docs/leaderboard.md#held-results).
+fn around_the_median(n: u8) -> f64 {
+    0.955 + f64::from(n % 6) / 200.0
+}
+
 fn labels_name_a_row_once_its_networks_agree(backend: Backend) {
     let server = start(backend, Options::default());
     five_genuine_submitters(&server);
@@ -225,16 +232,13 @@ fn labels_name_a_row_once_its_networks_agree(backend: Backend) {
         (31, "kingston  CANVAS go! plus 64gb"),
         (32, "Kingston Canvas Go! Plus 64GB"),
     ] {
-        assert_eq!(post(&server, n, &labelled(spelling, 1.0 + f64::from(n - 29) / 100.0)).status, 201);
+        assert_eq!(post(&server, n, &labelled(spelling, around_the_median(n))).status, 201);
     }
     assert_eq!(sd64g_row(&server)["name"], "Kingston SD64G 6.1, 62.3 GB", "three of eight name nothing");
     assert!(rows(&server, "q=canvas").is_empty());
     // Three more: six of eleven.
     for n in 33..36 {
-        assert_eq!(
-            post(&server, n, &labelled("Kingston Canvas Go! Plus 64GB", 1.0 + f64::from(n - 29) / 100.0)).status,
-            201
-        );
+        assert_eq!(post(&server, n, &labelled("Kingston Canvas Go! Plus 64GB", around_the_median(n))).status, 201);
     }
     let row = sd64g_row(&server);
     assert_eq!(row["name"], "Kingston Canvas Go! Plus 64GB", "{row}");

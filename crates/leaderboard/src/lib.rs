@@ -11,6 +11,7 @@
 //!   write, and older databases upgraded on start;
 //! - [`api`] (JSON), [`export`] (JSON lines, CSV) and [`pages`] (HTML that
 //!   works without JavaScript), all over one [`App`];
+//! - [`clock`]: the time results are stamped with (a test may set it);
 //! - [`config`]: the command line; [`serve`]: binding, the `listening on`
 //!   line; [`server`]: the connection cap, timeouts and a graceful stop on
 //!   SIGTERM; [`security`]: headers on every answer and the catch-panic layer.
@@ -22,6 +23,7 @@ pub mod auth;
 pub mod board;
 pub mod card;
 pub mod ceilings;
+pub mod clock;
 pub mod config;
 pub mod error;
 pub mod export;

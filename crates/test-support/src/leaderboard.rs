@@ -76,6 +76,45 @@ pub struct Options {
     /// ignore); 0 (off) when `None`, as most tests send many results from
     /// one network.
     pub quota_mib: Option<u32>,
+    /// The server's clock: a [`TestClock`]'s file, whose time the server
+    /// stamps results with instead of the system's.
+    pub clock: Option<PathBuf>,
+}
+
+/// A clock a test moves: a file holding Unix seconds, which a server
+/// started with it in [`Options::clock`] reads as its time.
+#[derive(Debug)]
+pub struct TestClock {
+    pub path: PathBuf,
+    now: std::cell::Cell<i64>,
+    _dir: tempfile::TempDir,
+}
+
+impl TestClock {
+    /// A clock at `start` (Unix seconds).
+    pub fn at(start: i64) -> TestClock {
+        let dir = crate::temp_dir("lb-clock");
+        let clock = TestClock { path: dir.path().join("now"), now: std::cell::Cell::new(start), _dir: dir };
+        clock.set(start);
+        clock
+    }
+
+    pub fn now(&self) -> i64 {
+        self.now.get()
+    }
+
+    /// Moves the clock to `unix` (written whole, then renamed into place,
+    /// so the server never reads half a number).
+    pub fn set(&self, unix: i64) {
+        let tmp = self.path.with_extension("tmp");
+        std::fs::write(&tmp, unix.to_string()).expect("write the clock");
+        std::fs::rename(&tmp, &self.path).expect("set the clock");
+        self.now.set(unix);
+    }
+
+    pub fn advance(&self, seconds: i64) {
+        self.set(self.now() + seconds);
+    }
 }
 
 /// A running server, stopped on drop.
@@ -123,6 +162,10 @@ impl Leaderboard {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
+        command.env_remove("STORAGE_SCORE_LEADERBOARD_TEST_CLOCK");
+        if let Some(clock) = &options.clock {
+            command.env("STORAGE_SCORE_LEADERBOARD_TEST_CLOCK", clock);
+        }
         if let Some(token) = &options.admin_token {
             command.env("STORAGE_SCORE_LEADERBOARD_ADMIN_TOKEN", token);
         }

@@ -7,8 +7,6 @@ mod leaderboard;
 mod results;
 pub mod wear;
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use axum::http::{HeaderMap, header};
 
 pub use leaderboard::{MAX_LIMIT, leaderboard, leaderboard_query, query_string};
@@ -34,9 +32,7 @@ pub fn base_url(headers: &HeaderMap) -> String {
     format!("{scheme}://{host}")
 }
 
-pub fn unix_now() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
-}
+pub use crate::clock::unix_now;
 
 /// A result id from the path: 404 for anything that cannot be one.
 pub fn parse_id(text: &str) -> Result<i64, ApiError> {

@@ -179,7 +179,7 @@ fn created(base: &str, receipt: &Receipt, token: Option<&str>, replayed: bool) -
         "standing": receipt.standing,
     });
     if held {
-        body["held_reason"] = json!(held_reason(receipt.score, None));
+        body["held_reason"] = json!(held_reason(receipt.score, None, None));
     }
     if let Some(token) = token {
         body["delete_token"] = json!(token);
@@ -274,7 +274,7 @@ pub async fn get_result<S: Storage>(
         "status": stored.status,
         "reasons": stored.reasons,
         "held": held,
-        "held_reason": held.then(|| held_reason(stored.score, None)),
+        "held_reason": held.then(|| held_reason(stored.score, None, None)),
         "created_at": crate::store::datetime_of(stored.created_at),
         "card_key": stored.card_key,
         "name": stored.card.display_name(),

@@ -181,7 +181,7 @@ pub async fn card<S: Storage>(State(app): State<Arc<App<S>>>, Path(key): Path<St
         (
             "held",
             "Held results (not counted)",
-            "Public, but from networks whose results contradict a row that five or more networks established: they are in no median, standing or plot until the row's results move to them or a moderator accepts them.",
+            "Public, but from networks that contradict a row five or more networks established, or came in a burst that would move it by more than 5%: they are in no median, standing or plot until networks from other days move the row to them, time corroborates them, or a moderator accepts them.",
             &data.held,
         ),
         ("flagged", "Flagged results (not ranked)", "", &data.flagged),

@@ -66,11 +66,15 @@ pub struct SubmitterEntry {
     pub latest: i64,
     /// The id of their first counted result: the order networks joined the row in.
     pub first_id: i64,
+    /// When their first counted result arrived (Unix seconds): when they joined the row.
+    pub joined_at: i64,
     /// A moderator accepted one of their results.
     pub accepted: bool,
     /// Held back from the row's figures ([`super::held::split_held`]); set by the
     /// group's recompute, not by the submitter's.
     pub held: bool,
+    /// Why, when held.
+    pub hold: super::held::Hold,
 }
 
 /// A group's figures (a row of `groups`, without the card's display).
@@ -164,8 +168,10 @@ pub fn submitter_entry(group_key: &str, submitter: &str, rows: &[CountedRow]) ->
         board: most_common(rows.iter().map(|r| r.board.as_str())).unwrap_or_default(),
         latest: rows.iter().map(|r| r.created_at).max().unwrap_or(0),
         first_id: rows.first().map_or(0, |r| r.id),
+        joined_at: rows.first().map_or(0, |r| r.created_at),
         accepted: rows.iter().any(|r| r.accepted),
         held: false,
+        hold: super::held::Hold::default(),
     })
 }
 

@@ -132,6 +132,8 @@ macro_rules! row_readers {
                 first_id: r.$get(14)?,
                 accepted: r.$get::<_, i64>(15)? != 0,
                 held: r.$get::<_, i64>(16)? != 0,
+                hold: crate::store::held::Hold::from_code(r.$get(16)?),
+                joined_at: r.$get(17)?,
             })
         }
     };

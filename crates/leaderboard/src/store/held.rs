@@ -1,81 +1,336 @@
-//! Who is held back from an established row: a network that contradicts
-//! what five or more networks established is kept and shown, but in no
-//! median, standing or plot, until the row moves to it or a moderator
-//! accepts it (docs/leaderboard.md#held-results). Pure: a row's submitter
-//! samples in, which are held out.
+//! Who is held back from an established row (docs/leaderboard.md#held-results).
+//! Pure: a row's submitter samples, with the time each network joined the
+//! row, in; which are held out, and why.
+//!
+//! The rule is **a burst is judged as one group, against the row without
+//! it**. Networks that join a row within a day of each other are one burst.
+//! A newcomer counts when its score lies in the band of the row *without
+//! its burst* and counting it keeps the row's median within 5% of the
+//! median of the row *without its burst*. So a burst of any size, at any
+//! score, moves an established median by at most 5% when it arrives, and
+//! waiting does not help it: a held network is judged again at every later
+//! arrival by the same rule, against the row without its burst, which only
+//! networks from other days can move. Honest change arrives over days, so
+//! it moves the row a step at a time; a shift that needs a jump (a row
+//! flipping between two levels) counts once time corroborates it: held
+//! networks agreeing with one another seen on [`WITNESS_DAYS`] days across
+//! a week, or more of them than one burst brings, over more than a day.
+//!
+//! Why not the alternatives: a band alone (the last rule) lets a burst just
+//! inside it move a row by a quarter; a cap on the move per day against the
+//! row of the day before is walked by a burst that waits (5% a day, every
+//! day); counting results once they have merely aged lets a burst that
+//! waits a week count in full; weighing networks by their age or history
+//! holds back every honest first-time submitter, who is most of them.
 
 use std::collections::BTreeMap;
 
 use super::aggregate::{GroupStats, SubmitterEntry, group_stats, quantile};
 
 /// Networks with counted results that make a row established: from then
-/// on a newcomer that contradicts the row is held.
+/// on a newcomer is judged.
 pub const ESTABLISHED: usize = 5;
 
 /// How far outside its p10–p90 band a newcomer may be and still agree
 /// with an established row, as a factor on the band's ends: down to the
-/// p10 divided by it, up to the p90 times it. Honest results of one card on
-/// one board and bus spread by about ±10–15%, and a firmware update may
-/// move a card by a fifth; 1.5 leaves room for both, even over a row whose
-/// first networks happen to agree closely, while half or double the truth
-/// (and anything a spammer gains from) lies outside.
+/// p10 divided by it, up to the p90 times it.
 pub const BAND_FACTOR: f64 = 1.5;
 
-/// The most recent newcomers left out of the band a newcomer is judged
-/// against: a burst of up to this many networks is judged, all of it,
-/// against the row as it stood before the burst, so that it cannot widen
-/// the band for its own later members.
+/// Networks that join a row less than this apart (seconds) are one burst.
+pub const BURST_WINDOW: i64 = 86_400;
+
+/// A burst moves an established median by at most 1/`MOVE_DIVISOR` (5%).
+pub const MOVE_DIVISOR: i64 = 20;
+
+/// The most networks one burst is taken to bring: more held networks that
+/// agree, arriving over more than a day, are more than a burst.
 pub const BURST: usize = 10;
 
-/// The band a newcomer must fall in to agree with `counted` (scores of
-/// the networks counted before it, in the order they joined), or `None`
-/// when the row is not established.
-pub fn agreement_band(counted: &[i64]) -> Option<(f64, f64)> {
-    if counted.len() < ESTABLISHED {
-        return None;
+/// Held networks that agree, seen on this many different days (each a day
+/// after the one before) …
+pub const WITNESS_DAYS: usize = 3;
+/// … across at least this many seconds (a week), are a shift, not a burst.
+pub const WITNESS_SPAN: i64 = 7 * 86_400;
+
+/// Held networks agree with one another when their scores are within
+/// 1/`AGREE_DIVISOR` (10%) of each other.
+pub const AGREE_DIVISOR: i64 = 10;
+
+/// Why a network is held (stored as the `held` column's code).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Hold {
+    /// Its score is outside the row's band.
+    #[default]
+    Contradicts,
+    /// Counting it would move the row's median by more than 5% of what the
+    /// row is without its burst.
+    Burst,
+}
+
+impl Hold {
+    /// The stored code: 0 is counted.
+    pub fn code(self) -> i64 {
+        match self {
+            Hold::Contradicts => 1,
+            Hold::Burst => 2,
+        }
     }
-    // The row as it stood before the latest burst (never fewer than the
-    // networks that established it).
-    let core = counted.len().saturating_sub(BURST).max(ESTABLISHED);
-    let mut scores = counted[..core].to_vec();
+
+    pub fn from_code(code: i64) -> Hold {
+        if code == 2 { Hold::Burst } else { Hold::Contradicts }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum State {
+    /// Not arrived yet in the walk.
+    Waiting,
+    /// One of the first [`ESTABLISHED`] networks: counts, never judged,
+    /// never part of a burst.
+    Fixed,
+    /// Counts, never judged, but is part of its burst like any other: one a
+    /// moderator accepted (who vouches for it, not for its burst), or one
+    /// time corroborated.
+    Vouched,
+    Counted,
+    Held(Hold),
+}
+
+fn counts(state: State) -> bool {
+    matches!(state, State::Fixed | State::Vouched | State::Counted)
+}
+
+/// The band a score must fall in to agree with `scores` (p10 ÷ 1.5 to
+/// p90 × 1.5), if there are any.
+pub fn agreement_band(scores: &[i64]) -> Option<(f64, f64)> {
+    let mut scores = scores.to_vec();
     let p10 = quantile(&mut scores, 0.1)? as f64;
     let p90 = quantile(&mut scores, 0.9)? as f64;
     Some((p10 / BAND_FACTOR, p90 * BAND_FACTOR))
 }
 
-/// Marks which networks of a row are held (`entries[i].held`): walking
-/// the networks in the order they joined, the first [`ESTABLISHED`] count;
-/// after that a newcomer counts when its score lies in the
-/// [`agreement_band`] of those counted before it, or a moderator accepted
-/// it, and is held otherwise. A held network counts again as soon as the
-/// row's counted results move to include it (the walk is repeated with the
-/// final band until nothing changes). Returns how many are held.
-pub fn split_held(entries: &mut [SubmitterEntry]) -> usize {
-    entries.sort_by(|a, b| (a.first_id, &a.submitter).cmp(&(b.first_id, &b.submitter)));
-    let mut counted: Vec<i64> = Vec::with_capacity(entries.len());
-    for entry in entries.iter_mut() {
-        let agrees = match agreement_band(&counted) {
-            None => true,
-            Some((lo, hi)) => (lo..=hi).contains(&(entry.score as f64)),
-        };
-        entry.held = !(agrees || entry.accepted);
-        if !entry.held {
-            counted.push(entry.score);
+fn median(mut scores: Vec<i64>) -> Option<i64> {
+    quantile(&mut scores, 0.5)
+}
+
+/// Whether `b` is within 1/`divisor` of `a` (of `a`).
+fn within(a: i64, b: i64, divisor: i64) -> bool {
+    (b - a).abs().saturating_mul(divisor) <= a.abs()
+}
+
+/// The walk over one row's networks in the order they joined.
+struct Walk<'a> {
+    entries: &'a [SubmitterEntry],
+    state: Vec<State>,
+    /// When the network the walk has reached joined.
+    now: i64,
+    /// The row's median before the burst now arriving: (the last arrival
+    /// before it, the median then).
+    before_burst: Option<(i64, i64)>,
+}
+
+impl Walk<'_> {
+    /// Judges network `i` as if it were not counted, with the row as it
+    /// stood at `horizon` (networks that joined later are not there yet):
+    /// `None` when it counts.
+    fn judge(&self, i: usize, horizon: i64) -> Option<Hold> {
+        let at = self.entries[i].joined_at;
+        let mut row = Vec::with_capacity(self.entries.len());
+        // The row without i's burst: fixed networks, and counted ones that
+        // joined a day or more before or after it.
+        let mut without = Vec::with_capacity(self.entries.len());
+        for (j, (e, s)) in self.entries.iter().zip(&self.state).enumerate() {
+            if j == i || !counts(*s) || e.joined_at > horizon {
+                continue;
+            }
+            row.push(e.score);
+            if *s == State::Fixed || (e.joined_at - at).abs() >= BURST_WINDOW {
+                without.push(e.score);
+            }
+        }
+        let score = self.entries[i].score;
+        let (lo, hi) = agreement_band(&without)?;
+        if !(lo..=hi).contains(&(score as f64)) {
+            return Some(Hold::Contradicts);
+        }
+        row.push(score);
+        let before = median(without)?;
+        let after = median(row)?;
+        (!within(before, after, MOVE_DIVISOR)).then_some(Hold::Burst)
+    }
+
+    /// The row a held network is judged again with, after an arrival: the
+    /// whole row for a network of the burst now arriving; for an older
+    /// one, the row as it stood before that burst (the last arrival a day
+    /// or more before it), so that a burst never counts an older held
+    /// network by moving the row to it, and its arrival is no occasion to
+    /// judge an older one again: only arrivals from other days are.
+    fn horizon_for(&self, i: usize) -> Option<i64> {
+        if self.now - self.entries[i].joined_at < BURST_WINDOW {
+            return Some(self.now);
+        }
+        self.entries.iter().map(|e| e.joined_at).filter(|t| self.now - t >= BURST_WINDOW).max()
+    }
+
+    /// For an older held network judged with the row before the burst now
+    /// arriving: whether counting it, with that burst as it stands, would
+    /// move the row more than 5% from before the burst (the burst and what
+    /// it would count together are one move).
+    fn moves_the_burst(&self, i: usize, horizon: i64) -> Option<Hold> {
+        let (at, before) = self.before_burst?;
+        if horizon >= self.now || at != horizon {
+            return None;
+        }
+        let counted = self.entries.iter().zip(&self.state).enumerate().filter(|(j, (_, s))| *j != i && counts(**s));
+        let after = median(counted.map(|(_, (e, _))| e.score).chain([self.entries[i].score]).collect())?;
+        (!within(before, after, MOVE_DIVISOR)).then_some(Hold::Burst)
+    }
+
+    /// Notes the row's median before the burst now arriving (its counted
+    /// networks that joined by `horizon`), the first time the walk judges
+    /// with that horizon: before anything it counts.
+    fn note_before_burst(&mut self, horizon: i64) {
+        if self.before_burst.is_some_and(|(at, _)| at == horizon) {
+            return;
+        }
+        let counted = self.entries.iter().zip(&self.state).filter(|(e, s)| counts(**s) && e.joined_at <= horizon);
+        self.before_burst = median(counted.map(|(e, _)| e.score).collect()).map(|m| (horizon, m));
+    }
+
+    /// Held networks that time corroborates: on one side of the row's
+    /// median and within 10% of one another, seen on [`WITNESS_DAYS`]
+    /// days across a week, or more than a burst of them over more than a day.
+    fn corroborated(&self) -> Vec<usize> {
+        let counted = self.entries.iter().zip(&self.state).filter(|(_, s)| counts(**s)).map(|(e, _)| e.score);
+        let Some(middle) = median(counted.collect()) else { return Vec::new() };
+        let held: Vec<usize> = (0..self.entries.len()).filter(|i| matches!(self.state[*i], State::Held(_))).collect();
+        let mut out = Vec::new();
+        for &i in &held {
+            let x = self.entries[i].score;
+            let mut times: Vec<i64> = held
+                .iter()
+                .map(|j| &self.entries[*j])
+                .filter(|e| (e.score < middle) == (x < middle) && within(x, e.score, AGREE_DIVISOR))
+                .map(|e| e.joined_at)
+                .collect();
+            times.sort_unstable();
+            // By day (each cluster a day or more after the last one began),
+            // leaving out the busiest day: one burst is no witness for itself.
+            let mut days: Vec<Vec<i64>> = Vec::new();
+            for t in times {
+                match days.last_mut() {
+                    Some(day) if t - day[0] < BURST_WINDOW => day.push(t),
+                    _ => days.push(vec![t]),
+                }
+            }
+            if let Some(busiest) = (0..days.len()).max_by_key(|d| (days[*d].len(), *d)) {
+                days.remove(busiest);
+            }
+            let rest: Vec<i64> = days.iter().flatten().copied().collect();
+            let span = rest.iter().max().unwrap_or(&0) - rest.iter().min().unwrap_or(&0);
+            if (rest.len() > BURST && span > BURST_WINDOW) || (days.len() >= WITNESS_DAYS && span >= WITNESS_SPAN) {
+                out.push(i);
+            }
+        }
+        self.without_outsized_bursts(out)
+    }
+
+    /// `group` (held networks to count together) less every burst in it
+    /// whose own part would move the row by more than 5%: corroboration
+    /// from other days must not carry a burst further than it goes alone.
+    fn without_outsized_bursts(&self, mut group: Vec<usize>) -> Vec<usize> {
+        let counted: Vec<i64> =
+            self.entries.iter().zip(&self.state).filter(|(_, s)| counts(**s)).map(|(e, _)| e.score).collect();
+        loop {
+            let Some(all) =
+                median(counted.iter().copied().chain(group.iter().map(|i| self.entries[*i].score)).collect())
+            else {
+                return group;
+            };
+            let outsized = group.iter().copied().find(|&b| {
+                let at = self.entries[b].joined_at;
+                let rest = group.iter().filter(|i| (self.entries[**i].joined_at - at).abs() >= BURST_WINDOW);
+                let without = counted.iter().copied().chain(rest.map(|i| self.entries[*i].score)).collect();
+                median(without).is_some_and(|m| !within(m, all, MOVE_DIVISOR))
+            });
+            match outsized {
+                Some(b) => {
+                    let at = self.entries[b].joined_at;
+                    group.retain(|i| (self.entries[*i].joined_at - at).abs() >= BURST_WINDOW);
+                }
+                None => return group,
+            }
         }
     }
-    // Corroboration: the row as it now stands may agree with a held one.
-    while let Some((lo, hi)) = agreement_band(&counted) {
-        let mut moved = false;
-        for entry in entries.iter_mut().filter(|e| e.held && (lo..=hi).contains(&(e.score as f64))) {
-            entry.held = false;
-            counted.push(entry.score);
-            moved = true;
+
+    /// After an arrival: every held network judged again, and those time
+    /// corroborates counted, until nothing changes.
+    fn settle(&mut self) {
+        if let Some(horizon) = self.entries.iter().map(|e| e.joined_at).filter(|t| self.now - t >= BURST_WINDOW).max() {
+            self.note_before_burst(horizon);
         }
-        if !moved {
-            break;
+        loop {
+            let mut moved = false;
+            for i in 0..self.entries.len() {
+                if let (State::Held(_), Some(horizon)) = (self.state[i], self.horizon_for(i)) {
+                    self.state[i] = match self.judge(i, horizon).or_else(|| self.moves_the_burst(i, horizon)) {
+                        None => {
+                            moved = true;
+                            State::Counted
+                        }
+                        Some(hold) => State::Held(hold),
+                    };
+                }
+            }
+            let corroborated = self.corroborated();
+            for i in &corroborated {
+                self.state[*i] = State::Vouched;
+            }
+            if !moved && corroborated.is_empty() {
+                break;
+            }
         }
+    }
+}
+
+/// Marks which networks of a row are held (`entries[i].held`, and why in
+/// `entries[i].hold`), walking them in the order they joined: the first
+/// [`ESTABLISHED`], and any a moderator accepted, count; every other is
+/// judged as it arrives (see the module), and after each arrival every
+/// held one is judged again with the row as it then stands. A counted
+/// network stays counted. Returns how many are held.
+pub fn split_held(entries: &mut [SubmitterEntry]) -> usize {
+    entries.sort_by(|a, b| (a.joined_at, a.first_id, &a.submitter).cmp(&(b.joined_at, b.first_id, &b.submitter)));
+    let mut walk = Walk { entries, state: vec![State::Waiting; entries.len()], now: i64::MIN, before_burst: None };
+    for i in 0..walk.entries.len() {
+        walk.now = walk.entries[i].joined_at;
+        walk.state[i] = if i < ESTABLISHED {
+            State::Fixed
+        } else if walk.entries[i].accepted {
+            State::Vouched
+        } else {
+            match walk.judge(i, walk.now) {
+                None => State::Counted,
+                Some(hold) => State::Held(hold),
+            }
+        };
+        if walk.state.iter().any(|s| matches!(s, State::Held(_))) {
+            walk.settle();
+        }
+    }
+    let state = walk.state;
+    for (entry, state) in entries.iter_mut().zip(state) {
+        (entry.held, entry.hold) = match state {
+            State::Held(hold) => (true, hold),
+            _ => (false, Hold::default()),
+        };
     }
     entries.iter().filter(|e| e.held).count()
+}
+
+/// The stored code of an entry's state: 0 counted, else its [`Hold`]'s.
+pub fn code_of(entry: &SubmitterEntry) -> i64 {
+    if entry.held { entry.hold.code() } else { 0 }
 }
 
 /// Whether `submitter` is held back in a row whose networks are `entries`.
@@ -89,97 +344,20 @@ pub fn counted(entries: &[SubmitterEntry]) -> Vec<SubmitterEntry> {
 }
 
 /// A row's networks settled: which are held (`entries[i].held` set), the
-/// row's figures over the others, and the networks whose held state
-/// changed from what was stored, to write back.
-pub fn settle_group(entries: &mut [SubmitterEntry]) -> (Option<GroupStats>, Vec<(String, bool)>) {
-    let stored: BTreeMap<String, bool> = entries.iter().map(|e| (e.submitter.clone(), e.held)).collect();
+/// row's figures over the others, and the networks whose held code changed
+/// from what was stored, to write back.
+pub fn settle_group(entries: &mut [SubmitterEntry]) -> (Option<GroupStats>, Vec<(String, i64)>) {
+    let stored: BTreeMap<String, i64> = entries.iter().map(|e| (e.submitter.clone(), code_of(e))).collect();
     let held = split_held(entries) as i64;
     let changed = entries
         .iter()
-        .filter(|e| stored.get(&e.submitter) != Some(&e.held))
-        .map(|e| (e.submitter.clone(), e.held))
+        .filter(|e| stored.get(&e.submitter) != Some(&code_of(e)))
+        .map(|e| (e.submitter.clone(), code_of(e)))
         .collect();
     let stats = group_stats(&counted(entries)).map(|stats| GroupStats { held, ..stats });
     (stats, changed)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::store::aggregate::tests::entry;
-
-    /// Networks joining a row in order, each with one result.
-    fn row_of(scores: &[i64]) -> Vec<SubmitterEntry> {
-        scores
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                let mut e = entry(&format!("n{i:03}"), &[*s]);
-                e.first_id = i as i64 + 1;
-                e
-            })
-            .collect()
-    }
-
-    fn median_of(entries: &[SubmitterEntry]) -> i64 {
-        group_stats(&counted(entries)).unwrap().median
-    }
-
-    #[test]
-    fn a_burst_that_contradicts_an_established_row_is_held() {
-        let honest = [1180, 1246, 1300, 1210, 1275, 1230, 1260];
-        let before = median_of(&row_of(&honest));
-        // Nine networks at a hundredth of the truth, then ten at half of it.
-        for fake in [12, 623] {
-            for burst in [9usize, 10] {
-                let mut scores = honest.to_vec();
-                scores.extend(std::iter::repeat_n(fake, burst));
-                let mut row = row_of(&scores);
-                assert_eq!(split_held(&mut row), burst, "{fake} x{burst}");
-                let after = median_of(&row);
-                assert!((after - before).abs() * 20 <= before, "{before} -> {after}");
-            }
-        }
-        // A moderator's acceptance counts one of them.
-        let mut scores = honest.to_vec();
-        scores.push(12);
-        let mut row = row_of(&scores);
-        row[7].accepted = true;
-        assert_eq!(split_held(&mut row), 0);
-    }
-
-    #[test]
-    fn honest_rows_are_never_held() {
-        use rand::{Rng, SeedableRng};
-        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
-        for _ in 0..500 {
-            // A card whose results spread by 20% (±10% around its level) …
-            let n = rng.gen_range(5..40);
-            let scores: Vec<i64> = (0..n).map(|_| (1246.0 * rng.gen_range(0.9..1.1)) as i64).collect();
-            let mut row = row_of(&scores);
-            assert_eq!(split_held(&mut row), 0, "{scores:?}");
-            // … then a firmware update that makes it 20% faster for everyone after.
-            let mut updated = scores.clone();
-            updated.extend((0..rng.gen_range(1..20)).map(|_| (1495.0 * rng.gen_range(0.9..1.1)) as i64));
-            let mut row = row_of(&updated);
-            assert_eq!(split_held(&mut row), 0, "{updated:?}");
-        }
-    }
-
-    #[test]
-    fn a_held_network_counts_once_the_row_moves_to_it() {
-        // Established at ~1000; a newcomer at 2000 is held …
-        let mut scores = vec![1000, 990, 1010, 1005, 995, 2000];
-        let mut row = row_of(&scores);
-        assert_eq!(split_held(&mut row), 1);
-        // … and a few networks between do not move the band (a burst is
-        // judged against the row before it) …
-        scores.extend([1380; 5]);
-        let mut row = row_of(&scores);
-        assert_eq!(split_held(&mut row), 1);
-        // … but once more networks have settled the row higher, it counts.
-        scores.extend([1380; 7]);
-        let mut row = row_of(&scores);
-        assert_eq!(split_held(&mut row), 0);
-    }
-}
+#[path = "held_tests.rs"]
+mod tests;

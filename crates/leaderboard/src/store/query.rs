@@ -7,6 +7,7 @@ use serde::Serialize;
 use storage_scoring::figure::Figure;
 
 use super::Figures;
+use super::held::{Hold, WITNESS_DAYS};
 use crate::card::Card;
 
 /// A row with fewer submitters is listed without a rank, after the ranked
@@ -247,16 +248,21 @@ pub fn one_per_network(results: Vec<(i64, String, Vec<String>)>) -> Vec<Listed> 
     listed.into_iter().map(|(_, l)| l).take(LISTED).collect()
 }
 
-/// Why a result is held, from its row's counted figures.
-pub fn held_reason(score: Option<i64>, row: Option<&Row>) -> String {
+/// Why a result is held (`why`, when known), from its row's counted figures.
+pub fn held_reason(score: Option<i64>, row: Option<&Row>, why: Option<Hold>) -> String {
     let score = score.map_or_else(|| "none".to_owned(), |s| s.to_string());
-    match row {
-        Some(row) => format!(
-            "held: its score {score} contradicts this row, established by {} networks (median {}, p10-p90 {}-{}); it counts once the row's counted results move to it, or a moderator accepts it",
+    let then = "it counts once the row's counted results move to it, or a moderator accepts it";
+    match (row, why) {
+        (Some(row), Some(Hold::Burst)) => format!(
+            "held: its score {score} came with a burst of new networks that would move this row's median ({}, from {} networks) by more than 5%; it counts once networks from other days move the row to it, or the same shift is seen on {WITNESS_DAYS} days across a week, or a moderator accepts it",
+            row.median_score, row.submitters
+        ),
+        (Some(row), _) => format!(
+            "held: its score {score} contradicts this row, established by {} networks (median {}, p10-p90 {}-{}); {then}",
             row.submitters, row.median_score, row.p10_score, row.p90_score
         ),
-        None => format!(
-            "held: its score {score} contradicts an established row; it counts once the row's counted results move to it, or a moderator accepts it"
+        (None, _) => format!(
+            "held: its score {score} would move an established row further than a burst of new networks may (docs: held results); {then}"
         ),
     }
 }

@@ -280,14 +280,17 @@ pub const UPSERT_SUBMITTER: &str = "INSERT INTO submitters (group_key, submitter
     label = excluded.label, label_key = excluded.label_key, board = excluded.board, latest = excluded.latest, \
     first_id = excluded.first_id, accepted = excluded.accepted";
 
-/// Whether a network is held back from its row ([`super::held::split_held`]).
+/// Whether a network is held back from its row, and why: 0 counted, else
+/// the code of its [`super::held::Hold`].
 pub const SET_SUBMITTER_HELD: &str = "UPDATE submitters SET held = $1 WHERE group_key = $2 AND submitter = $3";
 
 pub const DELETE_SUBMITTER: &str = "DELETE FROM submitters WHERE group_key = $1 AND submitter = $2";
 
-/// The columns of a submitter row, in the order the mappers read them.
+/// The columns of a submitter row, in the order the mappers read them; the
+/// last is when the network joined the row (its first counted result's time).
 pub const SUBMITTER_COLUMNS: &str = "group_key, submitter, card_key, results, score, seq_read, seq_write, \
-    rand_read, rand_write, class_label, label, label_key, board, latest, first_id, accepted, held";
+    rand_read, rand_write, class_label, label, label_key, board, latest, first_id, accepted, held, \
+    COALESCE((SELECT j.created_at FROM results j WHERE j.id = submitters.first_id), 0)";
 
 pub fn group_submitters() -> &'static str {
     static TEXT: LazyLock<String> =
@@ -416,8 +419,8 @@ pub fn card_points() -> &'static str {
 /// newest first: by the held networks, few, then their results. (`CROSS
 /// JOIN` keeps SQLite from walking every public result newest first
 /// instead, which it prefers for the `ORDER BY` when none is held.)
-pub const CARD_HELD: &str = "SELECT r.id, r.submitter, r.score, r.group_key FROM submitters s CROSS JOIN results r \
-    WHERE s.card_key = $1 AND s.held = 1 AND r.group_key = s.group_key AND r.submitter = s.submitter \
+pub const CARD_HELD: &str = "SELECT r.id, r.submitter, r.score, r.group_key, s.held FROM submitters s CROSS JOIN results r \
+    WHERE s.card_key = $1 AND s.held <> 0 AND r.group_key = s.group_key AND r.submitter = s.submitter \
     AND r.status = 'public' ORDER BY r.id DESC LIMIT 500";
 
 /// A card's claimed and measured classes, with how many networks say so:

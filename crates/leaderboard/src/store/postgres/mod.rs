@@ -414,7 +414,8 @@ impl Storage for PgStore {
             .iter()
             .map(|r| {
                 let group: String = r.try_get(3)?;
-                let reason = held_reason(r.try_get(2)?, rows.iter().find(|row| row.group_key == group));
+                let why = crate::store::held::Hold::from_code(r.try_get(4)?);
+                let reason = held_reason(r.try_get(2)?, rows.iter().find(|row| row.group_key == group), Some(why));
                 Ok((r.try_get(0)?, r.try_get(1)?, vec![reason]))
             })
             .collect::<StoreResult<Vec<_>>>()?;

@@ -167,7 +167,7 @@ pub(super) async fn recompute(
     let mut entries = all(&tx.query(&p.group_submitters, &[&group]).await?, entry_from_row)?;
     let (stats, changed) = held::settle_group(&mut entries);
     for (submitter, held) in changed {
-        tx.execute(&p.set_submitter_held, &[&i64::from(held), &group, &submitter]).await?;
+        tx.execute(&p.set_submitter_held, &[&held, &group, &submitter]).await?;
     }
     let Some(stats) = stats else {
         tx.execute(&p.delete_group, &[&group]).await?;

@@ -211,7 +211,8 @@ impl Storage for SqliteStore {
                 .prepare_cached(sql::CARD_HELD)?
                 .query_map([&card_key], |r| {
                     let group: String = r.get(3)?;
-                    let reason = held_reason(r.get(2)?, rows.iter().find(|row| row.group_key == group));
+                    let why = crate::store::held::Hold::from_code(r.get(4)?);
+                    let reason = held_reason(r.get(2)?, rows.iter().find(|row| row.group_key == group), Some(why));
                     Ok((r.get(0)?, r.get(1)?, vec![reason]))
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;

@@ -349,7 +349,7 @@ fn recompute_group(conn: &Connection, group: &str) -> StoreResult<()> {
     let mut entries = entries(conn, sql::group_submitters(), group)?;
     let (stats, changed) = held::settle_group(&mut entries);
     for (submitter, held) in changed {
-        conn.prepare_cached(sql::SET_SUBMITTER_HELD)?.execute(params![i64::from(held), group, submitter])?;
+        conn.prepare_cached(sql::SET_SUBMITTER_HELD)?.execute(params![held, group, submitter])?;
     }
     let Some(stats) = stats else {
         conn.prepare_cached(sql::DELETE_GROUP)?.execute([group])?;
