@@ -28,6 +28,7 @@ mod saved;
 mod scan_cmd;
 mod score_cmd;
 mod settings;
+mod show_cmd;
 mod terminal;
 mod upload;
 mod watch;
@@ -84,7 +85,7 @@ fn main() {
         Some(Command::Scan(args)) => scan_cmd::scan(args.json, &roots),
         Some(Command::Batch(args)) => batch::batch(&args, &roots),
         Some(Command::Station(args)) => batch::station::station(&args, &roots),
-        Some(Command::Show(args)) => run::show(&args),
+        Some(Command::Show(args)) => show_cmd::show(&args),
         Some(Command::Import(args)) => import_cmd::import(&args),
         Some(Command::Reference(args)) => import_cmd::reference(&args),
         Some(Command::Completions(args)) => manual_out(|out| storage_score::manual::completion(args.shell, out)),
