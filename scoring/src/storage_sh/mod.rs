@@ -94,6 +94,9 @@ pub fn parse_all(text: &str) -> Vec<Result<Summary, ImportError>> {
 struct Segment {
     rows: Vec<(Figure, String)>,
     score: Option<String>,
+    /// The score a sentence before the table gave (`… scored **1430**.`),
+    /// taken where the table has no Score line of its own.
+    scored_before: Option<String>,
     /// dd's own unit from the console line before the table.
     dd_console: Option<String>,
     board: Option<String>,
@@ -105,7 +108,7 @@ struct Segment {
 fn segments(text: &str) -> Vec<Segment> {
     let mut tables = Vec::new();
     let mut current: Option<Segment> = None;
-    let (mut dd_console, mut board, mut description) = (None, None, None);
+    let (mut dd_console, mut board, mut description, mut scored_before) = (None, None, None, None);
     for line in text.split(['\n', '\r']) {
         match rows::classify(line) {
             Line::Row(figure, result) => {
@@ -125,6 +128,7 @@ fn segments(text: &str) -> Vec<Segment> {
                         dd_console: dd_console.take(),
                         board: board.clone(),
                         description: description.take(),
+                        scored_before: scored_before.take(),
                         ..Segment::default()
                     });
                 }
@@ -137,6 +141,7 @@ fn segments(text: &str) -> Vec<Segment> {
                     seg.score = Some(value);
                 }
             }
+            Line::ScoredBefore(value) => scored_before = Some(value),
             Line::DdConsole(value) => dd_console = Some(value),
             Line::Board(value) => board = Some(value),
             Line::Description(value) => description = Some(value),
@@ -186,7 +191,7 @@ impl Segment {
                     .push(format!("Storage.sh printed no figure for {row} (`{result}`); it is not part of the score.")),
             }
         }
-        let printed = match self.score {
+        let printed = match self.score.or(self.scored_before) {
             None => return Err(ImportError::NoScore),
             Some(text) => {
                 let digits: String = text.chars().filter(|c| *c != ',').collect();

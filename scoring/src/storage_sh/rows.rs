@@ -47,6 +47,10 @@ pub enum Line {
     Row(Figure, String),
     /// The `Score: N` line, with what follows `Score:` (empty when bc failed).
     Score(String),
+    /// A sentence ending in `scored N` (`Samsung Evo Plus 64 GB scored
+    /// **1430**.`): the score of the table that follows, where a Markdown
+    /// copy moved it out of the table.
+    ScoredBefore(String),
     /// `DD Write Speed: 1.2 GB/s`, the console line before the table, which
     /// keeps dd's own unit where an older Storage.sh's table says MB/s.
     DdConsole(String),
@@ -140,6 +144,9 @@ pub fn classify(line: &str) -> Line {
         }
         return Line::Other;
     }
+    if let Some(score) = scored_sentence(&text) {
+        return Line::ScoredBefore(score.to_owned());
+    }
     if let Some(rest) = text.strip_prefix("dd write speed:") {
         return Line::DdConsole(rest.trim().to_owned());
     }
@@ -153,6 +160,14 @@ pub fn classify(line: &str) -> Line {
         return Line::Description(rest.trim().to_owned());
     }
     Line::Other
+}
+
+/// The N of a normalised sentence that ends `scored N` (or `scored N.`).
+fn scored_sentence(text: &str) -> Option<&str> {
+    let text = text.trim_end_matches(['.', '!']).trim_end();
+    let (rest, last) = text.rsplit_once(' ')?;
+    let scored = rest.rsplit(' ').next()?;
+    (scored == "scored" && !last.is_empty() && last.chars().all(|c| c.is_ascii_digit() || c == ',')).then_some(last)
 }
 
 /// A number as people print it: `18.3`, `18,3` (a decimal comma), `12,203`

@@ -213,6 +213,35 @@ fn a_markdown_copy_with_fio_bandwidth_on_rows_of_its_own() {
 }
 
 #[test]
+fn a_score_written_in_the_sentence_before_a_markdown_table() {
+    // As maroskukan/k3s-on-rpi lays its cards out: the score moved out of
+    // the table into the line before it, `… scored **1430**.`
+    let card = |name: &str, score: &str| {
+        format!(
+            "{name} scored **{score}**.\n\n| Category | Test | Result |\n| -------- | ---- | ------ |\n\
+| HDParm   | Disk Read        | 34.97 MB/s             |\n| HDParm   | Cached Disk Read | 37.32 Mb/s             |\n\
+| DD       | Disk Write       | 25.3 MB/s              |\n| FIO      | 4k random read   | 3434 IOPS (13738 KB/s) |\n\
+| FIO      | 4k random write  | 1147 IOPS (4589 KB/s)  |\n| IOZone   | 4k read          | 11081 KB/s             |\n\
+| IOZone   | 4k write         | 3767 KB/s              |\n| IOZone   | 4k random read   | 10954 KB/s             |\n\
+| IOZone   | 4k random write  | 3330 KB/s              |\n\n"
+        )
+    };
+    let s = parse(&card("Samsung Evo Plus 64 GB", "1430")).expect("parses");
+    assert_eq!((s.score, s.measurements.cached_read_mib_s), (1430, Some(37.32)));
+    // Each sentence scores the table after it, not the one before.
+    let two = format!("{}{}", card("A", "1430"), card("B", "1431"));
+    let all: Vec<_> = parse_all(&two).into_iter().map(|r| r.map(|s| s.score)).collect();
+    assert_eq!(all[0], Ok(1430));
+    assert!(matches!(all[1], Err(ImportError::ScoreMismatch { printed: 1431, computed: 1430, .. })), "{all:?}");
+    // A Score line of the table's own wins over the sentence; prose that
+    // only mentions a score is no score.
+    let own = format!("{}Score: 1430\n", card("A", "999"));
+    assert_eq!(parse(&own).map(|s| s.score), Ok(1430));
+    let prose = card("A", "1430").replace("scored **1430**.", "scored well, 1430 points");
+    assert_eq!(parse(&prose).map(|s| s.score), Err(ImportError::NoScore));
+}
+
+#[test]
 fn every_table_of_a_page_is_read_on_its_own() {
     let both = format!("## SD card\n```\n{CONSOLE}```\n\n## NVMe\n```\n{NVME}```\n");
     let all: Vec<u64> = parse_all(&both).into_iter().map(|r| r.expect("each").score).collect();
