@@ -23,7 +23,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 
 /// Each target and the fixture file names that seed its corpus.
-const TARGETS: [(&str, &[&str]); 20] = [
+const TARGETS: [(&str, &[&str]); 21] = [
     ("sd_cid", &["cid"]),
     ("sd_csd", &["csd"]),
     ("sd_scr", &["scr"]),
@@ -41,6 +41,7 @@ const TARGETS: [(&str, &[&str]); 20] = [
     ("emmc_life", &["life_time", "pre_eol_info"]),
     ("machine_text", &["get_throttled", "swaps", "mountinfo", "descriptors", "version", "max_link_speed"]),
     ("intake", &["report.json", "expected.json"]),
+    ("wear_intake", &["endurance.json", "power-loss.json"]),
     ("power_loss_record", &[]),
     ("power_loss_witness", &[]),
     // Seeded from the reference set's published texts (below).
