@@ -505,3 +505,48 @@ fn a_batch_names_cloned_cids_and_mixed_stock() {
     assert!(text.contains(&clone_line), "{text}");
     assert!(text.contains("mixed stock of AGGCE: oem_id, manufactured differ across"), "{text}");
 }
+
+/// `show` prints every document the tool writes, each through its
+/// validator: a batch, a scan, a machine's doctor report, an endurance and
+/// a power-loss report (real ones, from tests/fixtures/leaderboard), and
+/// refuses garbage in one line.
+#[test]
+fn show_prints_every_document_the_tool_writes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let save = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).expect("write");
+        path.to_str().expect("utf8").to_owned()
+    };
+    let shown = |path: &str| {
+        let out = run(&["show", path]);
+        assert_eq!(out.status.code(), Some(0), "{path}: {}", String::from_utf8_lossy(&out.stderr));
+        let again = run(&["show", path, "--json"]);
+        assert_eq!(again.status.code(), Some(0), "{path} --json: {}", String::from_utf8_lossy(&again.stderr));
+        assert!(stdout_json(&again)["schema"].is_string());
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let batch = save("batch.json", &batch_report(&[40.0, 41.0], &[900.0, 910.0]).to_string());
+    let text = shown(&batch);
+    assert!(text.contains("/dev/sdb") && text.contains("/dev/sdc"), "{text}");
+
+    let sd = fixtures("doctor/sd-healthy/sys");
+    let out = run(&["scan", "--json", "--sysfs-root", sd.to_str().expect("utf8")]);
+    let scan = save("scan.json", &String::from_utf8_lossy(&out.stdout));
+    assert!(shown(&scan).contains("mmcblk0"));
+
+    let machine = fixtures("doctor/sd-healthy");
+    let out = run(&["doctor", "--machine-root", machine.to_str().expect("utf8"), "mmcblk0", "/", "--json"]);
+    assert_eq!(stdout_json(&out)["schema"], "storage-score-doctor/1");
+    let doctor = save("doctor.json", &String::from_utf8_lossy(&out.stdout));
+    assert_eq!(shown(&doctor).matches("doctor: /dev/mmcblk0").count(), 2);
+
+    let wear = fixtures("leaderboard");
+    let endurance = shown(wear.join("endurance.json").to_str().expect("utf8"));
+    assert!(endurance.contains("/dev/loop0") && endurance.contains("pass   6"), "{endurance}");
+    let cuts = shown(wear.join("power-loss.json").to_str().expect("utf8"));
+    assert!(cuts.contains("kept everything") && cuts.contains("cut   1:"), "{cuts}");
+
+    let garbage = save("garbage.json", "{\"schema\": \"storage-score-batch/1\", \"cards\": 7}");
+    assert!(assert_one_line_error(&run(&["show", &garbage]), 2).contains("garbage.json"));
+}

@@ -119,8 +119,9 @@ pub enum Command {
     Reference(ReferenceArgs),
     /// Print the shell completion script for SHELL (what the .deb installs).
     Completions(CompletionsArgs),
-    /// Print the man page, roff, as the .deb installs it (`storage-score man | man -l -`).
-    Man,
+    /// Print a man page, roff, as the .deb installs it (`storage-score man doctor | man -l -`):
+    /// with no COMMAND the top page, storage-score(1).
+    Man(ManArgs),
 }
 
 #[derive(Debug, Args)]
@@ -309,6 +310,13 @@ pub struct DoctorArgs {
     /// textfile format) to FILE, atomically; "-" or no FILE: stdout.
     #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
     pub prometheus: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The command whose page to print, e.g. `doctor` or `power-loss witness`.
+    #[arg(value_name = "COMMAND")]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -224,7 +224,7 @@ fn died_words(stop: Stopped) -> &'static str {
     }
 }
 
-fn summary(r: &EnduranceReport) {
+pub(crate) fn summary(r: &EnduranceReport) {
     let milestones: Vec<String> = r.milestones.iter().map(|(m, p)| format!("{} at pass {p}", m.as_str())).collect();
     outln(&format!(
         "{}: {} passes, {} bytes written, {} of {} blocks failed; milestones: {}; stopped: {}",

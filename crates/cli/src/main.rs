@@ -28,6 +28,7 @@ mod saved;
 mod scan_cmd;
 mod score_cmd;
 mod settings;
+mod show_cmd;
 mod terminal;
 mod upload;
 mod watch;
@@ -84,11 +85,20 @@ fn main() {
         Some(Command::Scan(args)) => scan_cmd::scan(args.json, &roots),
         Some(Command::Batch(args)) => batch::batch(&args, &roots),
         Some(Command::Station(args)) => batch::station::station(&args, &roots),
-        Some(Command::Show(args)) => run::show(&args),
+        Some(Command::Show(args)) => show_cmd::show(&args),
         Some(Command::Import(args)) => import_cmd::import(&args),
         Some(Command::Reference(args)) => import_cmd::reference(&args),
         Some(Command::Completions(args)) => manual_out(|out| storage_score::manual::completion(args.shell, out)),
-        Some(Command::Man) => manual_out(storage_score::manual::top_page),
+        Some(Command::Man(args)) if args.command.is_empty() => manual_out(storage_score::manual::top_page),
+        Some(Command::Man(args)) => {
+            let mut page = Vec::new();
+            match storage_score::manual::command_page(&args.command, &mut page) {
+                Err(why) => Err(Failure::Usage(why)),
+                Ok(rendered) => rendered
+                    .map_err(|e| Failure::Run(format!("cannot generate the text: {e}")))
+                    .and_then(|()| manual_out(|out| out.write_all(&page))),
+            }
+        }
     };
     if let Err(failure) = result {
         fail(failure);

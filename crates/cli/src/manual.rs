@@ -67,6 +67,25 @@ pub fn top_page(out: &mut dyn Write) -> io::Result<()> {
     out.write_all(roff_ascii(&String::from_utf8_lossy(&page)).as_bytes())
 }
 
+/// The page of the subcommand `path` names (`["power-loss", "witness"]`),
+/// `storage-score-power-loss-witness(1)`, as `write_all` writes it; `Err`
+/// with the commands there are when no subcommand has that name.
+pub fn command_page(path: &[String], out: &mut dyn Write) -> Result<io::Result<()>, String> {
+    let mut cmd = crate::args::Cli::command().disable_help_subcommand(true);
+    cmd.build();
+    let mut page = &cmd;
+    for word in path {
+        page = page.find_subcommand(word).ok_or_else(|| {
+            let names: Vec<&str> = page.get_subcommands().map(|s| s.get_name()).collect();
+            format!("no page for `{}`: the commands are {}", path.join(" "), names.join(", "))
+        })?;
+    }
+    let mut roff = Vec::new();
+    Ok(clap_mangen::Man::new(page.clone())
+        .render(&mut roff)
+        .and_then(|()| out.write_all(roff_ascii(&String::from_utf8_lossy(&roff)).as_bytes())))
+}
+
 /// The page with every character outside ASCII as groff's `\[uXXXX]`
 /// escape (the help texts' `…` and `×`): troff reads its input as Latin-1
 /// unless told otherwise, and warns of UTF-8 bytes ("invalid input
@@ -163,6 +182,39 @@ fn top_page_sections() -> String {
 
 #[cfg(test)]
 mod tests {
+    /// Every page `write_all` installs is one `storage-score man COMMAND…`
+    /// prints, byte for byte (the top page's SEE ALSO names them all).
+    #[test]
+    fn man_prints_every_installed_page() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let generated = super::write_all(tmp.path()).expect("pages");
+        let mut seen = 0;
+        let cmd = crate::args::Cli::command();
+        let mut paths: Vec<Vec<String>> = Vec::new();
+        fn walk(cmd: &clap::Command, at: &[String], out: &mut Vec<Vec<String>>) {
+            for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+                let mut path = at.to_vec();
+                path.push(sub.get_name().to_owned());
+                walk(sub, &path, out);
+                out.push(path);
+            }
+        }
+        walk(&cmd, &[], &mut paths);
+        for path in paths {
+            let file = generated.man_pages.iter().find(|p| {
+                p.file_name().is_some_and(|n| n.to_string_lossy() == format!("{}-{}.1", super::BIN, path.join("-")))
+            });
+            let file = file.unwrap_or_else(|| panic!("no installed page for {path:?}"));
+            let mut printed = Vec::new();
+            super::command_page(&path, &mut printed).expect("a command").expect("rendered");
+            assert_eq!(String::from_utf8_lossy(&printed), std::fs::read_to_string(file).expect("page"), "{path:?}");
+            seen += 1;
+        }
+        assert!(seen >= 20, "{seen}");
+        let mut sink = Vec::new();
+        assert!(super::command_page(&["docter".to_owned()], &mut sink).is_err_and(|e| e.contains("doctor")));
+    }
+
     use super::*;
 
     #[test]

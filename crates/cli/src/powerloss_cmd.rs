@@ -211,7 +211,7 @@ pub(crate) fn finish(
 }
 
 /// One line: the verdict, the cuts, the counts.
-fn summary(report: &PowerLossReport, now_at: &str) -> String {
+pub(crate) fn summary(report: &PowerLossReport, now_at: &str) -> String {
     let t = &report.totals;
     let counts = format!(
         "{} acknowledged records; lost {}, torn {}, misplaced {}, damaged {}",

@@ -36,19 +36,6 @@ pub fn identify(args: &IdentifyArgs, roots: &Roots) -> Result<(), Failure> {
     Ok(())
 }
 
-/// `storage-score show REPORT`: a saved report's tables, as `run` printed
-/// them, through the one validator.
-pub fn show(args: &storage_score::args::ShowArgs) -> Result<(), Failure> {
-    let report = crate::saved::load(&args.report)?.report;
-    if args.json {
-        crate::terminal::json_outln(&to_json(&report)?);
-    } else {
-        crate::terminal::out(&render::report(&report));
-        crate::terminal::out(&doctor_render::sections(&report));
-    }
-    Ok(())
-}
-
 /// `identify --json`: the report's `target`, `device`, `system`, `health`,
 /// `advice` and `thermal` blocks.
 #[derive(serde::Serialize)]
@@ -177,6 +164,6 @@ pub fn measure(args: &RunArgs, roots: &Roots, show_progress: bool) -> Result<Mea
     Ok(Measured { report, plan, error })
 }
 
-fn to_json<T: serde::Serialize>(value: &T) -> Result<String, Failure> {
+pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> Result<String, Failure> {
     serde_json::to_string_pretty(value).map_err(|e| Failure::Run(format!("cannot encode the report as JSON: {e}")))
 }

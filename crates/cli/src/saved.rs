@@ -39,13 +39,6 @@ pub fn read(name: &str) -> Result<Vec<u8>, Failure> {
     })
 }
 
-/// `name`'s report, checked ([`Use::Saved`]).
-pub fn load(name: &str) -> Result<Saved, Failure> {
-    let bytes = read(name)?;
-    let value = input::parse_json(&bytes).map_err(|e| refused(name, &e))?;
-    from_value(name, value)
-}
-
 /// A report, or a leaderboard's result that holds one (`{"report": …}`, as
 /// its API answers and its JSON export has on each line).
 pub fn from_value(name: &str, value: Value) -> Result<Saved, Failure> {

@@ -14,11 +14,11 @@ use crate::Failure;
 use crate::terminal::{json_outln, out};
 
 /// One line of `scan`.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Entry {
     pub name: String,
     pub node: String,
-    pub kind: &'static str,
+    pub kind: DeviceKind,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub maker: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -33,7 +33,7 @@ pub struct Entry {
     /// One of them is `/`.
     pub holds_root: bool,
     /// The health source `doctor` reads, `null` when there is none.
-    pub health_source: Option<&'static str>,
+    pub health_source: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub health_why: Option<String>,
 }
@@ -88,14 +88,14 @@ fn entry(disk: &BlockDev, roots: &Roots) -> Entry {
     Entry {
         name: disk.name.clone(),
         node: disk.node().to_string_lossy().into_owned(),
-        kind: device.kind.as_str(),
+        kind: device.kind,
         maker: maker(&device),
         model: model(&device),
         size_bytes: device.capacity_bytes,
         class: device.sd.as_ref().and_then(|sd| sd.class_label.clone()),
         holds_root: mounts.iter().any(|m| Path::new(m) == Path::new("/")),
         mounts,
-        health_source,
+        health_source: health_source.map(str::to_owned),
         health_why,
     }
 }
@@ -129,7 +129,7 @@ pub fn size_words(bytes: u64) -> String {
     }
 }
 
-fn table(entries: &[Entry]) -> String {
+pub(crate) fn table(entries: &[Entry]) -> String {
     let mut rows = vec![["NAME", "KIND", "MAKER", "MODEL", "SIZE", "CLASS", "MOUNTED", "HEALTH"].map(str::to_owned)];
     for e in entries {
         let mounted = match (e.holds_root, e.mounts.len()) {
@@ -139,13 +139,13 @@ fn table(entries: &[Entry]) -> String {
         };
         rows.push([
             e.name.clone(),
-            e.kind.to_owned(),
+            e.kind.as_str().to_owned(),
             e.maker.clone().unwrap_or_else(|| "-".to_owned()),
             e.model.clone().unwrap_or_else(|| "-".to_owned()),
             e.size_bytes.map(size_words).unwrap_or_else(|| "-".to_owned()),
             e.class.clone().unwrap_or_else(|| "-".to_owned()),
             mounted,
-            e.health_source.unwrap_or("none").to_owned(),
+            e.health_source.clone().unwrap_or_else(|| "none".to_owned()),
         ]);
     }
     let widths: Vec<usize> = (0..8).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();

@@ -211,4 +211,4 @@ pub fn exit_with(report: &BatchReport) -> Result<(), Failure> {
     }
 }
 
-mod render;
+pub(crate) mod render;
