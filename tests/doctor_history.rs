@@ -334,17 +334,7 @@ fn promtool_accepts_the_metrics_of_every_fixture() {
         assert!(matches!(out.status.code(), Some(0 | 8..=56)), "{name}: {}", String::from_utf8_lossy(&out.stderr));
         let text = std::fs::read_to_string(&file).expect("metrics file");
         assert!(text.contains(&format!("storage_score_doctor_status{{device=\"{disk}\",")), "{name}: {text}");
-        let check = Command::new("promtool")
-            .args(["check", "metrics"])
-            .stdin(std::fs::File::open(&file).expect("file"))
-            .output()
-            .expect("promtool");
-        assert!(
-            check.status.success(),
-            "{name}: promtool check metrics: {}{}",
-            String::from_utf8_lossy(&check.stdout),
-            String::from_utf8_lossy(&check.stderr)
-        );
+        promtool_accepts(&file, &name);
         // On stdout the metrics come alone, the same.
         let out = run(&["doctor", "--machine-root", &root, &disk, "--prometheus"]);
         assert_eq!(String::from_utf8_lossy(&out.stdout), text, "{name}");
@@ -416,14 +406,19 @@ fn doctor_all_on_a_machine_with_two_disks_is_one_report_and_one_metrics_file() {
     let soc: Vec<&str> = metrics.lines().filter(|l| l.starts_with("storage_score_soc_temperature_celsius")).collect();
     assert_eq!(soc.len(), 1, "{metrics}");
     assert!(soc[0].starts_with("storage_score_soc_temperature_celsius "), "{metrics}");
+    promtool_accepts(&file, "two disks");
+}
+
+/// `promtool check metrics` passes on the metrics in `file`.
+fn promtool_accepts(file: &Path, what: &str) {
     let check = Command::new("promtool")
         .args(["check", "metrics"])
-        .stdin(std::fs::File::open(&file).expect("file"))
+        .stdin(std::fs::File::open(file).expect("file"))
         .output()
         .expect("promtool");
     assert!(
         check.status.success(),
-        "{}{}",
+        "{what}: promtool check metrics: {}{}",
         String::from_utf8_lossy(&check.stdout),
         String::from_utf8_lossy(&check.stderr)
     );
