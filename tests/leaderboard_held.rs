@@ -21,7 +21,7 @@ use storage_score_test_support::lb_backends as backends;
 use storage_score_test_support::{chromium, leaderboard};
 
 use backends::*;
-use leaderboard::{Leaderboard, Options, Response, TestClock, request};
+use leaderboard::{Leaderboard, Options, TestClock};
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 
@@ -73,16 +73,6 @@ impl Board {
         assert_eq!(rows.len(), 1, "{rows:?}");
         rows[0].clone()
     }
-}
-
-fn post_as(server: &Leaderboard, client: &str, body: &Value) -> Response {
-    request(
-        server.addr,
-        "POST",
-        "/api/v1/results",
-        &[("Idempotency-Key", &key()), ("X-Forwarded-For", client), ("Content-Type", "application/json")],
-        body.to_string().as_bytes(),
-    )
 }
 
 /// A card on a Pi 4 at DDR50, every figure scaled by `factor`: its random

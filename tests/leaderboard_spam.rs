@@ -25,17 +25,6 @@ fn behind_proxy(backend: Backend, mut options: Options) -> Leaderboard {
     start(backend, options)
 }
 
-/// POSTs `body` as client `client` (any address) through the proxy.
-fn post_as(server: &Leaderboard, client: &str, body: &Value) -> Response {
-    request(
-        server.addr,
-        "POST",
-        "/api/v1/results",
-        &[("Idempotency-Key", &key()), ("X-Forwarded-For", client), ("Content-Type", "application/json")],
-        body.to_string().as_bytes(),
-    )
-}
-
 /// The Kingston SD64G on a Pi 4 at DDR50, its figures scaled.
 fn pi4(factor: f64) -> Value {
     let mut r = report();

@@ -86,6 +86,18 @@ pub fn db_url(server: &Leaderboard) -> Option<String> {
     server.sqlite_path.as_ref().map(|p| format!("sqlite:{}", p.display()))
 }
 
+/// POSTs `body` as client `client` (any address, as a proxy in front
+/// would name it) with a fresh idempotency key.
+pub fn post_as(server: &Leaderboard, client: &str, body: &Value) -> Response {
+    crate::leaderboard::request(
+        server.addr,
+        "POST",
+        "/api/v1/results",
+        &[("Idempotency-Key", &key()), ("X-Forwarded-For", client), ("Content-Type", "application/json")],
+        body.to_string().as_bytes(),
+    )
+}
+
 pub fn key() -> String {
     static N: AtomicU32 = AtomicU32::new(0);
     format!("test-{}-{:06}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
