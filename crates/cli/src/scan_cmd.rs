@@ -83,7 +83,7 @@ fn entry(disk: &BlockDev, roots: &Roots) -> Entry {
         target::mounts_on_disk(disk, roots).iter().map(|m| m.mount_point.to_string_lossy().into_owned()).collect();
     let (health_source, health_why) = match storage_identify::health::source_of(&device) {
         Ok(source) => (Some(source.as_str()), None),
-        Err(why) => (None, Some(why)),
+        Err(why) => (None, Some(why.to_string())),
     };
     Entry {
         name: disk.name.clone(),

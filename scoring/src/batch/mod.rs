@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::schema::{Device, MEASUREMENT_KEYS, Measurements, Report, Samples, Score};
 
-pub use require::{Require, RequireResult};
+pub use require::{Require, RequireError, RequireResult};
 pub use summary::{Summary, summarize};
 
 /// The schema word of a batch report.

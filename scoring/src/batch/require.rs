@@ -73,16 +73,13 @@ pub struct Facts<'a> {
 impl Require {
     /// Reads an expression; the error names the word it could not read
     /// and what would do instead.
-    pub fn parse(text: &str) -> Result<Require, String> {
+    pub fn parse(text: &str) -> Result<Require, RequireError> {
         let mut terms = Vec::new();
         for word in text.split_whitespace() {
             terms.push((word.to_owned(), term(word)?));
         }
         if terms.is_empty() {
-            return Err(format!(
-                "--require is empty; give terms such as \"A1 genuine {}>=20\"",
-                crate::figure::Figure::SeqRead.key()
-            ));
+            return Err(RequireError::Empty { example: crate::figure::Figure::SeqRead.key() });
         }
         Ok(Require { terms })
     }
@@ -106,31 +103,39 @@ impl Require {
     }
 }
 
-fn term(word: &str) -> Result<Term, String> {
+fn term(word: &str) -> Result<Term, RequireError> {
     if word.eq_ignore_ascii_case("genuine") {
         return Ok(Term::Genuine);
     }
     for (sign, op) in [(">=", Op::AtLeast), ("<=", Op::AtMost), (">", Op::Above), ("<", Op::Below)] {
         if let Some((key, number)) = word.split_once(sign) {
             if key != "score" && !MEASUREMENT_KEYS.contains(&key) {
-                return Err(format!(
-                    "--require: {word:?} names no figure; use one of {} or score",
-                    MEASUREMENT_KEYS.join(", ")
-                ));
+                return Err(RequireError::NoSuchFigure { word: word.to_owned() });
             }
             let bound = number
                 .parse::<f64>()
                 .ok()
                 .filter(|b| b.is_finite())
-                .ok_or_else(|| format!("--require: {word:?} compares with {number:?}, which is not a number"))?;
+                .ok_or_else(|| RequireError::NotANumber { word: word.to_owned(), number: number.to_owned() })?;
             return Ok(Term::Figure { key: key.to_owned(), op, bound });
         }
     }
-    ClassMark::parse(word).map(Term::Mark).ok_or_else(|| {
-        format!(
-            "--require: {word:?} is not a term; write a class mark (A1 A2 C10 U3 V30 …), genuine, or KEY>=N with a measurement key"
-        )
-    })
+    ClassMark::parse(word).map(Term::Mark).ok_or_else(|| RequireError::NotATerm { word: word.to_owned() })
+}
+
+/// Why an expression could not be read: the word, and what would do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RequireError {
+    #[error("--require is empty; give terms such as \"A1 genuine {example}>=20\"")]
+    Empty { example: &'static str },
+    #[error("--require: {word:?} names no figure; use one of {keys} or score", keys = MEASUREMENT_KEYS.join(", "))]
+    NoSuchFigure { word: String },
+    #[error("--require: {word:?} compares with {number:?}, which is not a number")]
+    NotANumber { word: String, number: String },
+    #[error(
+        "--require: {word:?} is not a term; write a class mark (A1 A2 C10 U3 V30 …), genuine, or KEY>=N with a measurement key"
+    )]
+    NotATerm { word: String },
 }
 
 /// Why `term` fails, or `None` when it holds.
@@ -197,7 +202,7 @@ mod tests {
     #[test]
     fn bad_words_are_named() {
         for (text, word) in [("A7", "A7"), ("speed>=5", "speed"), ("seq_read_mib_s>=fast", "fast"), ("", "empty")] {
-            let e = Require::parse(text).unwrap_err();
+            let e = Require::parse(text).unwrap_err().to_string();
             assert!(e.contains(word), "{e}");
         }
     }

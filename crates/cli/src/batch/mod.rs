@@ -56,7 +56,7 @@ pub fn batch(args: &BatchArgs, roots: &Roots) -> Result<(), Failure> {
 
 /// `--require`, read, and its `genuine` only with `--verify`.
 pub fn checked_require(args: &BatchArgs) -> Result<Option<Require>, Failure> {
-    let require = args.require.as_deref().map(Require::parse).transpose().map_err(Failure::Usage)?;
+    let require = args.require.as_deref().map(Require::parse).transpose().map_err(|e| Failure::Usage(e.to_string()))?;
     if require.as_ref().is_some_and(Require::needs_verify) && !args.verify {
         return Err(Failure::Usage("--require genuine needs --verify: add it, or drop the term".to_owned()));
     }

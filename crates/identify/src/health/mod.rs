@@ -24,7 +24,7 @@ pub mod nvme;
 use std::fs::{File, OpenOptions};
 use std::io::ErrorKind;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use storage_scoring::health::{Health, HealthSource};
 use storage_scoring::schema::{Device, DeviceKind};
@@ -50,7 +50,7 @@ pub fn read(disk: &BlockDev, device: &Device, roots: &Roots) -> Health {
 /// The source [`read`] would ask, without asking it: `Err(why)` when the
 /// device has none. For `scan`, which lists every device in under two
 /// seconds and sends no command to any of them.
-pub fn source_of(device: &Device) -> Result<HealthSource, String> {
+pub fn source_of(device: &Device) -> Result<HealthSource, NoSource> {
     if let Some(why) = no_source(device) {
         return Err(why);
     }
@@ -60,7 +60,7 @@ pub fn source_of(device: &Device) -> Result<HealthSource, String> {
         DeviceKind::Sata => Ok(HealthSource::AtaSmart),
         DeviceKind::Usb => Ok(HealthSource::AtaSmartSat),
         DeviceKind::Sd => Ok(HealthSource::SdCmd56),
-        _ => Err("no health source for this kind of device".to_owned()),
+        _ => Err(NoSource::Other),
     }
 }
 
@@ -70,7 +70,7 @@ fn read_source(disk: &BlockDev, device: &Device, roots: &Roots) -> Health {
         return emmc_health(&dev_dir, device);
     }
     if let Some(why) = no_source(device) {
-        return Health::none(why);
+        return Health::none(why.to_string());
     }
     if roots.captured {
         return Health::none(
@@ -81,56 +81,80 @@ fn read_source(disk: &BlockDev, device: &Device, roots: &Roots) -> Health {
     let node = disk.node();
     let file = match open(&node) {
         Ok(file) => file,
-        Err(why) => return Health::unreadable(why),
+        Err(why) => return Health::unreadable(why.to_string()),
     };
     match device.kind {
         DeviceKind::Nvme => nvme_health(&file, &node),
         DeviceKind::Sata => ata_health(&file, &node, false),
         DeviceKind::Usb => ata_health(&file, &node, true),
         DeviceKind::Sd => sd_health(&file, device),
-        _ => Health::none("no health source for this kind of device"),
+        _ => Health::none(NoSource::Other.to_string()),
     }
 }
 
+/// Why a device has no health source at all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoSource {
+    #[error("a loop device is a file ({0}): its health is that of the disk holding the file")]
+    LoopFile(String),
+    #[error("a loop device is a file: its health is that of the disk holding the file")]
+    Loop,
+    #[error("a virtual disk (virtio) reports no health: ask the host about the disk behind it")]
+    Virtio,
+    #[error(
+        "the card sits in a USB reader, which passes no card commands (CMD56) through; put it in the board's own SD \
+         slot to read its vendor health"
+    )]
+    SdInUsbReader,
+    #[error(
+        "the NVMe drive behind the {bridge} answers health queries only in the bridge's own protocol (smartctl -d \
+         sntjmicron, sntrealtek or sntasmedia), which this tool does not speak"
+    )]
+    NvmeBehindBridge { bridge: String },
+    #[error("a USB card reader or flash drive has no SMART: SD cards and USB sticks report no health over USB")]
+    UsbWithoutSmart,
+    #[error("no health source for this kind of device")]
+    Other,
+}
+
 /// Kinds and setups that have no source at all, with the reason.
-fn no_source(device: &Device) -> Option<String> {
+fn no_source(device: &Device) -> Option<NoSource> {
     let usb = device.usb.as_ref();
     let bridge = usb.and_then(|u| u.bridge.as_deref()).unwrap_or("");
     Some(match device.kind {
-        DeviceKind::Loop => {
-            let file = device.loop_device.as_ref().and_then(|l| l.backing_file.clone());
-            match file {
-                Some(f) => format!("a loop device is a file ({f}): its health is that of the disk holding the file"),
-                None => "a loop device is a file: its health is that of the disk holding the file".to_owned(),
-            }
-        }
-        DeviceKind::Virtio => {
-            "a virtual disk (virtio) reports no health: ask the host about the disk behind it".to_owned()
-        }
-        DeviceKind::Other => "no health source for this kind of device".to_owned(),
-        DeviceKind::Sd if usb.is_some() => "the card sits in a USB reader, which passes no card commands (CMD56) through; put it in the board's own SD slot to read its vendor health".to_owned(),
-        DeviceKind::Usb if bridge.contains("NVMe bridge") => format!(
-            "the NVMe drive behind the {bridge} answers health queries only in the bridge's own protocol \
-             (smartctl -d sntjmicron, sntrealtek or sntasmedia), which this tool does not speak"
-        ),
-        DeviceKind::Usb if bridge.contains("reader") || device.removable == Some(true) => {
-            "a USB card reader or flash drive has no SMART: SD cards and USB sticks report no health over USB"
-                .to_owned()
-        }
+        DeviceKind::Loop => match device.loop_device.as_ref().and_then(|l| l.backing_file.clone()) {
+            Some(file) => NoSource::LoopFile(file),
+            None => NoSource::Loop,
+        },
+        DeviceKind::Virtio => NoSource::Virtio,
+        DeviceKind::Other => NoSource::Other,
+        DeviceKind::Sd if usb.is_some() => NoSource::SdInUsbReader,
+        DeviceKind::Usb if bridge.contains("NVMe bridge") => NoSource::NvmeBehindBridge { bridge: bridge.to_owned() },
+        DeviceKind::Usb if bridge.contains("reader") || device.removable == Some(true) => NoSource::UsbWithoutSmart,
         _ => return None,
     })
 }
 
+/// Why the device node could not be opened to ask its health.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("reading the device's health needs root: {} is not readable ({source}); run with sudo", node.display())]
+    NeedsRoot { node: PathBuf, source: std::io::Error },
+    #[error("{} does not exist on this machine, so its health was not asked", node.display())]
+    Missing { node: PathBuf },
+    #[error("cannot open {}: {source}", node.display())]
+    Other { node: PathBuf, source: std::io::Error },
+}
+
 /// Opens the device node read-only, without waiting for media.
-fn open(node: &Path) -> Result<File, String> {
-    OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(node).map_err(|e| match e.kind() {
-        ErrorKind::PermissionDenied => {
-            format!("reading the device's health needs root: {} is not readable ({e}); run with sudo", node.display())
+fn open(node: &Path) -> Result<File, OpenError> {
+    OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(node).map_err(|source| {
+        let node = node.to_owned();
+        match source.kind() {
+            ErrorKind::PermissionDenied => OpenError::NeedsRoot { node, source },
+            ErrorKind::NotFound => OpenError::Missing { node },
+            _ => OpenError::Other { node, source },
         }
-        ErrorKind::NotFound => {
-            format!("{} does not exist on this machine, so its health was not asked", node.display())
-        }
-        _ => format!("cannot open {}: {e}", node.display()),
     })
 }
 
