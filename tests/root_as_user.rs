@@ -3,7 +3,7 @@
 //! docs/safety.md#the-terminal; docs/testing.md#as-an-attacker-would): a
 //! `--sysfs-root` tree of the user's whose `model` links to a root-only
 //! file, a FIFO as `proc/meminfo` under `--machine-root`, a link in a
-//! parent directory of `--output`, `score` and `compare` of a root-only
+//! parent directory of `--output`, `show`'s exports as the user, `score` and `compare` of a root-only
 //! file under sudo, and Unicode bidirectional controls in a model string.
 //! Each test names the old behaviour it guards against; with
 //! `STORAGE_SCORE_BIN` and `STORAGE_SCORE_EXPECT_VULNERABLE=1`
@@ -222,5 +222,32 @@ fn a_captured_machine_roots_mountinfo_sent_a_live_runs_writes_to_the_live_root_f
         let skipped = report["skipped"].as_array().expect("skipped");
         let why = skipped.iter().find(|s| s["key"] == "seq_write_mb_s").expect("the write test is skipped");
         assert!(why["reason"].as_str().expect("reason").contains("--machine-root"), "{why}");
+    }
+}
+
+/// `show --export-csv` and `--export-markdown` under sudo write the user's
+/// files, as `--output` does: owned by them, in their directory.
+#[test]
+#[ignore = "needs root: users"]
+fn sudo_show_exports_are_the_users_files() {
+    let _lock = device_lock();
+    let user = TestUser::new("exporter");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/reports/raspi3b-qemu-quick.json");
+    let report = user.home.join("report.json");
+    std::fs::copy(&fixture, &report).expect("copy");
+    let (csv, md) = (user.home.join("cards.csv"), user.home.join("cards.md"));
+    let args = [
+        "show",
+        report.to_str().expect("utf8"),
+        "--export-csv",
+        csv.to_str().expect("utf8"),
+        "--export-markdown",
+        md.to_str().expect("utf8"),
+    ];
+    let out = output(&mut user.sudo(&args));
+    assert_eq!(out.status.code(), Some(0));
+    for file in [&csv, &md] {
+        let meta = std::fs::metadata(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        assert_eq!((meta.uid(), meta.gid()), (user.uid, user.gid), "{}", file.display());
     }
 }
