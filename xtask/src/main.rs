@@ -88,14 +88,16 @@ tasks:
   msrv
       As root: `cargo check --workspace --all-targets` with rustc 1.85 (the
       rust-version) for armv7, in the trixie chroot.
-  test [--test NAME]...
+  test [--test NAME]... [FILTER]...
       Every test: the doc check (tidy, one test), cargo test --workspace,
       then the tests that need more than a build machine, each where this
       machine has what its #[ignore] reason names (root, loop, fuse,
       throttle, ...; docs/testing.md), then vm-identify and vm-doctor. Lists
       every skipped test with why, every failure, and ends with
       `xtask test: N passed, M failed, K skipped`. --test runs only those
-      test targets, counted the same way (no doc check, no QEMU).
+      test targets, counted the same way (no doc check, no QEMU); a FILTER
+      after them keeps the tests whose name holds it (`--test cli
+      profile_devices::`, one module of the command's end-to-end tests).
   tidy
       Every relative markdown link and docs/<page>.md#<anchor> mention in the
       tracked .md, .rs, .toml, .py, .sh and .service files resolves to a file

@@ -29,9 +29,13 @@
 //! 5. Ends with every skip and every failure by name, then one line:
 //!    `xtask test: N passed, M failed, K skipped`.
 //!
-//! `cargo xtask test --test NAME …` runs only those test targets of the
-//! workspace, in the same two passes (no doc check, no QEMU): the device
-//! tests alone, say, with the same accounting.
+//! `cargo xtask test --test NAME … [FILTER …]` runs only those test
+//! targets of the workspace, in the same two passes (no doc check, no
+//! QEMU), with the same accounting: the end-to-end tests of the command
+//! (`--test cli`), say. Each binary holds a crate's tests as modules, so a
+//! FILTER (libtest's: a part of a test's name, `profile_devices::`) keeps
+//! the tests that match one; the second pass then names the ignored tests
+//! that matched, exactly.
 
 mod caps;
 mod libtest;
@@ -66,15 +70,15 @@ impl Report {
 }
 
 pub fn main(args: &[String]) -> ExitCode {
-    let only = match parse_args(args) {
-        Ok(only) => only,
+    let (only, filters) = match parse_args(args) {
+        Ok(parsed) => parsed,
         Err(e) => {
-            eprintln!("xtask test: {e}; usage: cargo xtask test [--test NAME]...");
+            eprintln!("xtask test: {e}; usage: cargo xtask test [--test NAME]... [FILTER]...");
             return ExitCode::from(2);
         }
     };
     let mut report = Report::default();
-    if let Err(e) = run(&mut report, &only) {
+    if let Err(e) = run(&mut report, &only, &filters) {
         report.failures.push(format!("xtask test itself: {e:#}"));
     }
     if !report.skips.is_empty() {
@@ -93,20 +97,26 @@ pub fn main(args: &[String]) -> ExitCode {
     if report.failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
 
-/// The test targets of `--test NAME …`; empty for the whole run.
-fn parse_args(args: &[String]) -> Result<Vec<String>, String> {
+/// The test targets of `--test NAME …` (empty for the whole run), and the
+/// FILTERs that follow, which need a `--test`.
+fn parse_args(args: &[String]) -> Result<(Vec<String>, Vec<String>), String> {
     let mut only = Vec::new();
+    let mut filters = Vec::new();
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "--test" => only.push(it.next().ok_or("--test needs a test target's name")?.clone()),
-            other => return Err(format!("unknown argument {other}")),
+            other if other.starts_with('-') => return Err(format!("unknown argument {other}")),
+            filter => filters.push(filter.to_owned()),
         }
     }
-    Ok(only)
+    if only.is_empty() && !filters.is_empty() {
+        return Err(format!("a filter ({}) needs the test targets it applies to (--test NAME)", filters.join(" ")));
+    }
+    Ok((only, filters))
 }
 
-fn run(report: &mut Report, only: &[String]) -> Result<()> {
+fn run(report: &mut Report, only: &[String], filters: &[String]) -> Result<()> {
     if only.is_empty() {
         // Doc links and the project's invariants (`cargo xtask tidy`): one test.
         if crate::tidy::check_repository() {
@@ -126,7 +136,7 @@ fn run(report: &mut Report, only: &[String]) -> Result<()> {
         for name in only {
             select.extend(["--test", name.as_str()]);
         }
-        return suite(report, &machine, &select, &mut live);
+        return suite(report, &machine, &select, filters, &mut live);
     }
     // Everything is built first, so that the three lanes below only run
     // tests: the device tests wait on throttled I/O and a device lock, the
@@ -145,7 +155,7 @@ fn run(report: &mut Report, only: &[String]) -> Result<()> {
     }
     let started = Instant::now();
     let (main, leaderboard, vms) = std::thread::scope(|scope| {
-        let leaderboard = scope.spawn(|| lane(|r, echo| suite(r, &machine, &LEADERBOARD_SUITE, echo)));
+        let leaderboard = scope.spawn(|| lane(|r, echo| suite(r, &machine, &LEADERBOARD_SUITE, &[], echo)));
         let vms = scope.spawn(|| {
             lane(|r, echo| {
                 for task in VM_TASKS {
@@ -156,7 +166,7 @@ fn run(report: &mut Report, only: &[String]) -> Result<()> {
                 Ok(())
             })
         });
-        let main = suite(report, &machine, &MAIN, &mut live);
+        let main = suite(report, &machine, &MAIN, &[], &mut live);
         println!("xtask test: the workspace's tests took {:.0} s", started.elapsed().as_secs_f64());
         (main, leaderboard.join(), vms.join())
     });
@@ -227,12 +237,13 @@ const VM_TASKS: [&str; 2] = ["vm-identify", "vm-doctor"];
 /// The leaderboard server's package, tested on its own after the rest.
 const LEADERBOARD: &str = "storage-score-leaderboard";
 
-/// `cargo test SELECT`, in the two passes of the module documentation,
-/// into `report`.
-fn suite(report: &mut Report, machine: &Machine, select: &[&str], echo: &mut Echo) -> Result<()> {
+/// `cargo test SELECT -- FILTERS`, in the two passes of the module
+/// documentation, into `report`.
+fn suite(report: &mut Report, machine: &Machine, select: &[&str], filters: &[String], echo: &mut Echo) -> Result<()> {
     let mut args = vec!["test"];
     args.extend(select);
     args.extend(["--no-fail-fast", "--", "--color", "never"]);
+    args.extend(filters.iter().map(String::as_str));
     let (first, built) = cargo_test(&args, echo)?;
     account(report, &first, built, &select.join(" "));
 
@@ -279,6 +290,11 @@ fn suite(report: &mut Report, machine: &Machine, select: &[&str], echo: &mut Ech
     args.extend(["--ignored", "--exact"]);
     for name in &not_here {
         args.extend(["--skip", name]);
+    }
+    if !filters.is_empty() {
+        // The filters matched parts of names; `--exact` now wants whole
+        // ones: those of the ignored tests they matched, and no other.
+        args.extend(runnable.iter().map(|(_, _, name)| *name));
     }
     let (second, built) = cargo_test(&args, echo)?;
     account(report, &second, built, &format!("{} (ignored tests)", select.join(" ")));
@@ -417,4 +433,25 @@ fn on_path(cmd: &str) -> bool {
         .map(|paths| std::env::split_paths(&paths).any(|dir| dir.join(cmd).is_file()))
         .unwrap_or(false)
         || ["/sbin", "/usr/sbin"].iter().any(|dir| Path::new(dir).join(cmd).is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_args;
+
+    fn args(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| (*w).to_owned()).collect()
+    }
+
+    #[test]
+    fn filters_follow_the_test_targets_they_apply_to() {
+        assert_eq!(parse_args(&[]), Ok((vec![], vec![])));
+        assert_eq!(
+            parse_args(&args(&["--test", "cli", "profile_devices::", "flash::"])),
+            Ok((args(&["cli"]), args(&["profile_devices::", "flash::"])))
+        );
+        assert!(parse_args(&args(&["flash::"])).is_err(), "a filter without --test");
+        assert!(parse_args(&args(&["--test"])).is_err());
+        assert!(parse_args(&args(&["--test", "cli", "--nocapture"])).is_err());
+    }
 }

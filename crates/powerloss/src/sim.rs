@@ -2,7 +2,7 @@
 //! volatile write cache that a power cut empties (honest, or one that
 //! ignores flushes), behind a [`Host`] whose power switch is a flag. The
 //! end-to-end tests use a real loop device over a FUSE card instead
-//! (tests/power_loss.rs).
+//! (tests/cli/power_loss.rs).
 
 use std::io;
 use std::sync::{Arc, Mutex};

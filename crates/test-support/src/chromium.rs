@@ -87,7 +87,6 @@ pub fn screenshot(url: &str, path: &Path, width: u32, height: u32) -> Result<(),
 /// things are on the screen at a given viewport, and screenshots of a
 /// phone-sized one. Killed, its profile removed, on drop.
 pub struct Cdp {
-    loaded: bool,
     child: std::process::Child,
     to: std::fs::File,
     from: std::io::BufReader<std::fs::File>,
@@ -155,7 +154,6 @@ impl Cdp {
         drop(commands_read);
         drop(answers_write);
         let mut cdp = Cdp {
-            loaded: false,
             child,
             to: std::fs::File::from(commands_write),
             from: std::io::BufReader::new(std::fs::File::from(answers_read)),
@@ -179,7 +177,7 @@ impl Cdp {
     }
 
     /// Sends one command and waits for its answer (events in between are
-    /// skipped, but a `Page.loadEventFired` is remembered by [`Cdp::navigate`]).
+    /// skipped).
     fn call(&mut self, method: &str, params: serde_json::Value, on_page: bool) -> Result<serde_json::Value, String> {
         use std::io::{BufRead, Write};
         self.next_id += 1;
@@ -209,33 +207,33 @@ impl Cdp {
                 }
                 return Ok(answer["result"].clone());
             }
-            if answer["method"] == "Page.loadEventFired" {
-                self.loaded = true;
-            }
         }
     }
 
-    /// Loads `url` and waits for its load event.
+    /// Loads `url` and waits until the page in the tab is that URL's,
+    /// loaded.
+    ///
+    /// Not the first `Page.loadEventFired` after the command: on a loaded
+    /// host the load event of the tab's `about:blank`, or of the page
+    /// before, can arrive after `Page.navigate` was sent, and a screenshot
+    /// taken then shows the wrong page. The page's own `location` and
+    /// `readyState` say which page has loaded.
     pub fn navigate(&mut self, url: &str) -> Result<(), String> {
-        use std::io::BufRead;
-        self.loaded = false;
         self.call("Page.navigate", serde_json::json!({"url": url}), true)?;
+        let wanted = serde_json::Value::String(url.to_owned());
+        let check = format!("document.readyState === 'complete' && location.href === new URL({wanted}).href");
         let deadline = Instant::now() + Duration::from_secs(60);
-        while !self.loaded {
+        loop {
+            // Between documents the context may be gone for a moment: an
+            // error then means "not yet".
+            if self.eval(&check).is_ok_and(|done| done == serde_json::Value::Bool(true)) {
+                return Ok(());
+            }
             if Instant::now() > deadline {
-                return Err(format!("{url}: no load event within 60 s"));
+                return Err(format!("{url}: not loaded within 60 s"));
             }
-            let mut raw = Vec::new();
-            if self.from.read_until(0, &mut raw).map_err(|e| e.to_string())? == 0 {
-                return Err("the browser closed the pipe".into());
-            }
-            raw.pop();
-            let event: serde_json::Value = serde_json::from_slice(&raw).map_err(|e| e.to_string())?;
-            if event["method"] == "Page.loadEventFired" {
-                self.loaded = true;
-            }
+            std::thread::sleep(Duration::from_millis(50));
         }
-        Ok(())
     }
 
     /// The value of a JavaScript expression in the page (DevTools runs it

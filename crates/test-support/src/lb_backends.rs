@@ -1,8 +1,8 @@
 //! What the leaderboard's API tests share: the two backends (a temp SQLite
 //! file, and a throwaway PostgreSQL cluster per test binary, stopped at
 //! exit), starting a server on either, counting what it stored, and
-//! reports to send, for `leaderboard_api.rs`, `leaderboard_fair.rs` and
-//! `leaderboard_spam.rs`.
+//! reports to send, for the leaderboard binary's `api`, `fair` and `spam`
+//! modules (`tests/leaderboard/`).
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -19,8 +19,9 @@ pub enum Backend {
     Postgres,
 }
 
-/// The cluster shared by every PostgreSQL test of this binary; stopped by
-/// an exit handler, which runs however the tests end.
+/// The cluster shared by every PostgreSQL test of this binary (all the
+/// leaderboard's modules); stopped by an exit handler, which runs however
+/// the tests end.
 pub fn cluster() -> &'static postgres::PgCluster {
     static CLUSTER: OnceLock<Result<postgres::PgCluster, String>> = OnceLock::new();
     extern "C" fn stop_cluster() {

@@ -23,9 +23,9 @@ pub struct Summary {
 /// One test binary's run.
 #[derive(Debug, Default)]
 pub struct Binary {
-    /// The executable, as cargo names it (`target/debug/deps/capacity-…`).
+    /// The executable, as cargo names it (`target/debug/deps/cli-…`).
     pub path: String,
-    /// Its name without cargo's hash: `capacity`, `storage_bench`.
+    /// Its name without cargo's hash: `cli`, `storage_bench`.
     pub label: String,
     pub tests: Vec<(String, Outcome)>,
     /// `None` when the binary ended before printing one (a crash, an abort).
@@ -70,7 +70,7 @@ impl CargoTest {
     }
 }
 
-/// `capacity-0a1b2c…` → `capacity`.
+/// `cli-0a1b2c…` → `cli`.
 fn label(path: &str) -> String {
     let file = path.rsplit('/').next().unwrap_or(path);
     match file.rsplit_once('-') {
@@ -117,9 +117,9 @@ mod tests {
             "test b - should panic ... ok",
             "test c ... FAILED",
             "test result: FAILED. 2 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.18s",
-            "     Running ../../tests/capacity.rs (target/debug/deps/capacity-e32063a162a1d666)",
-            "test genuine ... ignored, needs root: loop, fuse",
-            "test bare ... ignored",
+            "     Running ../../tests/cli/main.rs (target/debug/deps/cli-e32063a162a1d666)",
+            "test capacity::genuine ... ignored, needs root: loop, fuse",
+            "test capacity::bare ... ignored",
             "test result: ok. 0 passed; 0 failed; 2 ignored; 0 measured; 0 filtered out; finished in 0.00s",
             "     Running ../../tests/crash.rs (target/debug/deps/crash-0123abcd)",
             "test d ... ok",
@@ -127,14 +127,14 @@ mod tests {
             run.line(line);
         }
         let labels: Vec<&str> = run.binaries.iter().map(|b| b.label.as_str()).collect();
-        assert_eq!(labels, ["storage_bench", "capacity", "crash"]);
+        assert_eq!(labels, ["storage_bench", "cli", "crash"]);
         let bench = &run.binaries[0];
         assert_eq!(bench.summary, Some(Summary { passed: 2, failed: 1, ignored: 0 }));
         assert_eq!(bench.outcome("b"), Some(&Outcome::Passed));
         assert_eq!(bench.outcome("c"), Some(&Outcome::Failed));
-        let capacity = run.binary("target/debug/deps/capacity-e32063a162a1d666").expect("capacity");
-        assert_eq!(capacity.outcome("genuine"), Some(&Outcome::Ignored(Some("needs root: loop, fuse".into()))));
-        assert_eq!(capacity.outcome("bare"), Some(&Outcome::Ignored(None)));
+        let cli = run.binary("target/debug/deps/cli-e32063a162a1d666").expect("cli");
+        assert_eq!(cli.outcome("capacity::genuine"), Some(&Outcome::Ignored(Some("needs root: loop, fuse".into()))));
+        assert_eq!(cli.outcome("capacity::bare"), Some(&Outcome::Ignored(None)));
         assert_eq!(run.binaries[2].summary, None, "no summary: it crashed");
     }
 }

@@ -2,7 +2,7 @@
 //! position against established rows, and honest rows whose card changes
 //! (a firmware update) or gains a faster board revision, over simulated
 //! days. The same tables, through the real server on both backends, are
-//! tests/leaderboard_held.rs.
+//! tests/leaderboard/held.rs.
 
 use rand::{Rng, SeedableRng};
 

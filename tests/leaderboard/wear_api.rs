@@ -3,7 +3,7 @@
 //! server binary on SQLite and on PostgreSQL, with the reports that real
 //! runs wrote (`tests/fixtures/leaderboard/endurance.json`, a FUSE card
 //! worn until 10% of its blocks failed, and `power-loss.json`, the file
-//! mode on ext4; both made by `tests/leaderboard_wear.rs`): what lands on
+//! mode on ext4; both made by `tests/cli/leaderboard_wear.rs`): what lands on
 //! the card page and in the API, what hostile bodies get (422, one line,
 //! nothing stored), and the trust rules of run results (idempotency, the
 //! delete token, moderation of a result and of a network, the ban, the
@@ -17,8 +17,8 @@ use storage_score_test_support::postgres;
 
 use serde_json::{Value, json};
 
-const ENDURANCE: &str = include_str!("fixtures/leaderboard/endurance.json");
-const POWER_LOSS: &str = include_str!("fixtures/leaderboard/power-loss.json");
+const ENDURANCE: &str = include_str!("../fixtures/leaderboard/endurance.json");
+const POWER_LOSS: &str = include_str!("../fixtures/leaderboard/power-loss.json");
 const ADMIN: &str = "admin-token-for-tests-0123456789";
 /// The fixture card's PSN (0x4890060a), which the runs' reports hold.
 const PSN_DECIMAL: &str = "1217398282";

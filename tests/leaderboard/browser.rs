@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use leaderboard::Leaderboard;
 use serde_json::{Value, json};
 
-const REPORT: &str = include_str!("fixtures/leaderboard/report.json");
+const REPORT: &str = include_str!("../fixtures/leaderboard/report.json");
 
 fn report_with(change: impl FnOnce(&mut Value)) -> String {
     let mut value: Value = serde_json::from_str(REPORT).unwrap();

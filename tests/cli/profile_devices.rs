@@ -42,6 +42,19 @@ fn within(measured: f64, truth: f64, share: f64) -> bool {
     (measured / truth - 1.0).abs() <= share
 }
 
+/// Whether a rate timed chunk by chunk agrees with a FUSE card's `slc`
+/// model, `card` being its rate by its own log ([`card_rate`]) and `set`
+/// the rate the model was given. The log's time includes the writer's
+/// gaps between chunks, when the card sits idle, and a loaded host makes
+/// them longer (37.2 MB/s by the log at 40 set, on a CI host running the
+/// QEMU checks beside): chunk timing leaves them out, so it may read
+/// above the log, never much below it. Above the set rate only by the
+/// model's slack: a write may start up to 5 ms in the card's past
+/// (`SLACK`), so a 4 MiB chunk at 40 MB/s takes 100 ms, not 105.
+fn agrees_with_model(measured: f64, card: f64, set: f64) -> bool {
+    measured >= card * 0.97 && (0.95..=1.06).contains(&(measured / set))
+}
+
 /// The rate a FUSE card with the `slc` model delivered between `from` and
 /// `to` MiB written, by its own clock (`faulty_fuse.py` logs every 16 MiB
 /// with the time it finished them): the truth, pauses included, and any
@@ -98,9 +111,9 @@ fn a_tiered_card_shows_its_cache_size_and_both_speeds() {
     let log = fs.dev.log();
     let (cached, floor) = (card_rate(&log, 16, 128), card_rate(&log, 144, 304));
     eprintln!("the card's own rates: {cached:.2} MB/s to 128 MiB, {floor:.2} MB/s after (40 and 10 set)");
-    assert!(within(before, cached, 0.05), "before {before} MB/s, the card's {cached:.2} (40 set)");
-    assert!(within(after, floor, 0.05), "after {after} MB/s, the card's {floor:.2} (10 set)");
-    assert!(within(steady, floor, 0.05), "steady {steady} MB/s, the card's {floor:.2} (10 set)");
+    assert!(agrees_with_model(before, cached, 40.0), "before {before} MB/s, the card's {cached:.2} (40 set)");
+    assert!(agrees_with_model(after, floor, 10.0), "after {after} MB/s, the card's {floor:.2} (10 set)");
+    assert!(agrees_with_model(steady, floor, 10.0), "steady {steady} MB/s, the card's {floor:.2} (10 set)");
     let slowest = s["min_1s_mb_s"].as_f64().expect("slowest second");
     assert!(slowest <= steady * 1.01 && slowest > 5.0, "slowest second {slowest} MB/s");
     // The card claims V30: the note relates the steady rate to it, per AU.
@@ -201,17 +214,21 @@ fn pauses_either_side_of_the_step_do_not_move_it() {
     let before = s["before_mb_s"].as_f64().expect("before");
     let after = s["after_mb_s"].as_f64().expect("after");
     // The pauses (0.45 s in the cache, 0.9 s in the floor) would pull the
-    // rates to 37.3 and 9.8 MB/s; the typical rates leave them out.
-    assert!(within(after, after_truth, 0.03), "after {after} MB/s, the card's {after_truth:.2} (10 set)");
-    // Before the step the card's clock runs low: between its marks it also
-    // counts the writer's gaps between chunks (each restarts the clock, see
-    // `pace`), which the tool rightly leaves out and a loaded machine
-    // lengthens. The rate lies between that clock and the model's 40 MB/s.
+    // rates to 37.3 and 9.8 MB/s; the typical rates leave them out. The
+    // card's clock runs low here too (see `agrees_with_model`), so the
+    // bound that tells the floor's pauses apart is the model's own rate:
+    // 0.985 of it, as a 4 MiB chunk at 10 MB/s reads without load (9.89).
     assert!(
-        before >= before_truth * 0.97 && within(before, 40.0, 0.05),
+        agrees_with_model(after, after_truth, 10.0) && after >= 9.85,
+        "after {after} MB/s, the card's {after_truth:.2} (10 set)"
+    );
+    // Before the step the card's clock runs low (see `agrees_with_model`).
+    assert!(
+        agrees_with_model(before, before_truth, 40.0),
         "before {before} MB/s, between the card's clock {before_truth:.2} and its model's 40"
     );
-    assert!(within(s["steady_mb_s"].as_f64().expect("steady"), after_truth, 0.03), "{s}");
+    let steady = s["steady_mb_s"].as_f64().expect("steady");
+    assert!(agrees_with_model(steady, after_truth, 10.0) && steady >= 9.85, "{s}");
     assert!(fs.entries().is_empty(), "nothing left behind: {:?}", fs.entries());
 }
 
@@ -245,12 +262,13 @@ fn a_throttle_that_drops_mid_write_is_the_step_and_its_pauses_are_noise() {
     // 33 MB/s; the typical rate leaves it out. A throttle saves up its
     // budget while the writer is between chunks and spends it on the next
     // one, so chunks timed on their own run a little over the limit, more
-    // so on a loaded machine (41 to 42.4 MB/s seen here at 40; 10.55 at 10
-    // on a loaded CI host). The bound below that still tells the pauses
-    // apart: counted in, the pause at 512 MiB would pull the floor to about
-    // 9.8 MB/s.
+    // so on a loaded machine (41 to 42.4 MB/s seen here at 40; 44.6 at 40
+    // and 10.55 to 10.67 at 10 on a CI host running the QEMU checks
+    // beside). The lower bounds are what tell the pauses apart: counted
+    // in, the pause at 96 MiB would pull the cache's rate to about 33 MB/s
+    // and the one at 512 MiB the floor to about 9.8 MB/s.
     let limit_band = |rate: f64, limit: f64| (0.985..=1.10).contains(&(rate / limit));
-    assert!((0.95..=1.10).contains(&(before / 40.0)), "before {before} MB/s, the limit 40");
+    assert!((0.95..=1.15).contains(&(before / 40.0)), "before {before} MB/s, the limit 40");
     assert!(limit_band(after, 10.0), "after {after} MB/s, the limit 10");
     let steady = s["steady_mb_s"].as_f64().expect("steady");
     assert!(limit_band(steady, 10.0), "steady {steady} MB/s, the limit 10: {s}");

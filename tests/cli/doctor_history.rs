@@ -330,7 +330,7 @@ fn promtool_accepts_the_metrics_of_every_fixture() {
         let root = machine(&name);
         let file = tmp.path().join(format!("{name}.prom"));
         let out = run(&["doctor", "--machine-root", &root, &disk, "--prometheus", file.to_str().expect("utf8")]);
-        // The exit status of each is tested in tests/doctor.rs; here: a finding, not a failure.
+        // The exit status of each is tested in tests/cli/doctor.rs; here: a finding, not a failure.
         assert!(matches!(out.status.code(), Some(0 | 8..=56)), "{name}: {}", String::from_utf8_lossy(&out.stderr));
         let text = std::fs::read_to_string(&file).expect("metrics file");
         assert!(text.contains(&format!("storage_score_doctor_status{{device=\"{disk}\",")), "{name}: {text}");

@@ -430,7 +430,7 @@ fn migration_keeps_every_result(backend: Backend) {
         Backend::Sqlite => {
             let path = dir.path().join("v1.db");
             let conn = rusqlite::Connection::open(&path).unwrap();
-            conn.execute_batch(include_str!("fixtures/leaderboard/v1-sqlite.sql")).unwrap();
+            conn.execute_batch(include_str!("../fixtures/leaderboard/v1-sqlite.sql")).unwrap();
             drop(conn);
             options.sqlite_path = Some(path);
             None
@@ -518,7 +518,7 @@ fn migration_from_v2_merges_spellings(backend: Backend) {
         Backend::Sqlite => {
             let path = dir.path().join("v2.db");
             let conn = rusqlite::Connection::open(&path).unwrap();
-            conn.execute_batch(include_str!("fixtures/leaderboard/v2-sqlite.sql")).unwrap();
+            conn.execute_batch(include_str!("../fixtures/leaderboard/v2-sqlite.sql")).unwrap();
             drop(conn);
             options.sqlite_path = Some(path);
         }

@@ -78,14 +78,12 @@ fn a_killed_test_leaves_no_device_mount_rule_or_server_behind() {
     }
     // This test binary again, running only this test as the copy, in a
     // process group of its own: the kill takes the whole group, as a
-    // harness's timeout does.
+    // harness's timeout does. libtest names it by its module path without
+    // the crate's name (`cleanup::…` in the `cli` binary).
+    let module = module_path!().split_once("::").map_or("", |(_, module)| module);
+    let name = format!("{module}::a_killed_test_leaves_no_device_mount_rule_or_server_behind");
     let mut child = Command::new(std::env::current_exe().expect("this test binary"))
-        .args([
-            "--include-ignored",
-            "--exact",
-            "a_killed_test_leaves_no_device_mount_rule_or_server_behind",
-            "--nocapture",
-        ])
+        .args(["--include-ignored", "--exact", &name, "--nocapture"])
         .env(CHILD, "1")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
