@@ -25,16 +25,16 @@ const HOSTNAME: &str = "alice-laptop-7q";
 const USER: &str = "alice";
 
 /// A private home for one test (salt, data directory) holding a report.
-struct Home {
-    dir: tempfile::TempDir,
-    report: PathBuf,
+pub(super) struct Home {
+    pub(super) dir: tempfile::TempDir,
+    pub(super) report: PathBuf,
 }
 
 impl Home {
     /// A report with every kind of private data in it: the card's PSN (in
     /// the CID and decoded), a disk serial, the user's name, the host's
     /// name and paths below a mount point.
-    fn new() -> Home {
+    pub(super) fn new() -> Home {
         Home::noting(&format!("benchmarked by {USER} in /media/alice/usbstick/bench"))
     }
 
@@ -66,7 +66,7 @@ impl Home {
         Home { dir, report: path }
     }
 
-    fn report_arg(&self) -> &str {
+    pub(super) fn report_arg(&self) -> &str {
         self.report.to_str().expect("utf8")
     }
 
@@ -98,22 +98,22 @@ impl Home {
             .stdin(Stdio::null());
     }
 
-    fn run(&self, args: &[&str]) -> Output {
+    pub(super) fn run(&self, args: &[&str]) -> Output {
         self.command(args).output().expect("run storage-score")
     }
 
-    fn submit(&self, url: &str, extra: &[&str]) -> Output {
+    pub(super) fn submit(&self, url: &str, extra: &[&str]) -> Output {
         let mut args = vec!["submit", self.report_arg(), "--url", url];
         args.extend_from_slice(extra);
         self.run(&args)
     }
 }
 
-fn stdout(out: &Output) -> String {
+pub(super) fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn keys(server: &FaultyLeaderboard) -> Vec<String> {
+pub(super) fn keys(server: &FaultyLeaderboard) -> Vec<String> {
     server.received().iter().map(|r| r.header("Idempotency-Key").expect("Idempotency-Key header")).collect()
 }
 
@@ -572,7 +572,7 @@ fn yes_needs_something_to_confirm() {
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
-fn owner(path: &std::path::Path) -> (u32, u32) {
+pub(super) fn owner(path: &std::path::Path) -> (u32, u32) {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     (meta.uid(), meta.gid())
@@ -634,122 +634,4 @@ fn under_sudo_the_salt_and_files_belong_to_the_user_who_typed_it() {
     assert_eq!(keys[0], keys[1], "the user's own submit reuses the key made under sudo");
     let received = server.received();
     assert_eq!(received[0].body, received[1].body, "and sends the same bytes");
-}
-
-/// A read-only bind mount of `dir` over itself, undone on drop.
-struct ReadOnly(PathBuf);
-
-impl ReadOnly {
-    fn new(dir: &std::path::Path) -> ReadOnly {
-        let mount = |args: &[&str]| {
-            let status = Command::new("mount").args(args).arg(dir).arg(dir).status().expect("mount");
-            assert!(status.success(), "mount {args:?}");
-        };
-        mount(&["--bind"]);
-        let guard = ReadOnly(dir.to_path_buf());
-        mount(&["-o", "remount,ro,bind"]);
-        guard
-    }
-}
-
-impl Drop for ReadOnly {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
-    }
-}
-
-/// The files a directory holds, by name.
-fn names(dir: &std::path::Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|entries| entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
-        .unwrap_or_default();
-    names.sort();
-    names
-}
-
-/// A report in a read-only checkout: the payload and the receipt go to the
-/// state directory, one line says so with the fix, and the next submit and
-/// `--delete` find the receipt there.
-#[test]
-#[ignore = "needs root"]
-fn a_report_in_a_read_only_checkout_keeps_its_receipt_in_the_state_directory() {
-    let home = Home::new();
-    let checkout = home.report.parent().expect("dir").to_path_buf();
-    let _ro = ReadOnly::new(&checkout);
-    let server = FaultyLeaderboard::start(vec![
-        Reply::created(9, "public"),
-        Reply::created(9, "public"),
-        Reply::status(204, ""),
-    ]);
-    let out = home.submit(&server.url(), &["--yes"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let text = stdout(&out);
-    let state = home.dir.path().join(".local/state/storage-score/receipts");
-    let note: Vec<&str> = text.lines().filter(|l| l.starts_with("note: ")).collect();
-    assert_eq!(note.len(), 1, "{text}");
-    assert!(
-        note[0].contains(&format!("{} cannot be written", checkout.display()))
-            && note[0].contains(&format!("go to {} instead", state.display()))
-            && note[0].contains("copy it to a directory you can write to"),
-        "{}",
-        note[0]
-    );
-    assert_eq!(names(&checkout), ["card.json"], "nothing beside the read-only report");
-    let kept = names(&state);
-    assert_eq!(kept.len(), 2, "{kept:?}");
-    let receipt = state.join(kept.iter().find(|n| n.ends_with(".receipt.json")).expect("a receipt"));
-    assert!(kept.iter().all(|n| n.starts_with("card-")), "{kept:?}");
-    assert!(text.contains(&format!("kept in {}", receipt.display())), "where the receipt went: {text}");
-    assert!(text.contains(&format!("{}", state.display())) && text.contains(".upload.json"), "{text}");
-    let mode = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.permissions().mode() & 0o777).expect("mode");
-    assert_eq!((mode(&receipt), mode(&state)), (0o600, 0o700));
-
-    // Again: the same key from the receipt kept there, and no note this time.
-    let again = home.submit(&server.url(), &["--yes"]);
-    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
-    assert!(!stdout(&again).contains("note: "), "{}", stdout(&again));
-    let keys = keys(&server);
-    assert_eq!(keys[0], keys[1], "the second submit reuses the receipt's key");
-    let deleted = home.run(&["submit", home.report_arg(), "--delete"]);
-    assert!(deleted.status.success(), "{}", String::from_utf8_lossy(&deleted.stderr));
-    assert!(stdout(&deleted).contains("deleted: "), "{}", stdout(&deleted));
-    assert_eq!(names(&checkout), ["card.json"]);
-}
-
-/// Under sudo, a report in a directory the user cannot write (root's, in
-/// a world-writable /var/tmp): root does not write there for them; the
-/// files go to the user's state directory, theirs.
-#[test]
-#[ignore = "needs root: users"]
-fn under_sudo_a_report_where_the_user_cannot_write_keeps_its_receipt_in_their_state_directory() {
-    let user = support::attack::TestUser::new("checkout");
-    let home = Home::new();
-    let shared = tempfile::Builder::new().prefix("ss-checkout-").tempdir_in("/var/tmp").expect("tmp");
-    std::fs::set_permissions(shared.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let report = shared.path().join("card.json");
-    std::fs::copy(&home.report, &report).expect("copy report");
-    let server = FaultyLeaderboard::start(vec![Reply::created(3, "public")]);
-    let out = Command::new(binary())
-        .args(["submit", report.to_str().expect("utf8"), "--url", &server.url(), "--yes"])
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", "/root")
-        .env("USER", "root")
-        .env("SUDO_USER", &user.name)
-        .env("SUDO_UID", user.uid.to_string())
-        .env("SUDO_GID", user.gid.to_string())
-        .stdin(Stdio::null())
-        .output()
-        .expect("run as root");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout(&out).contains("(the user behind sudo)"), "{}", stdout(&out));
-    assert_eq!(names(shared.path()), ["card.json"], "root wrote in a directory the user cannot write");
-    let state = user.home.join(".local/state/storage-score/receipts");
-    let kept = names(&state);
-    assert_eq!(kept.len(), 2, "{kept:?}");
-    let mine = (user.uid, user.gid);
-    for name in &kept {
-        assert_eq!(owner(&state.join(name)), mine, "{name}");
-    }
-    assert_eq!(owner(&state), mine);
 }

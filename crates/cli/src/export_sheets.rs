@@ -36,10 +36,19 @@ fn class_claimed(device: Option<&Device>) -> Cell {
 /// One row per report: a run, a leaderboard result, each device of a
 /// machine's doctor report.
 pub fn reports(reports: &[Report]) -> Sheet {
-    let mut header: Vec<String> =
-        ["device", "kind", "maker", "model", "capacity (bytes)", "class claimed", "class measured", "profile", "created"]
-            .map(str::to_owned)
-            .into();
+    let mut header: Vec<String> = [
+        "device",
+        "kind",
+        "maker",
+        "model",
+        "capacity (bytes)",
+        "class claimed",
+        "class measured",
+        "profile",
+        "created",
+    ]
+    .map(str::to_owned)
+    .into();
     header.extend(Figure::ALL.map(figure_header));
     header.extend(["score (PiBenchmarks)", "verdict", "label"].map(str::to_owned));
     let rows = reports
@@ -103,9 +112,11 @@ pub fn batch(report: &BatchReport) -> Sheet {
             row.push(Cell::count(card.capacity.as_ref().map(|c| c.usable_bytes)));
             row.extend(Figure::ALL.map(|f| Cell::number(card.figures.get(f.key()).copied())));
             row.push(Cell::count(card.score.as_ref().and_then(|s| s.pibenchmarks)));
-            row.push(Cell::text(card.require.as_ref().map(|r| {
-                if r.pass { "pass".to_owned() } else { format!("fail: {}", r.failed.join(" ")) }
-            })));
+            row.push(Cell::text(
+                card.require
+                    .as_ref()
+                    .map(|r| if r.pass { "pass".to_owned() } else { format!("fail: {}", r.failed.join(" ")) }),
+            ));
             row.push(Cell::Number(card.seconds));
             row
         })
@@ -115,9 +126,10 @@ pub fn batch(report: &BatchReport) -> Sheet {
 
 /// One row per disk of a scan.
 pub fn scan(entries: &[Entry]) -> Sheet {
-    let header = ["name", "node", "kind", "maker", "model", "size (bytes)", "class", "mounts", "holds /", "health source"]
-        .map(str::to_owned)
-        .into();
+    let header =
+        ["name", "node", "kind", "maker", "model", "size (bytes)", "class", "mounts", "holds /", "health source"]
+            .map(str::to_owned)
+            .into();
     let rows = entries
         .iter()
         .map(|e| {
@@ -192,10 +204,9 @@ pub fn records(records: &[Value]) -> Sheet {
                     flatten(&key, v, out);
                 }
             }
-            Value::Number(n) => out.push((
-                prefix.to_owned(),
-                n.as_u64().map_or_else(|| Cell::number(n.as_f64()), Cell::Count),
-            )),
+            Value::Number(n) => {
+                out.push((prefix.to_owned(), n.as_u64().map_or_else(|| Cell::number(n.as_f64()), Cell::Count)))
+            }
             Value::String(s) => out.push((prefix.to_owned(), Cell::Text(s.clone()))),
             Value::Bool(b) => out.push((prefix.to_owned(), Cell::Text(b.to_string()))),
             Value::Null => out.push((prefix.to_owned(), Cell::Empty)),
@@ -224,10 +235,7 @@ pub fn records(records: &[Value]) -> Sheet {
     let rows = flat
         .into_iter()
         .map(|cells| {
-            header
-                .iter()
-                .map(|h| cells.iter().find(|(k, _)| k == h).map_or(Cell::Empty, |(_, c)| c.clone()))
-                .collect()
+            header.iter().map(|h| cells.iter().find(|(k, _)| k == h).map_or(Cell::Empty, |(_, c)| c.clone())).collect()
         })
         .collect();
     Sheet { header, rows }

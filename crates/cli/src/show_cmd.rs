@@ -49,9 +49,7 @@ fn read(name: &str) -> Result<Document, Failure> {
     Ok(match schema.as_str() {
         storage_scoring::batch::SCHEMA => {
             storage_scoring::input::batch_figures(&value).map_err(|e| crate::saved::refused(name, &e))?;
-            Document::Batch(Box::new(
-                serde_json::from_value(value).map_err(|e| unreadable(name, "batch report", &e))?,
-            ))
+            Document::Batch(Box::new(serde_json::from_value(value).map_err(|e| unreadable(name, "batch report", &e))?))
         }
         s if storage_scoring::wear::is_wear_schema(s) => {
             match storage_scoring::input::wear_from(value).map_err(|e| crate::saved::refused(name, &e))? {

@@ -24,8 +24,8 @@ use storage_scoring::schema::Report;
 use crate::{Failure, RunArgs, SubmitArgs};
 use client::{Accepted, Client, SendError};
 use installation::{FsIdentity, Installation, read_report_bytes, write_atomically, writer_beside};
-use place::Place;
 use payload::{Receipt, SummaryContext, clean_label, idempotency_key, prepare, report_digest, summary};
+use place::Place;
 use retry::Policy;
 
 /// The environment variable naming the leaderboard when no URL is given.
