@@ -9,8 +9,10 @@
 //! The modules share one process, so none may change what the others see
 //! of it: no `set_var`, no `set_current_dir`, no umask or signal handler of
 //! the test process's own (a child's is fine), and machine-wide state (a
-//! sysctl, a throttle, a throwaway user) only under the device lock of
-//! the support crate, which orders every device test of every module.
+//! sysctl, a throttle) only under the device lock of the support crate,
+//! which orders every device test of every module. Throwaway users
+//! (`attack::TestUser`) are named by process and count, so two modules'
+//! never share a name.
 
 mod batch;
 mod capacity;

@@ -7,6 +7,10 @@
 //! (docs/testing.md#postgresql-and-chromium). A test's name is its module
 //! and its function (`spam::…`), which `cargo xtask test` prints as
 //! `leaderboard::spam::…`.
+//!
+//! The modules share one process: the one change any makes to it is
+//! `fair`'s higher soft limit of open files (for its 1000 idle sockets),
+//! which only lifts a limit the others stay under anyway.
 
 /// The API of docs/leaderboard.md.
 mod api;

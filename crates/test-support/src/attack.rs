@@ -57,7 +57,13 @@ impl TestUser {
         let dir = tempfile::Builder::new().prefix("ss-users-").tempdir_in("/var/tmp").expect("tmp");
         // The user must be able to walk into its home.
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
-        let name = format!("ss-{role}-{}", std::process::id() % 100_000);
+        // One name per user alive on the machine: the process's (test
+        // binaries of other checkouts may run at once) and a count within
+        // it (a binary's modules share one process, and a test without the
+        // device lock may make a user beside one that holds it).
+        static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let made = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("ss-{role}-{}-{made}", std::process::id() % 100_000);
         let home = dir.path().join(&name);
         let made = Command::new("useradd")
             .args(["--create-home", "--user-group", "--shell", "/usr/sbin/nologin", "--home-dir"])
