@@ -17,7 +17,7 @@ mod wear;
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use storage_scoring::schema::Report;
 
@@ -112,7 +112,7 @@ pub fn keep_report(json: &str, report: &Report) -> Result<PathBuf, Failure> {
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
         .collect::<String>();
-    let path = dir.join(format!("{}-{disk}.json", timestamp(SystemTime::now())));
+    let path = dir.join(format!("{}-{disk}.json", crate::history::time::compact(SystemTime::now())));
     installation::make_dir(inst.user, &dir)
         .and_then(|()| write_atomically(inst.user, &path, format!("{json}\n").as_bytes(), 0o644))
         .map_err(|e| {
@@ -615,14 +615,6 @@ fn shell_quote(text: &str) -> String {
     }
 }
 
-/// `20261101-173605` (UTC), for names of kept reports.
-fn timestamp(now: SystemTime) -> String {
-    let secs = now.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
-    let (y, m, d) = retry::civil_from_days((secs / 86_400) as i64);
-    let t = secs % 86_400;
-    format!("{y:04}{m:02}{d:02}-{:02}{:02}{:02}", t / 3600, t / 60 % 60, t % 60)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -698,10 +690,5 @@ mod tests {
         );
         let alone = client::Standing { group_submitters: 1, percentile: 0, median_score: 1164, board: None };
         assert_eq!(standing_line(1164, &alone), "score 1164: the first submitter with this card (median 1164)");
-    }
-
-    #[test]
-    fn kept_reports_are_named_by_utc_time() {
-        assert_eq!(timestamp(UNIX_EPOCH + Duration::from_secs(784_111_777)), "19941106-084937");
     }
 }
