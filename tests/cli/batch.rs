@@ -550,3 +550,109 @@ fn show_prints_every_document_the_tool_writes() {
     let garbage = save("garbage.json", "{\"schema\": \"storage-score-batch/1\", \"cards\": 7}");
     assert!(assert_one_line_error(&run(&["show", &garbage]), 2).contains("garbage.json"));
 }
+
+/// A CSV text read as RFC 4180 says: fields split at commas outside
+/// quotes, `""` a quote, CRLF ends a record (a line break inside quotes is
+/// the field's).
+fn read_csv(text: &str) -> Vec<Vec<String>> {
+    let (mut records, mut record, mut field) = (Vec::new(), Vec::new(), String::new());
+    let (mut quoted, mut chars) = (false, text.chars().peekable());
+    while let Some(c) = chars.next() {
+        match (quoted, c) {
+            (true, '"') if chars.peek() == Some(&'"') => {
+                chars.next();
+                field.push('"');
+            }
+            (true, '"') => quoted = false,
+            (true, c) => field.push(c),
+            (false, '"') if field.is_empty() => quoted = true,
+            (false, ',') => record.push(std::mem::take(&mut field)),
+            (false, '\r') if chars.peek() == Some(&'\n') => {
+                chars.next();
+                record.push(std::mem::take(&mut field));
+                records.push(std::mem::take(&mut record));
+            }
+            (false, c) => {
+                assert!(c != '\n' && c != '"', "a bare {c:?} outside quotes in {text:?}");
+                field.push(c);
+            }
+        }
+    }
+    assert!(!quoted && field.is_empty() && record.is_empty(), "the CSV does not end with a whole record: {text:?}");
+    records
+}
+
+/// `--export-csv` and `--export-markdown` on `show` and `compare`, with the
+/// strings a hostile report can carry: commas, quotes, a line break, cells
+/// a spreadsheet would run as formulas, `|` and Markdown links.
+#[test]
+fn exports_are_one_row_per_card_and_hostile_strings_stay_text() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = |name: &str| dir.path().join(name).to_str().expect("utf8").to_owned();
+    let mut doc = batch_report(&[40.0, 41.5], &[900.0, 910.25]);
+    let hostile = [
+        ("=HYPERLINK(\"http://evil.example\",\"x\")", "a,b \"quoted\"\nsecond line | [x](http://evil.example)"),
+        ("+cmd|' /C calc'!A0", "@SUM(1+1)"),
+    ];
+    for (card, (target, reason)) in doc["cards"].as_array_mut().expect("cards").iter_mut().zip(hostile) {
+        card["target"] = target.into();
+        card["status"] = "fail".into();
+        card["reason"] = reason.into();
+    }
+    doc["cards"][0]["reader"] = "-2+3".into();
+    std::fs::write(path("batch.json"), doc.to_string()).expect("write");
+    let out = run(&["show", &path("batch.json"), "--export-csv", &path("b.csv"), "--export-markdown", &path("b.md")]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("CARD"), "the table is still printed");
+
+    let csv = std::fs::read_to_string(path("b.csv")).expect("csv");
+    let records = read_csv(&csv);
+    assert_eq!(records.len(), 3, "a header and one row per card: {csv:?}");
+    let header = &records[0];
+    assert!(records.iter().all(|r| r.len() == header.len()), "{records:?}");
+    let column = |name: &str| header.iter().position(|h| h == name).unwrap_or_else(|| panic!("{name}: {header:?}"));
+    // What each cell says is the report's string, a formula defused by a leading '.
+    assert_eq!(records[1][column("card")], format!("'{}", hostile[0].0));
+    assert_eq!(records[1][column("reason")], hostile[0].1);
+    assert_eq!(records[1][column("reader")], "'-2+3");
+    assert_eq!(records[2][column("card")], format!("'{}", hostile[1].0));
+    assert_eq!(records[2][column("reason")], format!("'{}", hostile[1].1));
+    // Numbers are numbers, unformatted, their unit in the header.
+    assert_eq!(records[1][column("seq read (MiB/s)")], "40");
+    assert_eq!(records[2][column("cached read (MiB/s)")], "910.25");
+    assert_eq!(records[1][column("time (s)")], "10");
+    for cell in records.iter().flatten() {
+        assert!(!cell.starts_with(['=', '+', '@']), "a formula cell: {cell:?}");
+    }
+
+    let md = std::fs::read_to_string(path("b.md")).expect("markdown");
+    let lines: Vec<&str> = md.lines().collect();
+    assert_eq!(lines.len(), 4, "a header, its rule and one line per card: {md}");
+    let cells = |line: &str| line.replace("\\|", "").matches('|').count();
+    assert!(lines.iter().all(|l| cells(l) == cells(lines[0])), "a | broke out of its cell: {md}");
+    assert!(!md.contains("](http") || md.contains("\\](http"), "a live link: {md}");
+    assert!(lines[2].contains("a,b \"quoted\" second line \\| \\[x\\](http://evil.example)"), "{md}");
+
+    // `-` is stdout, in place of the table; the bytes are the file's.
+    let piped = run(&["show", &path("batch.json"), "--export-csv", "-"]);
+    assert_eq!(piped.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&piped.stdout), csv);
+
+    // compare: one row per figure, both sides, the ratio and the verdict.
+    let other = batch_report(&[20.0, 20.5], &[905.0, 903.0]);
+    std::fs::write(path("other.json"), other.to_string()).expect("write");
+    let compared = run(&["compare", &path("batch.json"), &path("other.json"), "--export-markdown", "-"]);
+    assert_eq!(compared.status.code(), Some(0), "{}", String::from_utf8_lossy(&compared.stderr));
+    let table = String::from_utf8_lossy(&compared.stdout);
+    let read = table.lines().find(|l| l.contains("| seq read |")).unwrap_or_else(|| panic!("{table}"));
+    assert!(read.contains("| MiB/s | 40.75 | 20.25 |"), "{read}");
+    assert!(!table.contains("95% interval  difference"), "the table went to stdout too: {table}");
+
+    // Both on stdout, or one with --json: one line, exit 2, nothing written.
+    let both = run(&["show", &path("batch.json"), "--export-csv", "-", "--export-markdown", "-"]);
+    assert!(assert_one_line_error(&both, 2).contains("stdout"));
+    let with_json = run(&["compare", &path("batch.json"), &path("other.json"), "--json", "--export-csv", "-"]);
+    assert!(assert_one_line_error(&with_json, 2).contains("--json"));
+    let nowhere = run(&["show", &path("batch.json"), "--export-csv", "/nonexistent-dir/b.csv"]);
+    assert!(assert_one_line_error(&nowhere, 2).contains("--export-csv /nonexistent-dir/b.csv"));
+}

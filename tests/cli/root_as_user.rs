@@ -3,8 +3,9 @@
 //! docs/safety.md#the-terminal; docs/testing.md#as-an-attacker-would): a
 //! `--sysfs-root` tree of the user's whose `model` links to a root-only
 //! file, a FIFO as `proc/meminfo` under `--machine-root`, a link in a
-//! parent directory of `--output`, `score` and `compare` of a root-only
-//! file under sudo, and Unicode bidirectional controls in a model string.
+//! parent directory of `--output`, `show`'s exports as the user, `score`
+//! and `compare` of a root-only file under sudo, `submit`'s receipt beside
+//! a report in a read-only checkout or a directory the user cannot write, and Unicode bidirectional controls in a model string.
 //! Each test names the old behaviour it guards against; with
 //! `STORAGE_SCORE_BIN` and `STORAGE_SCORE_EXPECT_VULNERABLE=1`
 //! (support/attack.rs) it shows that behaviour in that binary.
@@ -21,6 +22,12 @@ use support::attack::{
     peak_memory,
 };
 use support::*;
+
+// `submit`'s report, server and helpers, for its receipts under sudo and
+// in a read-only checkout (docs/leaderboard.md#where-the-receipt-is-kept).
+use super::submit::{Home, keys, owner, stdout};
+use std::os::unix::fs::PermissionsExt;
+use support::faulty_leaderboard::{FaultyLeaderboard, Reply};
 
 const DISK: &str = "devices/pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/0:0:0:0";
 
@@ -223,4 +230,151 @@ fn a_captured_machine_roots_mountinfo_sent_a_live_runs_writes_to_the_live_root_f
         let why = skipped.iter().find(|s| s["key"] == "seq_write_mb_s").expect("the write test is skipped");
         assert!(why["reason"].as_str().expect("reason").contains("--machine-root"), "{why}");
     }
+}
+
+/// `show --export-csv` and `--export-markdown` under sudo write the user's
+/// files, as `--output` does: owned by them, in their directory.
+#[test]
+#[ignore = "needs root: users"]
+fn sudo_show_exports_are_the_users_files() {
+    let _lock = device_lock();
+    let user = TestUser::new("exporter");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/reports/raspi3b-qemu-quick.json");
+    let report = user.home.join("report.json");
+    std::fs::copy(&fixture, &report).expect("copy");
+    let (csv, md) = (user.home.join("cards.csv"), user.home.join("cards.md"));
+    let args = [
+        "show",
+        report.to_str().expect("utf8"),
+        "--export-csv",
+        csv.to_str().expect("utf8"),
+        "--export-markdown",
+        md.to_str().expect("utf8"),
+    ];
+    let out = output(&mut user.sudo(&args));
+    assert_eq!(out.status.code(), Some(0));
+    for file in [&csv, &md] {
+        let meta = std::fs::metadata(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        assert_eq!((meta.uid(), meta.gid()), (user.uid, user.gid), "{}", file.display());
+    }
+}
+
+/// A read-only bind mount of `dir` over itself, undone on drop.
+struct ReadOnly(PathBuf);
+
+impl ReadOnly {
+    fn new(dir: &std::path::Path) -> ReadOnly {
+        let mount = |args: &[&str]| {
+            let status = Command::new("mount").args(args).arg(dir).arg(dir).status().expect("mount");
+            assert!(status.success(), "mount {args:?}");
+        };
+        mount(&["--bind"]);
+        let guard = ReadOnly(dir.to_path_buf());
+        mount(&["-o", "remount,ro,bind"]);
+        guard
+    }
+}
+
+impl Drop for ReadOnly {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// The files a directory holds, by name.
+fn names(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// A report in a read-only checkout: the payload and the receipt go to the
+/// state directory, one line says so with the fix, and the next submit and
+/// `--delete` find the receipt there.
+#[test]
+#[ignore = "needs root"]
+fn a_report_in_a_read_only_checkout_keeps_its_receipt_in_the_state_directory() {
+    let _lock = device_lock();
+    let home = Home::new();
+    let checkout = home.report.parent().expect("dir").to_path_buf();
+    let _ro = ReadOnly::new(&checkout);
+    let server = FaultyLeaderboard::start(vec![
+        Reply::created(9, "public"),
+        Reply::created(9, "public"),
+        Reply::status(204, ""),
+    ]);
+    let out = home.submit(&server.url(), &["--yes"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = stdout(&out);
+    let state = home.dir.path().join(".local/state/storage-score/receipts");
+    let note: Vec<&str> = text.lines().filter(|l| l.starts_with("note: ")).collect();
+    assert_eq!(note.len(), 1, "{text}");
+    assert!(
+        note[0].contains(&format!("{} cannot be written", checkout.display()))
+            && note[0].contains(&format!("go to {} instead", state.display()))
+            && note[0].contains("copy it to a directory you can write to"),
+        "{}",
+        note[0]
+    );
+    assert_eq!(names(&checkout), ["card.json"], "nothing beside the read-only report");
+    let kept = names(&state);
+    assert_eq!(kept.len(), 2, "{kept:?}");
+    let receipt = state.join(kept.iter().find(|n| n.ends_with(".receipt.json")).expect("a receipt"));
+    assert!(kept.iter().all(|n| n.starts_with("card-")), "{kept:?}");
+    assert!(text.contains(&format!("kept in {}", receipt.display())), "where the receipt went: {text}");
+    assert!(text.contains(&format!("{}", state.display())) && text.contains(".upload.json"), "{text}");
+    let mode = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.permissions().mode() & 0o777).expect("mode");
+    assert_eq!((mode(&receipt), mode(&state)), (0o600, 0o700));
+
+    // Again: the same key from the receipt kept there, and no note this time.
+    let again = home.submit(&server.url(), &["--yes"]);
+    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+    assert!(!stdout(&again).contains("note: "), "{}", stdout(&again));
+    let keys = keys(&server);
+    assert_eq!(keys[0], keys[1], "the second submit reuses the receipt's key");
+    let deleted = home.run(&["submit", home.report_arg(), "--delete"]);
+    assert!(deleted.status.success(), "{}", String::from_utf8_lossy(&deleted.stderr));
+    assert!(stdout(&deleted).contains("deleted: "), "{}", stdout(&deleted));
+    assert_eq!(names(&checkout), ["card.json"]);
+}
+
+/// Under sudo, a report in a directory the user cannot write (root's, in
+/// a world-writable /var/tmp): root does not write there for them; the
+/// files go to the user's state directory, theirs.
+#[test]
+#[ignore = "needs root: users"]
+fn under_sudo_a_report_where_the_user_cannot_write_keeps_its_receipt_in_their_state_directory() {
+    let _lock = device_lock();
+    let user = support::attack::TestUser::new("checkout");
+    let home = Home::new();
+    let shared = tempfile::Builder::new().prefix("ss-checkout-").tempdir_in("/var/tmp").expect("tmp");
+    std::fs::set_permissions(shared.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let report = shared.path().join("card.json");
+    std::fs::copy(&home.report, &report).expect("copy report");
+    let server = FaultyLeaderboard::start(vec![Reply::created(3, "public")]);
+    let out = Command::new(binary())
+        .args(["submit", report.to_str().expect("utf8"), "--url", &server.url(), "--yes"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", "/root")
+        .env("USER", "root")
+        .env("SUDO_USER", &user.name)
+        .env("SUDO_UID", user.uid.to_string())
+        .env("SUDO_GID", user.gid.to_string())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run as root");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout(&out).contains("(the user behind sudo)"), "{}", stdout(&out));
+    assert_eq!(names(shared.path()), ["card.json"], "root wrote in a directory the user cannot write");
+    let state = user.home.join(".local/state/storage-score/receipts");
+    let kept = names(&state);
+    assert_eq!(kept.len(), 2, "{kept:?}");
+    let mine = (user.uid, user.gid);
+    for name in &kept {
+        assert_eq!(owner(&state.join(name)), mine, "{name}");
+    }
+    assert_eq!(owner(&state), mine);
 }

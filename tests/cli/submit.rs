@@ -25,16 +25,16 @@ const HOSTNAME: &str = "alice-laptop-7q";
 const USER: &str = "alice";
 
 /// A private home for one test (salt, data directory) holding a report.
-struct Home {
-    dir: tempfile::TempDir,
-    report: PathBuf,
+pub(super) struct Home {
+    pub(super) dir: tempfile::TempDir,
+    pub(super) report: PathBuf,
 }
 
 impl Home {
     /// A report with every kind of private data in it: the card's PSN (in
     /// the CID and decoded), a disk serial, the user's name, the host's
     /// name and paths below a mount point.
-    fn new() -> Home {
+    pub(super) fn new() -> Home {
         Home::noting(&format!("benchmarked by {USER} in /media/alice/usbstick/bench"))
     }
 
@@ -66,7 +66,7 @@ impl Home {
         Home { dir, report: path }
     }
 
-    fn report_arg(&self) -> &str {
+    pub(super) fn report_arg(&self) -> &str {
         self.report.to_str().expect("utf8")
     }
 
@@ -98,22 +98,22 @@ impl Home {
             .stdin(Stdio::null());
     }
 
-    fn run(&self, args: &[&str]) -> Output {
+    pub(super) fn run(&self, args: &[&str]) -> Output {
         self.command(args).output().expect("run storage-score")
     }
 
-    fn submit(&self, url: &str, extra: &[&str]) -> Output {
+    pub(super) fn submit(&self, url: &str, extra: &[&str]) -> Output {
         let mut args = vec!["submit", self.report_arg(), "--url", url];
         args.extend_from_slice(extra);
         self.run(&args)
     }
 }
 
-fn stdout(out: &Output) -> String {
+pub(super) fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn keys(server: &FaultyLeaderboard) -> Vec<String> {
+pub(super) fn keys(server: &FaultyLeaderboard) -> Vec<String> {
     server.received().iter().map(|r| r.header("Idempotency-Key").expect("Idempotency-Key header")).collect()
 }
 
@@ -572,7 +572,7 @@ fn yes_needs_something_to_confirm() {
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
-fn owner(path: &std::path::Path) -> (u32, u32) {
+pub(super) fn owner(path: &std::path::Path) -> (u32, u32) {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     (meta.uid(), meta.gid())

@@ -41,7 +41,9 @@ use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
+use hmac::{Hmac, KeyInit, Mac};
+use sha2::Sha256;
+use subtle::ConstantTimeEq;
 
 use crate::disk::{AlignedBuf, Disk};
 use crate::journal_dir::JournalDir;
@@ -453,22 +455,16 @@ fn read_u32(reader: &mut impl Read) -> io::Result<u32> {
 
 /// HMAC-SHA256 (RFC 2104) under `key` of the concatenation of `parts`.
 pub(crate) fn mac(key: &[u8; MAC_LEN], parts: &[&[u8]]) -> [u8; MAC_LEN] {
-    let mut inner_pad = [0x36u8; 64];
-    let mut outer_pad = [0x5Cu8; 64];
-    for (i, k) in key.iter().enumerate() {
-        inner_pad[i] ^= k;
-        outer_pad[i] ^= k;
-    }
-    let mut inner = Sha256::new().chain_update(inner_pad);
+    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(key).expect("HMAC takes a key of any length");
     for part in parts {
-        inner.update(part);
+        mac.update(part);
     }
-    Sha256::new().chain_update(outer_pad).chain_update(inner.finalize()).finalize().into()
+    mac.finalize().into_bytes().into()
 }
 
 /// Compares without stopping at the first difference.
 pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    a.ct_eq(b).into()
 }
 
 impl Pending {

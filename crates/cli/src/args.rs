@@ -132,6 +132,22 @@ pub struct ShowArgs {
     /// Print the report, checked, as JSON instead of tables.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub export: ExportArgs,
+}
+
+/// `--export-csv` and `--export-markdown` (hyperfine's names), on `show`,
+/// `compare`, `batch` and `station`.
+#[derive(Debug, Args, Default, Clone)]
+pub struct ExportArgs {
+    /// Also write the results as CSV to FILE, one row per card or result,
+    /// units in the header (RFC 4180); "-" for stdout instead of the tables.
+    #[arg(long, value_name = "FILE")]
+    pub export_csv: Option<PathBuf>,
+    /// Also write the results as a Markdown table to FILE; "-" for stdout
+    /// instead of the tables.
+    #[arg(long, value_name = "FILE")]
+    pub export_markdown: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -229,6 +245,8 @@ pub struct BatchArgs {
     /// strip plot per figure, the outliers marked).
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    #[command(flatten)]
+    pub export: ExportArgs,
     /// Keep serial numbers in the report instead of salted hashes.
     #[arg(long)]
     pub include_serials: bool,
@@ -376,6 +394,8 @@ pub struct CompareArgs {
     /// Print the comparisons as one JSON document on stdout.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub export: ExportArgs,
 }
 
 #[derive(Debug, Args)]

@@ -1,7 +1,8 @@
 //! `storage-score compare A.json B.json [C.json …] [--from URL/results/ID]`
 //! (docs/compare.md): reads the reports (files, or results fetched from a
 //! leaderboard), compares each with the first through
-//! `storage_scoring::compare`, and prints the table or the JSON.
+//! `storage_scoring::compare`, and prints the table or the JSON, and
+//! writes `--export-csv`/`--export-markdown` (one row per figure).
 
 use std::time::Duration;
 
@@ -50,6 +51,7 @@ pub fn compare(args: &CompareArgs) -> Result<(), Failure> {
             "compare needs two reports or more, and got {count}: give the report to compare with first, e.g. storage-score compare old.json new.json"
         )));
     }
+    let exports = crate::export::Exports::prepare(&args.export, args.json)?;
     let mut inputs = Vec::with_capacity(count);
     for name in &args.reports {
         let bytes = crate::saved::read(name)?;
@@ -60,11 +62,16 @@ pub fn compare(args: &CompareArgs) -> Result<(), Failure> {
         inputs.push(fetch(url)?);
     }
     let comparisons = comparisons(&inputs);
-    if args.json {
+    if exports.takes_stdout() {
+        // The export stands in for the table.
+    } else if args.json {
         let doc = CompareDoc { comparisons: &comparisons };
         crate::terminal::json_outln(&crate::document::encode(crate::document::COMPARE, &doc)?);
     } else {
         crate::terminal::out(&compare_render::render(&inputs, &comparisons));
+    }
+    if !exports.is_empty() {
+        exports.write(&crate::export_sheets::compare(&comparisons))?;
     }
     Ok(())
 }

@@ -11,6 +11,8 @@ mod doctor_render;
 mod doctor_status;
 mod document;
 mod endurance_cmd;
+mod export;
+mod export_sheets;
 mod failure;
 mod history;
 mod import_cmd;

@@ -134,7 +134,7 @@ pub fn writer_for(dir: &Dir) -> Option<Identity> {
 /// `/` on ([`root_only_path`]): a link on the user's path (`lnk ->
 /// /etc/cron.d`) must not lead root's write into a directory that only
 /// root writes in. Then the directory reached that way is used.
-fn writer_at(dir: Dir, path: &Path) -> Result<(Dir, Option<Identity>), String> {
+pub fn writer_at(dir: Dir, path: &Path) -> Result<(Dir, Option<Identity>), String> {
     let who = writer_for(&dir);
     let Some(user) = sudo_user().filter(|_| who.is_none()) else { return Ok((dir, who)) };
     let refused = || {

@@ -120,7 +120,9 @@ pub fn mistyped_subcommand(args: &[String]) -> Option<Failure> {
     if names.contains(&word) || Path::new(word).exists() || Path::new("/dev").join(word).exists() {
         return None;
     }
-    let (distance, best) = names.iter().map(|n| (edit_distance(word, n), *n)).min()?;
+    // The optimal string alignment distance: a swap of two neighbours is
+    // one edit, so the commonest typo (`scna`, `shwo`) is one away.
+    let (distance, best) = names.iter().map(|n| (strsim::osa_distance(word, n), *n)).min()?;
     // About one edit in three letters is a typo (`scroe`: two); more is
     // another word.
     if distance == 0 || distance > ((word.len() + 1) / 3).max(1) {
@@ -147,31 +149,6 @@ fn first_word(args: &[String]) -> Option<&str> {
     None
 }
 
-/// The optimal string alignment distance: insertions, deletions,
-/// substitutions and swaps of two neighbours each cost one, so the
-/// commonest typo, two letters swapped (`scna`, `shwo`), is one edit.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
-    for (i, row) in d.iter_mut().enumerate() {
-        row[0] = i;
-    }
-    for (j, cell) in d[0].iter_mut().enumerate() {
-        *cell = j;
-    }
-    for i in 1..=a.len() {
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut best = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                best = best.min(d[i - 2][j - 2] + 1);
-            }
-            d[i][j] = best;
-        }
-    }
-    d[a.len()][b.len()]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,12 +171,12 @@ mod tests {
 
     #[test]
     fn distances() {
-        assert_eq!(edit_distance("docter", "doctor"), 1);
-        assert_eq!(edit_distance("indentify", "identify"), 1);
-        assert_eq!(edit_distance("", "run"), 3);
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-        assert_eq!(edit_distance("scna", "scan"), 1);
-        assert_eq!(edit_distance("shwo", "show"), 1);
+        assert_eq!(strsim::osa_distance("docter", "doctor"), 1);
+        assert_eq!(strsim::osa_distance("indentify", "identify"), 1);
+        assert_eq!(strsim::osa_distance("", "run"), 3);
+        assert_eq!(strsim::osa_distance("kitten", "sitting"), 3);
+        assert_eq!(strsim::osa_distance("scna", "scan"), 1);
+        assert_eq!(strsim::osa_distance("shwo", "show"), 1);
     }
 
     #[test]

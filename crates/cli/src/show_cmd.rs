@@ -1,50 +1,60 @@
 //! `storage-score show DOCUMENT`: any document the tool writes, printed
 //! again as the command that wrote it printed it, each read through its
 //! validator: a run report (and a leaderboard result), a batch report, an
-//! endurance or power-loss report, a machine's doctor report, a scan.
+//! endurance or power-loss report, a machine's doctor report, a scan. With
+//! `--export-csv`/`--export-markdown`, also as a table ([`crate::export`]).
 
 use serde_json::Value;
 use storage_scoring::batch::BatchReport;
+use storage_scoring::endurance::EnduranceReport;
+use storage_scoring::power_loss::PowerLossReport;
+use storage_scoring::schema::Report;
 use storage_scoring::wear::WearReport;
 
+use crate::export::{Exports, Sheet};
+use crate::export_sheets as sheets;
+use crate::scan_cmd::Entry;
 use crate::terminal::{json_outln, out, outln};
 use crate::{Failure, doctor_render, render};
 
-/// `storage-score show DOCUMENT [--json]`.
+/// A document `show` read, checked.
+enum Document {
+    Run(Box<Report>),
+    Batch(Box<BatchReport>),
+    Endurance(Box<EnduranceReport>),
+    PowerLoss(Box<PowerLossReport>),
+    Machine(Vec<Report>),
+    Scan(Vec<Entry>),
+}
+
+/// `storage-score show DOCUMENT [--json] [--export-csv FILE] [--export-markdown FILE]`.
 pub fn show(args: &storage_score::args::ShowArgs) -> Result<(), Failure> {
-    let name = &args.report;
+    let exports = Exports::prepare(&args.export, args.json)?;
+    let document = read(&args.report)?;
+    // An export on stdout stands in for the tables.
+    if !exports.takes_stdout() {
+        print(&document, args.json)?;
+    }
+    if !exports.is_empty() {
+        exports.write(&sheet(&document)?)?;
+    }
+    Ok(())
+}
+
+/// The document, by its `schema`, through its validator.
+fn read(name: &str) -> Result<Document, Failure> {
     let bytes = crate::saved::read(name)?;
     let value = storage_scoring::input::parse_json(&bytes).map_err(|e| crate::saved::refused(name, &e))?;
     let schema = value.get("schema").and_then(Value::as_str).unwrap_or_default().to_owned();
-    match schema.as_str() {
+    Ok(match schema.as_str() {
         storage_scoring::batch::SCHEMA => {
             storage_scoring::input::batch_figures(&value).map_err(|e| crate::saved::refused(name, &e))?;
-            let batch: BatchReport = serde_json::from_value(value).map_err(|e| unreadable(name, "batch report", &e))?;
-            print(args.json, &batch, || out(&crate::batch::render::table(&batch)))
+            Document::Batch(Box::new(serde_json::from_value(value).map_err(|e| unreadable(name, "batch report", &e))?))
         }
         s if storage_scoring::wear::is_wear_schema(s) => {
             match storage_scoring::input::wear_from(value).map_err(|e| crate::saved::refused(name, &e))? {
-                WearReport::Endurance(r) => print(args.json, &r, || crate::endurance_cmd::summary(&r)),
-                WearReport::PowerLoss(r) => print(args.json, &r, || {
-                    outln(&crate::powerloss_cmd::summary(&r, &r.device));
-                    for c in &r.cycles {
-                        outln(&format!(
-                            "  cut {:>3}: {} written, {} acknowledged; lost {}, torn {}, misplaced {}, damaged {}; {}",
-                            c.cycle,
-                            c.written,
-                            c.acknowledged,
-                            c.lost,
-                            c.torn,
-                            c.misplaced,
-                            c.damaged,
-                            match (c.returned, c.back_after_s) {
-                                (0, _) => "did not return".to_owned(),
-                                (_, Some(s)) => format!("back after {s:.1} s"),
-                                (_, None) => "back".to_owned(),
-                            }
-                        ));
-                    }
-                }),
+                WearReport::Endurance(r) => Document::Endurance(r),
+                WearReport::PowerLoss(r) => Document::PowerLoss(r),
             }
         }
         crate::doctor_cmd::DOCTOR => {
@@ -52,16 +62,53 @@ pub fn show(args: &storage_score::args::ShowArgs) -> Result<(), Failure> {
             if devices.is_empty() {
                 return Err(Failure::Usage(format!("{name}: a doctor report with no devices; was it edited by hand?")));
             }
-            let reports = devices
-                .into_iter()
-                .map(|d| crate::saved::from_value(name, d).map(|s| s.report))
-                .collect::<Result<Vec<_>, Failure>>()?;
-            if args.json {
+            Document::Machine(
+                devices
+                    .into_iter()
+                    .map(|d| crate::saved::from_value(name, d).map(|s| s.report))
+                    .collect::<Result<Vec<_>, Failure>>()?,
+            )
+        }
+        crate::document::SCAN => Document::Scan(
+            serde_json::from_value(value.get("devices").cloned().unwrap_or(Value::Null))
+                .map_err(|e| unreadable(name, "scan", &e))?,
+        ),
+        _ => Document::Run(Box::new(crate::saved::from_value(name, value)?.report)),
+    })
+}
+
+/// The document as the command that wrote it printed it, or as JSON.
+fn print(document: &Document, json: bool) -> Result<(), Failure> {
+    match document {
+        Document::Batch(batch) => as_json_or(json, batch, || out(&crate::batch::render::table(batch))),
+        Document::Endurance(r) => as_json_or(json, r, || crate::endurance_cmd::summary(r)),
+        Document::PowerLoss(r) => as_json_or(json, r, || {
+            outln(&crate::powerloss_cmd::summary(r, &r.device));
+            for c in &r.cycles {
+                outln(&format!(
+                    "  cut {:>3}: {} written, {} acknowledged; lost {}, torn {}, misplaced {}, damaged {}; {}",
+                    c.cycle,
+                    c.written,
+                    c.acknowledged,
+                    c.lost,
+                    c.torn,
+                    c.misplaced,
+                    c.damaged,
+                    match (c.returned, c.back_after_s) {
+                        (0, _) => "did not return".to_owned(),
+                        (_, Some(s)) => format!("back after {s:.1} s"),
+                        (_, None) => "back".to_owned(),
+                    }
+                ));
+            }
+        }),
+        Document::Machine(reports) => {
+            if json {
                 #[derive(serde::Serialize)]
                 struct Machine<'a> {
-                    devices: &'a [storage_scoring::schema::Report],
+                    devices: &'a [Report],
                 }
-                json_outln(&crate::document::encode(crate::doctor_cmd::DOCTOR, &Machine { devices: &reports })?);
+                json_outln(&crate::document::encode(crate::doctor_cmd::DOCTOR, &Machine { devices: reports })?);
             } else {
                 for (i, report) in reports.iter().enumerate() {
                     if i > 0 {
@@ -72,35 +119,48 @@ pub fn show(args: &storage_score::args::ShowArgs) -> Result<(), Failure> {
             }
             Ok(())
         }
-        crate::document::SCAN => {
-            let entries: Vec<crate::scan_cmd::Entry> =
-                serde_json::from_value(value.get("devices").cloned().unwrap_or(Value::Null))
-                    .map_err(|e| unreadable(name, "scan", &e))?;
+        Document::Scan(entries) => {
             #[derive(serde::Serialize)]
             struct Scan<'a> {
-                devices: &'a [crate::scan_cmd::Entry],
+                devices: &'a [Entry],
             }
-            match args.json {
-                true => json_outln(&crate::document::encode(crate::document::SCAN, &Scan { devices: &entries })?),
-                false => out(&crate::scan_cmd::table(&entries)),
+            match json {
+                true => json_outln(&crate::document::encode(crate::document::SCAN, &Scan { devices: entries })?),
+                false => out(&crate::scan_cmd::table(entries)),
             }
             Ok(())
         }
-        _ => {
-            let report = crate::saved::from_value(name, value)?.report;
-            if args.json {
-                json_outln(&crate::run::to_json(&report)?);
+        Document::Run(report) => {
+            if json {
+                json_outln(&crate::run::to_json(report)?);
             } else {
-                out(&render::report(&report));
-                out(&doctor_render::sections(&report));
+                out(&render::report(report));
+                out(&doctor_render::sections(report));
             }
             Ok(())
         }
     }
 }
 
+/// The document's rows for `--export-csv` and `--export-markdown`.
+fn sheet(document: &Document) -> Result<Sheet, Failure> {
+    let values = |items: Result<Value, serde_json::Error>| match items {
+        Ok(Value::Array(items)) => Ok(items),
+        Ok(_) => Ok(Vec::new()),
+        Err(e) => Err(Failure::Run(format!("cannot encode the rows: {e}"))),
+    };
+    Ok(match document {
+        Document::Run(report) => sheets::reports(std::slice::from_ref(report)),
+        Document::Machine(reports) => sheets::reports(reports),
+        Document::Batch(batch) => sheets::batch(batch),
+        Document::Scan(entries) => sheets::scan(entries),
+        Document::Endurance(r) => sheets::records(&values(serde_json::to_value(&r.passes))?),
+        Document::PowerLoss(r) => sheets::records(&values(serde_json::to_value(&r.cycles))?),
+    })
+}
+
 /// The document, checked, as JSON; or as the command printed it.
-fn print<T: serde::Serialize>(json: bool, doc: &T, text: impl FnOnce()) -> Result<(), Failure> {
+fn as_json_or<T: serde::Serialize>(json: bool, doc: &T, text: impl FnOnce()) -> Result<(), Failure> {
     if json {
         let encoded =
             serde_json::to_string_pretty(doc).map_err(|e| Failure::Run(format!("cannot encode JSON: {e}")))?;

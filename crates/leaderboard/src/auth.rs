@@ -25,8 +25,7 @@ pub fn hex(bytes: &[u8]) -> String {
 
 /// Compares two secrets in time that depends only on their lengths.
 pub fn same_secret(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    subtle::ConstantTimeEq::ct_eq(a.as_bytes(), b.as_bytes()).into()
 }
 
 /// The token of an `Authorization: Bearer TOKEN` header: 401 when there is

@@ -48,19 +48,14 @@ impl ClockSource {
     }
 }
 
-/// The civil (proleptic Gregorian, UTC) year and month of a Unix time.
+/// The civil (proleptic Gregorian, UTC) year and month of a Unix time
+/// ((0, 1) past the year 9999, which no clock reading here reaches).
 pub fn year_month(unix_secs: u64) -> (u16, u8) {
-    // Days since 1970-01-01, shifted to an era starting 0000-03-01 so that
-    // the leap day ends each 400-year cycle (the usual days-to-civil method).
-    let days = unix_secs / 86_400 + 719_468;
-    let era = days / 146_097;
-    let day_of_era = days % 146_097;
-    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153; // 0 = March
-    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 };
-    let year = year_of_era + era * 400 + u64::from(month <= 2);
-    (u16::try_from(year).unwrap_or(0), month as u8)
+    i64::try_from(unix_secs)
+        .ok()
+        .and_then(|secs| time::OffsetDateTime::from_unix_timestamp(secs).ok())
+        .and_then(|at| Some((u16::try_from(at.year()).ok()?, u8::from(at.month()))))
+        .unwrap_or((0, 1))
 }
 
 /// `TIME_ERROR`, the `adjtimex` return value for an unsynchronised clock

@@ -19,6 +19,7 @@ use storage_scoring::privacy::{Redaction, redact};
 use storage_scoring::run_profile;
 use storage_scoring::schema::Report;
 
+use crate::export::Exports;
 use crate::outputs::OutputFile;
 use crate::terminal::{errln, json_outln, out};
 use crate::{BatchArgs, Failure};
@@ -31,6 +32,7 @@ pub fn batch(args: &BatchArgs, roots: &Roots) -> Result<(), Failure> {
     let require = checked_require(args)?;
     let output = args.output.as_deref().map(|path| OutputFile::prepare(path, "--output")).transpose()?;
     let html = args.html.as_deref().map(|path| OutputFile::prepare(path, "--html")).transpose()?;
+    let exports = Exports::prepare(&args.export, args.json)?;
     if args.devices.is_empty() {
         return Err(Failure::Usage(
             "batch needs the cards: name their devices, e.g. storage-score batch /dev/sdb /dev/sdc (storage-score scan lists them)"
@@ -47,7 +49,7 @@ pub fn batch(args: &BatchArgs, roots: &Roots) -> Result<(), Failure> {
     let steps = card::Steps { args, require: require.as_ref(), roots };
     let cards = run_all(&args.devices, usize::from(args.jobs), &steps);
     let report = assemble(args, created, cards);
-    emit(args, &report, output.as_ref())?;
+    emit(args, &report, output.as_ref(), &exports)?;
     if let Some(html) = &html {
         html.write(storage_report::batch_page::render(&report).as_bytes())?;
     }
@@ -181,14 +183,25 @@ fn hide_serials(mut card: Card, include_serials: bool, salt: Option<&[u8]>) -> C
     card
 }
 
-/// Prints the report (a table, or JSON with `--json`) and writes `--output`.
-pub fn emit(args: &BatchArgs, report: &BatchReport, output: Option<&OutputFile>) -> Result<(), Failure> {
+/// Prints the report (a table, or JSON with `--json`; nothing when an
+/// export takes stdout) and writes `--output` and the exports.
+pub fn emit(
+    args: &BatchArgs,
+    report: &BatchReport,
+    output: Option<&OutputFile>,
+    exports: &Exports,
+) -> Result<(), Failure> {
     let json = serde_json::to_string_pretty(report)
         .map_err(|e| Failure::Run(format!("cannot encode the batch report as JSON: {e}")))?;
     if let Some(output) = output {
         output.write(format!("{json}\n").as_bytes())?;
     }
-    if args.json {
+    if !exports.is_empty() {
+        exports.write(&crate::export_sheets::batch(report))?;
+    }
+    if exports.takes_stdout() {
+        // The export stands in for the table.
+    } else if args.json {
         json_outln(&json);
     } else {
         out(&render::table(report));

@@ -23,6 +23,7 @@ use storage_platform::uevent::{Uevents, Woken};
 use storage_scoring::batch::Card;
 
 use super::card::Steps;
+use crate::export::Exports;
 use crate::outputs::OutputFile;
 use crate::terminal::errln;
 use crate::{BatchArgs, Failure};
@@ -36,6 +37,7 @@ pub fn station(args: &BatchArgs, roots: &Roots) -> Result<(), Failure> {
     let require = super::checked_require(args)?;
     let output = args.output.as_deref().map(|path| OutputFile::prepare(path, "--output")).transpose()?;
     let html = args.html.as_deref().map(|path| OutputFile::prepare(path, "--html")).transpose()?;
+    let exports = Exports::prepare(&args.export, args.json)?;
     super::check_devices(&args.devices)?;
     if args.destructive && !args.yes {
         return Err(Failure::Refused(
@@ -66,7 +68,7 @@ pub fn station(args: &BatchArgs, roots: &Roots) -> Result<(), Failure> {
         for (device, seen) in std::mem::take(&mut queue) {
             let card = test_one(&device, seen, &steps);
             cards.push(card);
-            save(args, &created, &cards, output.as_ref(), html.as_ref())?;
+            save(args, &created, &cards, output.as_ref(), html.as_ref(), &exports)?;
             errln("station: waiting for the next card");
         }
         let seen = match &uevents {
@@ -90,8 +92,10 @@ pub fn station(args: &BatchArgs, roots: &Roots) -> Result<(), Failure> {
         // Media gone: what comes next in that place is a new card.
         known = now;
     }
-    let report = save(args, &created, &cards, output.as_ref(), html.as_ref())?;
-    if args.json {
+    let report = save(args, &created, &cards, output.as_ref(), html.as_ref(), &exports)?;
+    if exports.takes_stdout() {
+        exports.write(&crate::export_sheets::batch(&report))?;
+    } else if args.json {
         crate::terminal::json_outln(
             &serde_json::to_string_pretty(&report)
                 .map_err(|e| Failure::Run(format!("cannot encode the batch report as JSON: {e}")))?,
@@ -132,13 +136,14 @@ fn test_one(device: &str, seen: Seen, steps: &Steps<'_>) -> Card {
     card
 }
 
-/// The report so far, written to `--output` and `--html`.
+/// The report so far, written to `--output`, `--html` and the exports' files.
 fn save(
     args: &BatchArgs,
     created: &str,
     cards: &[Card],
     output: Option<&OutputFile>,
     html: Option<&OutputFile>,
+    exports: &Exports,
 ) -> Result<storage_scoring::batch::BatchReport, Failure> {
     let report = super::assemble(args, created.to_owned(), cards.to_vec());
     if let Some(output) = output {
@@ -149,6 +154,7 @@ fn save(
     if let Some(html) = html {
         html.write(storage_report::batch_page::render(&report).as_bytes())?;
     }
+    exports.write_files(&crate::export_sheets::batch(&report))?;
     Ok(report)
 }
 

@@ -38,6 +38,9 @@ pub struct Installation {
     /// `…/storage-score` under the user's data directory: reports saved by
     /// `run --submit` without `--output`.
     pub data_dir: PathBuf,
+    /// `…/storage-score` under the user's state directory: receipts of
+    /// reports whose own directory cannot be written (`upload/place.rs`).
+    pub state_dir: PathBuf,
     /// Host and user names that must not leave the machine.
     pub personal: Vec<String>,
 }
@@ -82,12 +85,12 @@ impl Installation {
         // the user database.
         let sudo_uid = env("SUDO_UID").and_then(|v| v.parse::<u32>().ok()).filter(|&uid| uid != 0);
         let invoker = sudo_uid.filter(|_| facts.euid == 0).and_then(|uid| Some((uid, (facts.user)(uid)?)));
-        let (user, config, data) = match invoker {
+        let (user, config, data, state) = match invoker {
             Some((uid, (name, home, primary_gid))) => {
                 personal.push(name);
                 let gid = env("SUDO_GID").and_then(|v| v.parse().ok()).unwrap_or(primary_gid);
                 let who = Some(Identity { uid, gid });
-                (who, home.join(".config"), home.join(".local/share"))
+                (who, home.join(".config"), home.join(".local/share"), home.join(".local/state"))
             }
             None => {
                 let home = env("HOME").and_then(absolute).or_else(|| (facts.user)(facts.euid).map(|(_, home, _)| home));
@@ -95,11 +98,13 @@ impl Installation {
                     env("XDG_CONFIG_HOME").and_then(absolute).or_else(|| home.as_ref().map(|h| h.join(".config")));
                 let data =
                     env("XDG_DATA_HOME").and_then(absolute).or_else(|| home.as_ref().map(|h| h.join(".local/share")));
-                match (config, data) {
-                    (Some(config), Some(data)) => (None, config, data),
+                let state =
+                    env("XDG_STATE_HOME").and_then(absolute).or_else(|| home.as_ref().map(|h| h.join(".local/state")));
+                match (config, data, state) {
+                    (Some(config), Some(data), Some(state)) => (None, config, data, state),
                     _ => {
                         return Err(
-                            "cannot find a home directory for the upload salt: set HOME (or XDG_CONFIG_HOME and XDG_DATA_HOME)"
+                            "cannot find a home directory for the upload salt: set HOME (or XDG_CONFIG_HOME, XDG_DATA_HOME and XDG_STATE_HOME)"
                                 .to_owned(),
                         );
                     }
@@ -112,6 +117,7 @@ impl Installation {
             user,
             config_dir: config.join("storage-score"),
             data_dir: data.join("storage-score"),
+            state_dir: state.join("storage-score"),
             personal,
         })
     }
@@ -196,19 +202,6 @@ pub fn read_report_bytes(who: FsIdentity, path: &Path) -> io::Result<Vec<u8>> {
     safe_fs::as_identity(who, || safe_fs::read_file(path, REPORT_LIMIT))
 }
 
-/// Reads a file this tool wrote beside a report (a receipt) as `who`: not
-/// followed if it is a link, a regular file, small. `Ok(None)` when absent.
-pub fn read_beside(who: FsIdentity, path: &Path) -> io::Result<Option<Vec<u8>>> {
-    safe_fs::as_identity(who, || {
-        let (dir, name) = safe_fs::split(path)?;
-        match Dir::open(&dir)?.read(&name, SMALL_LIMIT) {
-            Ok(bytes) => Ok(Some(bytes)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
-    })
-}
-
 /// Writes `bytes` to `path` whole or not at all, as `who`: a fresh
 /// `O_EXCL | O_NOFOLLOW` name in the directory (opened without following a
 /// link), fsync, then rename, which replaces a link rather than writing
@@ -247,6 +240,7 @@ mod tests {
         assert_eq!(found.user, None);
         assert_eq!(found.config_dir, PathBuf::from("/home/alice/.config/storage-score"));
         assert_eq!(found.data_dir, PathBuf::from("/home/alice/.local/share/storage-score"));
+        assert_eq!(found.state_dir, PathBuf::from("/home/alice/.local/state/storage-score"));
         assert_eq!(found.personal, ["alice", "alice-laptop", "alice-laptop.lan"]);
         let xdg = locate(1000, &[("HOME", "/home/alice"), ("XDG_CONFIG_HOME", "/cfg"), ("XDG_DATA_HOME", "rel")], None);
         let xdg = xdg.unwrap();
@@ -262,6 +256,7 @@ mod tests {
         let found = locate(0, &vars, Some("vm")).unwrap();
         assert_eq!(found.user, Some(Identity { uid: 1000, gid: 1000 }));
         assert_eq!(found.config_dir, PathBuf::from("/home/alice/.config/storage-score"));
+        assert_eq!(found.state_dir, PathBuf::from("/home/alice/.local/state/storage-score"));
         assert!(found.personal.contains(&"alice".to_owned()));
         // SUDO_UID without root (a leftover variable in a user's shell) changes nothing.
         let leftover = locate(1000, &[("HOME", "/home/alice"), ("SUDO_UID", "1000")], None).unwrap();

@@ -11,19 +11,21 @@
 mod client;
 pub(crate) mod installation;
 mod payload;
+mod place;
 pub(crate) mod retry;
 mod wear;
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use storage_scoring::schema::Report;
 
 use crate::{Failure, RunArgs, SubmitArgs};
 use client::{Accepted, Client, SendError};
-use installation::{FsIdentity, Installation, read_beside, read_report_bytes, write_atomically, writer_beside};
-use payload::{Receipt, SummaryContext, beside, clean_label, idempotency_key, prepare, report_digest, summary};
+use installation::{FsIdentity, Installation, read_report_bytes, write_atomically, writer_beside};
+use payload::{Receipt, SummaryContext, clean_label, idempotency_key, prepare, report_digest, summary};
+use place::Place;
 use retry::Policy;
 
 /// The environment variable naming the leaderboard when no URL is given.
@@ -110,7 +112,7 @@ pub fn keep_report(json: &str, report: &Report) -> Result<PathBuf, Failure> {
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
         .collect::<String>();
-    let path = dir.join(format!("{}-{disk}.json", timestamp(SystemTime::now())));
+    let path = dir.join(format!("{}-{disk}.json", crate::history::time::compact(SystemTime::now())));
     installation::make_dir(inst.user, &dir)
         .and_then(|()| write_atomically(inst.user, &path, format!("{json}\n").as_bytes(), 0o644))
         .map_err(|e| {
@@ -140,9 +142,13 @@ pub fn send_saved(path: &Path, upload: &Upload, channel: Channel) -> Result<(), 
     }
     let inst = Installation::discover().map_err(Failure::Run)?;
     let salt = inst.salt().map_err(Failure::Run)?;
-    let receipt_path = beside(&path, "receipt");
-    let payload_path = beside(&path, "upload");
-    let mut receipt = load_receipt(owner, &receipt_path)?;
+    // Beside the report, or the state directory when that cannot be written.
+    let place = Place::for_report(&path, &inst).map_err(Failure::Run)?;
+    if let Some(moved) = &place.moved {
+        channel.say(&format!("note: {moved}"));
+    }
+    let (receipt_path, payload_path) = (place.receipt.clone(), place.payload.clone());
+    let mut receipt = load_receipt(&place)?;
     let digest = report_digest(&bytes);
     let key = receipt.key_for(&digest).map(str::to_owned).unwrap_or_else(|| idempotency_key(&salt, &bytes));
     let endpoint = format!("{}/api/v1/results", upload.base);
@@ -170,7 +176,7 @@ pub fn send_saved(path: &Path, upload: &Upload, channel: Channel) -> Result<(), 
         }
     };
     let payload = payload::Payload { report, body };
-    write_atomically(owner, &payload_path, &payload.body, 0o644).map_err(|e| {
+    place.write(&payload_path, &payload.body, 0o644).map_err(|e| {
         Failure::Run(format!(
             "cannot write the payload beside the report ({}: {e}); copy the report into a directory you can write to",
             payload_path.display()
@@ -183,7 +189,7 @@ pub fn send_saved(path: &Path, upload: &Upload, channel: Channel) -> Result<(), 
     // The key is on disk before the first byte leaves: whatever happens
     // next, a later submit of this report reuses it.
     receipt.entry(&upload.base, &digest, &key);
-    save_receipt(owner, &receipt_path, &receipt)?;
+    save_receipt(&place, &receipt)?;
     let client = Client::new(upload.timeout, Policy::default()).map_err(Failure::Run)?;
     let earlier = receipt.entry(&upload.base, &digest, &key).url.clone();
     let sent = client.submit(&endpoint, &key, &payload.body, &mut |note| channel.say(note));
@@ -193,7 +199,7 @@ pub fn send_saved(path: &Path, upload: &Upload, channel: Channel) -> Result<(), 
         let entry = receipt.entry(&upload.base, &digest, &key);
         if entry.id.is_none() {
             entry.status = payload::NOT_SENT.to_owned();
-            let _ = save_receipt(owner, &receipt_path, &receipt);
+            let _ = save_receipt(&place, &receipt);
         }
     }
     let accepted = sent.map_err(|e| match (e, earlier) {
@@ -211,7 +217,7 @@ pub fn send_saved(path: &Path, upload: &Upload, channel: Channel) -> Result<(), 
     let entry = receipt.entry(&upload.base, &digest, &key);
     let had_token = entry.delete_token.is_some();
     record(entry, &accepted, &result_url);
-    let kept = save_receipt(owner, &receipt_path, &receipt);
+    let kept = save_receipt(&place, &receipt);
     channel.say(&accepted_lines(&accepted, &result_url, &payload.report, &path, &receipt_path, had_token));
     if let Err(e) = kept {
         // Sent and stored: not a failure, but the token must not be lost unseen.
@@ -247,8 +253,9 @@ fn read_report(owner: FsIdentity, path: &Path) -> Result<(Vec<u8>, Parsed), Fail
     Ok((bytes, Parsed::Run(Box::new(report))))
 }
 
-fn load_receipt(owner: FsIdentity, path: &Path) -> Result<Receipt, Failure> {
-    match read_beside(owner, path) {
+fn load_receipt(place: &Place) -> Result<Receipt, Failure> {
+    let path = &place.receipt;
+    match place.read_receipt() {
         Ok(Some(bytes)) => serde_json::from_slice(&bytes).map_err(|e| {
             Failure::Run(format!(
                 "{} is not a receipt this tool wrote ({e}); move it away (it may hold a delete token) and try again",
@@ -272,14 +279,14 @@ fn warn_if_clear_text(channel: Channel, base: &str, what: &str) {
     }
 }
 
-fn save_receipt(owner: installation::FsIdentity, path: &Path, receipt: &Receipt) -> Result<(), Failure> {
+fn save_receipt(place: &Place, receipt: &Receipt) -> Result<(), Failure> {
     let mut json = serde_json::to_vec_pretty(receipt).expect("a receipt always serializes");
     json.push(b'\n');
     // 0600: the delete tokens in it are secrets.
-    write_atomically(owner, path, &json, 0o600).map_err(|e| {
+    place.write(&place.receipt, &json, 0o600).map_err(|e| {
         Failure::Run(format!(
             "cannot write the receipt {}: {e}; copy the report into a directory you can write to",
-            path.display()
+            place.receipt.display()
         ))
     })
 }
@@ -367,8 +374,11 @@ fn accepted_lines(
             receipt_path.display(),
             client::one_line(token, 200)
         )),
-        (None, true) => lines.push(format!("already sent before; `{delete_command}` removes the result")),
-        (None, false) => {}
+        (None, true) => lines.push(format!(
+            "already sent before (receipt: {}); `{delete_command}` removes the result",
+            receipt_path.display()
+        )),
+        (None, false) => lines.push(format!("receipt: {}", receipt_path.display())),
     }
     lines.join("\n")
 }
@@ -390,16 +400,17 @@ fn standing_line(score: u64, standing: &client::Standing) -> String {
 /// in the receipt.
 fn delete(args: &SubmitArgs) -> Result<(), Failure> {
     let path = std::path::absolute(&args.report).unwrap_or_else(|_| args.report.clone());
-    let receipt_path = beside(&path, "receipt");
-    let owner = writer_beside(&path);
+    let inst = Installation::discover().map_err(Failure::Run)?;
+    let place = Place::for_report(&path, &inst).map_err(Failure::Run)?;
+    let receipt_path = place.receipt.clone();
     if std::fs::symlink_metadata(&receipt_path).is_err() {
         return Err(Failure::Usage(format!(
-            "no receipt beside {} ({}): nothing was sent from it here, so there is no delete token",
+            "no receipt of {} ({}): nothing was sent from it here, so there is no delete token",
             path.display(),
             receipt_path.display()
         )));
     }
-    let mut receipt = load_receipt(owner, &receipt_path)?;
+    let mut receipt = load_receipt(&place)?;
     let wanted = args.url.as_deref().filter(|u| !u.trim().is_empty()).map(|u| leaderboard_base(Some(u))).transpose()?;
     let candidates: Vec<usize> = (0..receipt.submissions.len())
         .filter(|&i| {
@@ -449,7 +460,7 @@ fn delete(args: &SubmitArgs) -> Result<(), Failure> {
     let target = &mut receipt.submissions[at];
     target.status = "deleted".to_owned();
     target.delete_token = None;
-    save_receipt(owner, &receipt_path, &receipt)?;
+    save_receipt(&place, &receipt)?;
     let shown = entry.url.unwrap_or(endpoint);
     Channel::Stdout.say(&if status == 404 { format!("already gone: {shown}") } else { format!("deleted: {shown}") });
     Ok(())
@@ -604,14 +615,6 @@ fn shell_quote(text: &str) -> String {
     }
 }
 
-/// `20261101-173605` (UTC), for names of kept reports.
-fn timestamp(now: SystemTime) -> String {
-    let secs = now.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
-    let (y, m, d) = retry::civil_from_days((secs / 86_400) as i64);
-    let t = secs % 86_400;
-    format!("{y:04}{m:02}{d:02}-{:02}{:02}{:02}", t / 3600, t / 60 % 60, t % 60)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -687,10 +690,5 @@ mod tests {
         );
         let alone = client::Standing { group_submitters: 1, percentile: 0, median_score: 1164, board: None };
         assert_eq!(standing_line(1164, &alone), "score 1164: the first submitter with this card (median 1164)");
-    }
-
-    #[test]
-    fn kept_reports_are_named_by_utc_time() {
-        assert_eq!(timestamp(UNIX_EPOCH + Duration::from_secs(784_111_777)), "19941106-084937");
     }
 }

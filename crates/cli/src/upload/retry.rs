@@ -10,7 +10,7 @@
 //! a terminal should rather be told to send later. Every retry reuses the
 //! same Idempotency-Key, so none can store a second copy.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 /// How many attempts, and how long between them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,60 +83,16 @@ impl Policy {
 }
 
 /// A `Retry-After` value (RFC 9110 §10.2.3): delay-seconds, or an
-/// HTTP-date (the IMF-fixdate form, `Sun, 06 Nov 1994 08:49:37 GMT`). A date
-/// in the past means now. `None` for anything else.
+/// HTTP-date (`Sun, 06 Nov 1994 08:49:37 GMT`, or the two obsolete forms
+/// a recipient must still read). A date in the past means now. `None` for
+/// anything else.
 pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim();
     if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
         return Some(Duration::from_secs(value.parse().unwrap_or(u64::MAX)));
     }
-    let at = parse_imf_fixdate(value)?;
+    let at = httpdate::parse_http_date(value).ok()?;
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
-}
-
-/// `Sun, 06 Nov 1994 08:49:37 GMT` → that instant.
-fn parse_imf_fixdate(value: &str) -> Option<SystemTime> {
-    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
-    let rest = value.split_once(", ")?.1;
-    let parts: Vec<&str> = rest.split(' ').collect();
-    let [day, month, year, time, "GMT"] = parts.as_slice() else { return None };
-    let day: u32 = day.parse().ok().filter(|d| (1..=31).contains(d))?;
-    let month = MONTHS.iter().position(|m| m == month)? as u32 + 1;
-    let year: i64 = year.parse().ok().filter(|y| (1970..=9999).contains(y))?;
-    let hms: Vec<u64> = time.split(':').map(|p| p.parse().ok()).collect::<Option<_>>()?;
-    let [h, m, s] = hms.as_slice() else { return None };
-    if *h > 23 || *m > 59 || *s > 60 {
-        return None;
-    }
-    let days = u64::try_from(days_from_civil(year, month, day)).ok()?;
-    Some(UNIX_EPOCH + Duration::from_secs(days * 86_400 + h * 3600 + m * 60 + s))
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (the well-known
-/// era-based conversion: 400-year eras of 146 097 days, years counted from
-/// March so that the leap day comes last).
-pub fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let year_of_era = year - era * 400;
-    let month_from_march = (i64::from(month) + 9) % 12;
-    let day_of_year = (153 * month_from_march + 2) / 5 + i64::from(day) - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    era * 146_097 + day_of_era - 719_468
-}
-
-/// The inverse of [`days_from_civil`]: (year, month, day).
-pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let days = days + 719_468;
-    let era = days.div_euclid(146_097);
-    let day_of_era = days - era * 146_097;
-    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_from_march = (5 * day_of_year + 2) / 153;
-    let day = (day_of_year - (153 * month_from_march + 2) / 5 + 1) as u32;
-    let month = if month_from_march < 10 { month_from_march + 3 } else { month_from_march - 9 } as u32;
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    (year, month, day)
 }
 
 #[cfg(test)]
@@ -183,25 +139,17 @@ mod tests {
 
     #[test]
     fn retry_after_takes_seconds_or_an_http_date() {
-        let now = UNIX_EPOCH + Duration::from_secs(784_111_777); // Sun, 06 Nov 1994 08:49:37 GMT
+        let now = std::time::UNIX_EPOCH + Duration::from_secs(784_111_777); // Sun, 06 Nov 1994 08:49:37 GMT
         assert_eq!(parse_retry_after("120", now), Some(Duration::from_secs(120)));
         assert_eq!(parse_retry_after(" 0 ", now), Some(Duration::ZERO));
         assert_eq!(parse_retry_after("Sun, 06 Nov 1994 08:51:37 GMT", now), Some(Duration::from_secs(120)));
         assert_eq!(parse_retry_after("Sun, 06 Nov 1994 08:00:00 GMT", now), Some(Duration::ZERO));
+        // The obsolete RFC 850 and asctime forms.
+        assert_eq!(parse_retry_after("Sunday, 06-Nov-94 08:51:37 GMT", now), Some(Duration::from_secs(120)));
+        assert_eq!(parse_retry_after("Sun Nov  6 08:51:37 1994", now), Some(Duration::from_secs(120)));
         assert_eq!(parse_retry_after("99999999999999999999999", now), Some(Duration::from_secs(u64::MAX)));
         for junk in ["", "-1", "1.5", "soon", "Sun, 06 Nov 1994 08:49:37 PST", "Sun, 32 Nov 1994 08:49:37 GMT"] {
             assert_eq!(parse_retry_after(junk, now), None, "{junk:?}");
-        }
-    }
-
-    #[test]
-    fn civil_dates_round_trip() {
-        assert_eq!(days_from_civil(1970, 1, 1), 0);
-        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
-        for days in (-800_000..800_000).step_by(997) {
-            let (y, m, d) = civil_from_days(days);
-            assert_eq!(days_from_civil(y, m, d), days);
         }
     }
 }

@@ -364,26 +364,22 @@ pub fn note_json(note: Option<&ModerationNote>) -> Option<String> {
     note.map(|n| serde_json::json!({"action": n.action, "reason": n.reason}).to_string())
 }
 
-/// `YYYY-MM-DD` of a Unix time (UTC), from the civil-from-days algorithm
-/// (Howard Hinnant's public-domain date algorithms).
+/// `YYYY-MM-DD` of a Unix time (UTC).
 pub fn date_of(unix: i64) -> String {
-    let days = unix.div_euclid(86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}")
+    format_utc(unix, time::macros::format_description!("[year]-[month]-[day]"))
 }
 
 /// `YYYY-MM-DD HH:MM UTC`.
 pub fn datetime_of(unix: i64) -> String {
-    let secs = unix.rem_euclid(86_400);
-    format!("{} {:02}:{:02} UTC", date_of(unix), secs / 3600, secs % 3600 / 60)
+    format_utc(unix, time::macros::format_description!("[year]-[month]-[day] [hour]:[minute] UTC"))
+}
+
+/// A Unix time in UTC as `format` lays it out; times past what a date can
+/// hold (years beyond ±9999, only in a hostile row) show as the nearest.
+fn format_utc(unix: i64, format: &[time::format_description::BorrowedFormatItem<'_>]) -> String {
+    let bound = if unix < 0 { time::PrimitiveDateTime::MIN } else { time::PrimitiveDateTime::MAX };
+    let at = time::OffsetDateTime::from_unix_timestamp(unix).unwrap_or(bound.assume_utc());
+    at.format(format).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -395,6 +391,8 @@ mod tests {
         assert_eq!(date_of(0), "1970-01-01");
         assert_eq!(date_of(951_782_400), "2000-02-29");
         assert_eq!(datetime_of(1_795_000_000), "2026-11-18 11:06 UTC");
+        assert_eq!(date_of(i64::MAX), "9999-12-31");
+        assert_eq!(date_of(i64::MIN), "-9999-01-01");
     }
 
     #[test]
