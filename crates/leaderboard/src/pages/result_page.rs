@@ -88,7 +88,7 @@ pub async fn result<S: Storage>(State(app): State<Arc<App<S>>>, Path(id): Path<S
 
 /// Every figure with its latency percentiles, and the tests skipped.
 fn figures(report: &Report) -> Markup {
-    let measurements = report.measurements.clone().unwrap_or_default();
+    let measurements = report.measurements.unwrap_or_default();
     let cell = |v: Option<f64>| v.map(figure).unwrap_or_default();
     html! {
         h3 { "Figures" }
