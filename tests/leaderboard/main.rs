@@ -20,6 +20,8 @@ mod browser;
 mod fair;
 /// The held rule against bursts, with the server's clock moved.
 mod held;
+/// No page lets a hostile string through as markup.
+mod pages_escape;
 /// A determined spammer's networks.
 mod spam;
 /// Endurance and power-loss results on the API and pages.

@@ -4,15 +4,15 @@
 //! its CID's; its fields are its submitters' majority.
 
 use std::collections::HashMap;
-use std::fmt::Write;
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::Response;
+use maud::{Markup, PreEscaped, html};
 use storage_report::plot::strip::{StripPlot, StripRow};
 
 use super::figure_text;
-use super::{error_page, esc, layout};
+use super::{error_page, layout};
 use crate::App;
 use crate::card::format_capacity;
 use crate::error::ApiError;
@@ -50,20 +50,9 @@ pub async fn card<S: Storage>(State(app): State<Arc<App<S>>>, Path(key): Path<St
     };
     let card = &data.card;
     let name = data.name.clone();
-    let mut body = String::new();
-    let _ = write!(body, "<h2 id=\"card-name\">{}</h2>", esc(&name));
-    if data.label.is_some() {
-        let _ = write!(
-            body,
-            "<p class=\"muted\">{}: the name on the label that its submitters agree on.</p>",
-            esc(&card.display_name())
-        );
-    }
-
-    body.push_str("<div class=\"scroll\"><table class=\"facts\">");
     let mid = card.manufacturer_id.map(|m| format!("0x{m:02x} ({m})")).unwrap_or_default();
     let capacity = card.capacity_bytes.map(|c| format!("{} ({c} bytes)", format_capacity(c))).unwrap_or_default();
-    for (label, value) in [
+    let facts = [
         ("Kind", card.kind.as_str()),
         ("Manufacturer ID", mid.as_str()),
         ("Manufacturer", card.manufacturer.as_deref().unwrap_or("")),
@@ -72,16 +61,25 @@ pub async fn card<S: Storage>(State(app): State<Arc<App<S>>>, Path(key): Path<St
         ("Revision", card.product_revision.as_str()),
         ("Capacity", capacity.as_str()),
         ("Claimed class (most submitters' SSR)", card.class_label.as_deref().unwrap_or("")),
-    ] {
-        if !value.is_empty() {
-            let _ = write!(body, "<tr><th>{label}</th><td>{}</td></tr>", esc(value));
+    ];
+    let head = html! {
+        h2 #card-name { (name) }
+        @if data.label.is_some() {
+            p.muted { (card.display_name()) ": the name on the label that its submitters agree on." }
         }
-    }
-    body.push_str("</table></div>");
+        div.scroll { table.facts {
+            @for (label, value) in facts {
+                @if !value.is_empty() { tr { th { (label) } td { (value) } } }
+            }
+        } }
+    };
     if data.rows.is_empty() && data.points.is_empty() && data.flagged.is_empty() && data.held.is_empty() {
-        body.push_str("<p id=\"no-runs\">No benchmark runs of this card yet.</p>");
-        super::card_wear::sections(&mut body, &wear);
-        return Html(layout(&name, &body)).into_response();
+        let body = html! {
+            (head)
+            p #no-runs { "No benchmark runs of this card yet." }
+            (super::card_wear::sections(&wear))
+        };
+        return layout(&name, body);
     }
 
     // The strip plot: one row per board and bus mode.
@@ -118,66 +116,86 @@ pub async fn card<S: Storage>(State(app): State<Arc<App<S>>>, Path(key): Path<St
             })
             .collect(),
     };
-    let _ = write!(body, "<figure id=\"strip-plot\">{}</figure>", plot.render(1000.0));
+    let kinds = super::published::kinds_of(&card.kind);
+    let published: Vec<_> = app.reference.iter().filter(|r| kinds.contains(&r.kind.as_str())).collect();
+    let body = html! {
+        (head)
+        // The SVG is storage-report's own drawing: numbers it formats and
+        // text it escapes itself (its test `draws_every_point_and_escapes_labels`).
+        figure #strip-plot { (PreEscaped(plot.render(1000.0))) }
+        (rows_table(&shown))
+        @if !few.is_empty() {
+            p.muted #few-rows {
+                "And " (few.len()) " more boards or bus modes with fewer than " (MIN_RANKED_SUBMITTERS)
+                " networks each (" (few.iter().map(|r| r.samples).sum::<i64>()) " results), not shown."
+            }
+        }
+        @if data.rows.is_empty() {
+            p { "No public results: every result of this card is flagged (see below)." }
+        }
+        h3 { "Claimed vs measured classes" }
+        div.scroll { table #classes {
+            thead { tr { th { "Claimed (from the card's SSR)" } th { "Measured" } th.n { "Networks" } } }
+            tbody {
+                @for (claimed, measured, count) in &data.classes {
+                    tr {
+                        td { (if claimed.is_empty() { "none claimed" } else { claimed }) }
+                        td { (if measured.is_empty() { "not measured" } else { measured }) }
+                        td.n { (count) }
+                    }
+                }
+            }
+        } }
+        (super::card_wear::sections(&wear))
+        h3 { "Recent results" }
+        p.muted { "The newest of each network." }
+        ul #recent {
+            @for point in data.points.iter().take(LISTED) {
+                li {
+                    a href={ "/results/" (point.id) } { "result " (point.id) }
+                    ": score " (point.score) ", " (date_of(point.created_at)) (more_text(point.more))
+                }
+            }
+        }
+        (listed(&data))
+        (super::published::section(&published, &format!("of the same kind ({})", card.kind)))
+    };
+    layout(&name, body)
+}
 
-    body.push_str("<h3>By board and bus mode</h3><div class=\"scroll\"><table id=\"rows\"><thead><tr><th>Board</th><th class=\"n\">Median score</th><th class=\"n\">Random write IOPS</th><th class=\"n wide\">Random read IOPS</th><th class=\"n wide\">Seq. write MB/s</th><th class=\"n wide\">p10–p90</th><th class=\"n\">Networks</th><th class=\"n wide\">Results</th><th class=\"wide\">Latest</th></tr></thead><tbody>");
-    for row in &shown {
-        let f = &row.median_figures;
-        let _ = write!(
-            body,
-            "<tr><td>{}<span class=\"sub\">{} · {}</span></td><td class=\"n score\">{}</td><td class=\"n\">{}</td><td class=\"n wide\">{}</td><td class=\"n wide\">{}</td><td class=\"n wide\">{}–{}</td><td class=\"n\">{}</td><td class=\"n wide\">{}</td><td class=\"wide\">{}</td></tr>",
-            esc(&row.board),
-            esc(&row.bus),
-            esc(&row.formula),
-            row.median_score,
-            figure_text(f.rand_write_4k_qd64_iops),
-            figure_text(f.rand_read_4k_qd64_iops),
-            figure_text(f.seq_write_mb_s),
-            row.p10_score,
-            row.p90_score,
-            if row.held > 0 { format!("{} (+{} held)", row.submitters, row.held) } else { row.submitters.to_string() },
-            row.samples,
-            esc(&row.latest),
-        );
+/// The table of the rows shown, one per board and bus mode.
+fn rows_table(shown: &[&Row]) -> Markup {
+    html! {
+        h3 { "By board and bus mode" }
+        div.scroll { table #rows {
+            thead { tr {
+                th { "Board" } th.n { "Median score" } th.n { "Random write IOPS" } th.n.wide { "Random read IOPS" }
+                th.n.wide { "Seq. write MB/s" } th.n.wide { "p10–p90" } th.n { "Networks" } th.n.wide { "Results" }
+                th.wide { "Latest" }
+            } }
+            tbody {
+                @for row in shown {
+                    @let f = &row.median_figures;
+                    tr {
+                        td { (row.board) span.sub { (row.bus) " · " (row.formula) } }
+                        td.n.score { (row.median_score) }
+                        td.n { (figure_text(f.rand_write_4k_qd64_iops)) }
+                        td.n.wide { (figure_text(f.rand_read_4k_qd64_iops)) }
+                        td.n.wide { (figure_text(f.seq_write_mb_s)) }
+                        td.n.wide { (row.p10_score) "–" (row.p90_score) }
+                        td.n { (row.submitters) @if row.held > 0 { " (+" (row.held) " held)" } }
+                        td.n.wide { (row.samples) }
+                        td.wide { (row.latest) }
+                    }
+                }
+            }
+        } }
     }
-    body.push_str("</tbody></table></div>");
-    if !few.is_empty() {
-        let results: i64 = few.iter().map(|r| r.samples).sum();
-        let _ = write!(
-            body,
-            "<p class=\"muted\" id=\"few-rows\">And {} more boards or bus modes with fewer than {MIN_RANKED_SUBMITTERS} networks each ({results} results), not shown.</p>",
-            few.len()
-        );
-    }
-    if data.rows.is_empty() {
-        body.push_str("<p>No public results: every result of this card is flagged (see below).</p>");
-    }
+}
 
-    body.push_str("<h3>Claimed vs measured classes</h3><div class=\"scroll\"><table id=\"classes\"><thead><tr><th>Claimed (from the card's SSR)</th><th>Measured</th><th class=\"n\">Networks</th></tr></thead><tbody>");
-    for (claimed, measured, count) in &data.classes {
-        let _ = write!(
-            body,
-            "<tr><td>{}</td><td>{}</td><td class=\"n\">{count}</td></tr>",
-            esc(if claimed.is_empty() { "none claimed" } else { claimed }),
-            esc(if measured.is_empty() { "not measured" } else { measured })
-        );
-    }
-    body.push_str("</tbody></table></div>");
-    super::card_wear::sections(&mut body, &wear);
-
-    body.push_str("<h3>Recent results</h3><p class=\"muted\">The newest of each network.</p><ul id=\"recent\">");
-    for point in data.points.iter().take(LISTED) {
-        let _ = write!(
-            body,
-            "<li><a href=\"/results/{0}\">result {0}</a>: score {1}, {2}{3}</li>",
-            point.id,
-            point.score,
-            date_of(point.created_at),
-            more_text(point.more)
-        );
-    }
-    body.push_str("</ul>");
-    for (id, title, what, listed) in [
+/// The held and the flagged results, each list when it has any.
+fn listed(data: &CardData) -> Markup {
+    let lists = [
         (
             "held",
             "Held results (not counted)",
@@ -185,28 +203,21 @@ pub async fn card<S: Storage>(State(app): State<Arc<App<S>>>, Path(key): Path<St
             &data.held,
         ),
         ("flagged", "Flagged results (not ranked)", "", &data.flagged),
-    ] {
-        if listed.is_empty() {
-            continue;
+    ];
+    html! {
+        @for (id, title, what, listed) in lists {
+            @if !listed.is_empty() {
+                h3 { (title) }
+                @if !what.is_empty() { p.muted { (what) } }
+                ul id=(id) {
+                    @for entry in listed.iter() {
+                        li {
+                            a href={ "/results/" (entry.id) } { "result " (entry.id) }
+                            ": " span.flag { (entry.reasons.join("; ")) } (more_text(entry.more))
+                        }
+                    }
+                }
+            }
         }
-        let _ = write!(body, "<h3>{title}</h3>");
-        if !what.is_empty() {
-            let _ = write!(body, "<p class=\"muted\">{what}</p>");
-        }
-        let _ = write!(body, "<ul id=\"{id}\">");
-        for entry in listed {
-            let _ = write!(
-                body,
-                "<li><a href=\"/results/{0}\">result {0}</a>: <span class=\"flag\">{1}</span>{2}</li>",
-                entry.id,
-                esc(&entry.reasons.join("; ")),
-                more_text(entry.more)
-            );
-        }
-        body.push_str("</ul>");
     }
-    let kinds = super::published::kinds_of(&card.kind);
-    let published: Vec<_> = app.reference.iter().filter(|r| kinds.contains(&r.kind.as_str())).collect();
-    super::published::section(&mut body, &published, &format!("of the same kind ({})", card.kind));
-    Html(layout(&name, &body)).into_response()
 }

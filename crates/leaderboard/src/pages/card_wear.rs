@@ -11,22 +11,21 @@
 //!
 //! The figures are the server's own summary of the checked report
 //! (`storage_scoring::wear`), never a number the client sent beside it.
-//! Every string is escaped.
+//! Every string is escaped (maud writes each `(expression)` escaped).
 
-use std::fmt::Write;
-
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::Response;
+use maud::{Markup, html};
 use serde_json::Value;
 use storage_scoring::endurance::Milestone;
 
-use super::{error_page, esc, layout};
+use super::{error_page, layout};
 use crate::store::wear::{StoredWear, WearCard, WearEntry};
 use crate::store::{Status, date_of, datetime_of};
 
 /// Bytes as people read them (`1.23 TB`, decimal units as a card's
 /// capacity is sold), with the exact count in a title.
-fn bytes_text(bytes: u64) -> String {
-    format!("<span title=\"{bytes} bytes\">{}</span>", human_bytes(bytes))
+fn bytes_text(bytes: u64) -> Markup {
+    html! { span title={ (bytes) " bytes" } { (human_bytes(bytes)) } }
 }
 
 /// Three significant digits in B, kB, MB, GB, TB or PB.
@@ -75,93 +74,96 @@ fn stopped_words(stopped: &str, pass: Option<u64>) -> String {
         "ignores-writes" => format!("the card ignored writes{at} (old data read back)"),
         "vanished" => format!("the card vanished{at}"),
         "interrupted" => format!("interrupted{at}"),
-        other => format!("{}{at}", esc(other)),
+        other => format!("{other}{at}"),
     }
 }
 
 /// The link to a result, its date, and its status when not plainly public.
-fn result_cell(e: &WearEntry) -> String {
-    let mut cell = format!(
-        "<a href=\"/results/{0}\">result {0}</a> <span class=\"sub\">{1}{2}</span>",
-        e.id,
-        date_of(e.created_at),
-        more_text(e.more)
-    );
-    if e.status != Status::Public {
-        let _ = write!(cell, "<span class=\"sub flag\">{}</span>", esc(&e.reasons.join("; ")));
+fn result_cell(e: &WearEntry) -> Markup {
+    html! {
+        a href={ "/results/" (e.id) } { "result " (e.id) }
+        " " span.sub { (date_of(e.created_at)) (more_text(e.more)) }
+        @if e.status != Status::Public { span."sub"."flag" { (e.reasons.join("; ")) } }
     }
-    cell
 }
 
 /// One endurance run's milestone cells: `pass N` and the bytes written by then.
-fn milestone_cells(summary: &Value) -> String {
+fn milestone_cells(summary: &Value) -> Markup {
     let reached = summary.get("milestones").and_then(Value::as_array).cloned().unwrap_or_default();
-    let mut cells = String::new();
-    for (i, m) in Milestone::ALL.iter().enumerate() {
-        let wide = if i > 1 { " wide" } else { "" };
-        match reached.iter().find(|r| text(r, "milestone") == m.as_str()) {
-            Some(r) => {
-                let _ = write!(
-                    cells,
-                    "<td class=\"n{wide}\">{}<span class=\"sub\">pass {}</span></td>",
-                    bytes_text(number(r, "bytes_written")),
-                    number(r, "pass")
-                );
-            }
-            None => {
-                let _ = write!(cells, "<td class=\"n{wide} muted\">not reached</td>");
+    html! {
+        @for (i, m) in Milestone::ALL.iter().enumerate() {
+            @match reached.iter().find(|r| text(r, "milestone") == m.as_str()) {
+                Some(r) => {
+                    td.n.wide[i > 1] { (bytes_text(number(r, "bytes_written"))) span.sub { "pass " (number(r, "pass")) } }
+                }
+                None => { td.n.wide[i > 1].muted { "not reached" } }
             }
         }
     }
-    cells
 }
 
 /// The Endurance and Power loss sections of a card page (nothing when the
 /// card has no such results).
-pub fn sections(body: &mut String, wear: &WearCard) {
+pub fn sections(wear: &WearCard) -> Markup {
     let endurance: Vec<&WearEntry> = wear.of_schema(storage_scoring::endurance::SCHEMA).collect();
-    if !endurance.is_empty() {
-        body.push_str("<h3 id=\"endurance-title\">Endurance</h3><p class=\"muted\">Whole-card write passes until blocks fail (<code>storage-score endurance</code>): bytes written by the first failed 4 KiB block and by each share of failed blocks, the newest run of each network.</p>");
-        body.push_str("<div class=\"scroll\"><table id=\"endurance\"><thead><tr><th>Run</th><th class=\"n\">First failed block</th><th class=\"n\">1% failed</th><th class=\"n wide\">10%</th><th class=\"n wide\">25%</th><th class=\"n wide\">50%</th><th>Stopped</th><th class=\"n\">Written in all</th></tr></thead><tbody>");
-        for e in &endurance {
-            let s = &e.summary;
-            let pass = s.get("stopped_at_pass").and_then(Value::as_u64);
-            let _ = write!(
-                body,
-                "<tr><td>{}</td>{}<td>{}<span class=\"sub\">{} passes of {}</span></td><td class=\"n\">{}</td></tr>",
-                result_cell(e),
-                milestone_cells(s),
-                stopped_words(text(s, "stopped"), pass),
-                number(s, "passes"),
-                bytes_text(number(s, "surface_bytes")),
-                bytes_text(number(s, "total_written_bytes")),
-            );
-        }
-        body.push_str("</tbody></table></div>");
-    }
     let power: Vec<&WearEntry> = wear.of_schema(storage_scoring::power_loss::SCHEMA).collect();
-    if !power.is_empty() {
-        body.push_str("<h3 id=\"power-loss-title\">Power loss</h3><p class=\"muted\">Power cut with writes in flight (<code>storage-score power-loss</code>): cuts after which the card came back with everything it acknowledged, and what it lost otherwise; the newest run of each network.</p>");
-        body.push_str("<div class=\"scroll\"><table id=\"power-loss\"><thead><tr><th>Run</th><th class=\"n\">Cuts survived</th><th>Verdict</th><th class=\"n\">Lost</th><th class=\"n\">Torn</th><th class=\"n wide\">Misplaced</th><th class=\"n wide\">Damaged</th><th class=\"n wide\">Acknowledged</th></tr></thead><tbody>");
-        for e in &power {
-            let s = &e.summary;
-            let verdict = text(s, "verdict");
-            let class = if verdict == "kept" { "pass" } else { "fail" };
-            let _ = write!(
-                body,
-                "<tr><td>{}</td><td class=\"n score\">{} of {}</td><td class=\"{class}\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n wide\">{}</td><td class=\"n wide\">{}</td><td class=\"n wide\">{}</td></tr>",
-                result_cell(e),
-                number(s, "survived"),
-                number(s, "cycles"),
-                esc(verdict),
-                number(s, "lost"),
-                number(s, "torn"),
-                number(s, "misplaced"),
-                number(s, "damaged"),
-                number(s, "acknowledged"),
-            );
+    html! {
+        @if !endurance.is_empty() {
+            h3 #endurance-title { "Endurance" }
+            p.muted {
+                "Whole-card write passes until blocks fail (" code { "storage-score endurance" } "): bytes written by \
+                 the first failed 4 KiB block and by each share of failed blocks, the newest run of each network."
+            }
+            div.scroll { table #endurance {
+                thead { tr {
+                    th { "Run" } th.n { "First failed block" } th.n { "1% failed" } th.n.wide { "10%" }
+                    th.n.wide { "25%" } th.n.wide { "50%" } th { "Stopped" } th.n { "Written in all" }
+                } }
+                tbody {
+                    @for e in &endurance {
+                        @let s = &e.summary;
+                        tr {
+                            td { (result_cell(e)) }
+                            (milestone_cells(s))
+                            td {
+                                (stopped_words(text(s, "stopped"), s.get("stopped_at_pass").and_then(Value::as_u64)))
+                                span.sub { (number(s, "passes")) " passes of " (bytes_text(number(s, "surface_bytes"))) }
+                            }
+                            td.n { (bytes_text(number(s, "total_written_bytes"))) }
+                        }
+                    }
+                }
+            } }
         }
-        body.push_str("</tbody></table></div>");
+        @if !power.is_empty() {
+            h3 #power-loss-title { "Power loss" }
+            p.muted {
+                "Power cut with writes in flight (" code { "storage-score power-loss" } "): cuts after which the card \
+                 came back with everything it acknowledged, and what it lost otherwise; the newest run of each network."
+            }
+            div.scroll { table #power-loss {
+                thead { tr {
+                    th { "Run" } th.n { "Cuts survived" } th { "Verdict" } th.n { "Lost" } th.n { "Torn" }
+                    th.n.wide { "Misplaced" } th.n.wide { "Damaged" } th.n.wide { "Acknowledged" }
+                } }
+                tbody {
+                    @for e in &power {
+                        @let s = &e.summary;
+                        @let verdict = text(s, "verdict");
+                        tr {
+                            td { (result_cell(e)) }
+                            td.n.score { (number(s, "survived")) " of " (number(s, "cycles")) }
+                            td class=(if verdict == "kept" { "pass" } else { "fail" }) { (verdict) }
+                            td.n { (number(s, "lost")) }
+                            td.n { (number(s, "torn")) }
+                            td.n.wide { (number(s, "misplaced")) }
+                            td.n.wide { (number(s, "damaged")) }
+                            td.n.wide { (number(s, "acknowledged")) }
+                        }
+                    }
+                }
+            } }
+        }
     }
 }
 
@@ -172,19 +174,6 @@ pub fn result_page(stored: &StoredWear) -> Response {
     }
     let name = stored.card.display_name();
     let what = if stored.schema == storage_scoring::endurance::SCHEMA { "Endurance" } else { "Power loss" };
-    let mut body = String::new();
-    let _ = write!(
-        body,
-        "<h2>Result {}: {what} of <a href=\"/cards/{}\">{}</a></h2><p>{} · {}</p>",
-        stored.id,
-        esc(&stored.card_key),
-        esc(&name),
-        esc(stored.status.as_str()),
-        datetime_of(stored.created_at)
-    );
-    if !stored.reasons.is_empty() {
-        let _ = write!(body, "<p class=\"flag\">{}</p>", esc(&stored.reasons.join("; ")));
-    }
     let entry = WearEntry {
         id: stored.id,
         created_at: stored.created_at,
@@ -194,19 +183,22 @@ pub fn result_page(stored: &StoredWear) -> Response {
         summary: serde_json::from_str(&stored.summary_json).unwrap_or_default(),
         more: 0,
     };
-    sections(&mut body, &WearCard { card: Some(stored.card.clone()), entries: vec![entry] });
+    let wear = WearCard { card: Some(stored.card.clone()), entries: vec![entry] };
     let report: Value = serde_json::from_str(&stored.report_json).unwrap_or_default();
-    if let Some(notes) = report.get("notes").and_then(Value::as_array).filter(|n| !n.is_empty()) {
-        body.push_str("<h3>Notes</h3><ul id=\"notes\">");
-        for note in notes.iter().filter_map(Value::as_str) {
-            let _ = write!(body, "<li>{}</li>", esc(note));
+    let notes: Vec<&str> =
+        report.get("notes").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+    let body = html! {
+        h2 { "Result " (stored.id) ": " (what) " of " a href={ "/cards/" (stored.card_key) } { (name) } }
+        p { (stored.status.as_str()) " · " (datetime_of(stored.created_at)) }
+        @if !stored.reasons.is_empty() { p.flag { (stored.reasons.join("; ")) } }
+        (sections(&wear))
+        @if !notes.is_empty() {
+            h3 { "Notes" }
+            ul #notes { @for note in &notes { li { (note) } } }
         }
-        body.push_str("</ul>");
-    }
-    let _ = write!(
-        body,
-        "<p class=\"muted\">The whole report: <a href=\"/api/v1/results/{}\">/api/v1/results/{}</a>.</p>",
-        stored.id, stored.id
-    );
-    Html(layout(&format!("{what} of {name}"), &body)).into_response()
+        p.muted {
+            "The whole report: " a href={ "/api/v1/results/" (stored.id) } { "/api/v1/results/" (stored.id) } "."
+        }
+    };
+    layout(&format!("{what} of {name}"), body)
 }

@@ -3,36 +3,42 @@
 //! figures were measured while the machine was throttled. Shown, never
 //! ranked by.
 
-use std::fmt::Write;
-
+use maud::{Markup, html};
 use storage_scoring::health::HealthStatus;
 use storage_scoring::schema::Report;
 
-use super::esc;
-
 /// `<h3>Health</h3>` and its table; empty when the report carries neither
 /// health nor a throttling record (reports from before `doctor`).
-pub fn section(report: &Report) -> String {
-    let mut out = String::new();
-    let throttled = report.thermal.as_ref().and_then(|t| t.throttled_during);
-    let Some(h) = report.health.as_ref() else {
-        if throttled == Some(true) {
-            out.push_str(THROTTLED);
+pub fn section(report: &Report) -> Markup {
+    let throttled = report.thermal.as_ref().and_then(|t| t.throttled_during) == Some(true);
+    html! {
+        @if let Some(h) = &report.health {
+            h3 { "Health" }
+            @match h.source {
+                None => p #health .muted { "No health source: " (h.why.as_deref().unwrap_or("the device reports none")) },
+                Some(source) => {
+                    // One class attribute (a second is ignored), no inline style (the
+                    // Content-Security-Policy allows only the stylesheet).
+                    table #health .facts .flag[matches!(h.status, Some(HealthStatus::Failing | HealthStatus::Warn))] {
+                        @for (label, value) in rows(h, source) { tr { th { (label) } td { (value) } } }
+                    }
+                }
+            }
         }
-        return out;
-    };
-    out.push_str("<h3>Health</h3>");
-    let Some(source) = h.source else {
-        let _ = write!(
-            out,
-            "<p id=\"health\" class=\"muted\">No health source: {}</p>",
-            esc(h.why.as_deref().unwrap_or("the device reports none"))
-        );
-        if throttled == Some(true) {
-            out.push_str(THROTTLED);
+        @if throttled {
+            p #throttled .flag {
+                "Measured while the machine was throttled or under-volted: the figures say more about its power \
+                 supply or cooling than about the card, and the verdict does not judge them."
+            }
         }
-        return out;
-    };
+    }
+}
+
+/// The health table's rows: what the device reported, in words.
+fn rows(
+    h: &storage_scoring::health::Health,
+    source: storage_scoring::health::HealthSource,
+) -> Vec<(&'static str, String)> {
     let mut rows: Vec<(&str, String)> = vec![("Source", source.as_str().to_owned())];
     if let Some(status) = h.status {
         rows.push(("Status", status.as_str().to_owned()));
@@ -73,26 +79,8 @@ pub fn section(report: &Report) -> String {
     if let Some(eol) = h.pre_eol {
         rows.push(("Pre-EOL", eol.as_str().to_owned()));
     }
-    // One class attribute (a second is ignored), no inline style (the
-    // Content-Security-Policy allows only the stylesheet).
-    let classes = match h.status {
-        Some(HealthStatus::Failing | HealthStatus::Warn) => "facts flag",
-        _ => "facts",
-    };
-    let _ = write!(out, "<table id=\"health\" class=\"{classes}\">");
-    for (label, value) in rows {
-        let _ = write!(out, "<tr><th>{label}</th><td>{}</td></tr>", esc(&value));
-    }
-    out.push_str("</table>");
-    if throttled == Some(true) {
-        out.push_str(THROTTLED);
-    }
-    out
+    rows
 }
-
-const THROTTLED: &str = "<p id=\"throttled\" class=\"flag\">Measured while the machine was throttled or \
-     under-volted: the figures say more about its power supply or cooling than about the card, and the \
-     verdict does not judge them.</p>";
 
 #[cfg(test)]
 mod tests {
@@ -113,13 +101,13 @@ mod tests {
             thermal: Some(Thermal { throttled_during: Some(true), ..Thermal::default() }),
             ..Report::new("0.1.0")
         };
-        let html = section(&report);
+        let html = section(&report).into_string();
         assert!(html.contains("<th>Source</th><td>nvme-smart-log</td>"), "{html}");
         assert!(html.contains("<th>Critical warning</th><td>read-only</td>"), "{html}");
         assert!(html.contains("class=\"flag\""));
         assert!(html.contains("id=\"throttled\""));
         let none = Report { health: Some(Health::none("a <loop> device")), ..Report::new("0.1.0") };
-        assert!(section(&none).contains("No health source: a &lt;loop&gt; device"));
-        assert_eq!(section(&Report::new("0.1.0")), "");
+        assert!(section(&none).into_string().contains("No health source: a &lt;loop&gt; device"));
+        assert_eq!(section(&Report::new("0.1.0")).into_string(), "");
     }
 }

@@ -2,9 +2,11 @@
 //! the leaderboard (`/`), a card (`/cards/{key}`), a result
 //! (`/results/{id}`) and how it all works (`/about`), with one stylesheet
 //! (`/style.css`: no inline style, so the Content-Security-Policy allows
-//! no more than this server's own sheet). Every string that came from a
-//! report or a visitor goes through [`esc`] (storage-report's escaping)
-//! before it is written.
+//! no more than this server's own sheet). The pages are maud templates:
+//! every `(expression)` in them is escaped as it is written, so a string
+//! that came from a report or a visitor cannot become markup. The only
+//! unescaped insertions are `PreEscaped` of this server's own fixed markup,
+//! each with a comment saying why it is safe.
 
 mod about_page;
 mod card_page;
@@ -21,14 +23,9 @@ pub use result_page::result;
 
 use axum::http::{HeaderValue, header};
 use axum::response::{Html, IntoResponse, Response};
-use storage_report::html::escape;
+use maud::{DOCTYPE, Markup, html};
 
 use crate::error::ApiError;
-
-/// Escapes text for HTML.
-pub fn esc(text: &str) -> String {
-    escape(text)
-}
 
 /// The one stylesheet. Narrow screens (a phone at 390 px) drop the columns
 /// one can do without, so that the rank, the card and its median score are
@@ -81,26 +78,40 @@ pub async fn stylesheet() -> Response {
 }
 
 /// A whole page around `body`.
-pub fn layout(title: &str, body: &str) -> String {
-    format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>{} · storage-score leaderboard</title><link rel=\"stylesheet\" href=\"/style.css\"></head><body>\
-         <header><h1><a href=\"/\">storage-score leaderboard</a></h1>\
-         <a href=\"/about\">how it works</a><a class=\"wide\" href=\"/export.csv\">export CSV</a>\
-         <a class=\"wide\" href=\"/export.json\">export JSON</a></header>\n{body}\n</body></html>\n",
-        esc(title)
-    )
+pub fn layout(title: &str, body: Markup) -> Response {
+    let page = html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · storage-score leaderboard" }
+                link rel="stylesheet" href="/style.css";
+            }
+            body {
+                header {
+                    h1 { a href="/" { "storage-score leaderboard" } }
+                    a href="/about" { "how it works" }
+                    a.wide href="/export.csv" { "export CSV" }
+                    a.wide href="/export.json" { "export JSON" }
+                }
+                "\n" (body) "\n"
+            }
+        }
+    };
+    Html(page.into_string()).into_response()
 }
 
 /// An HTML error page with the API error's status and message.
 pub fn error_page(e: ApiError) -> Response {
-    let body = format!(
-        "<h2>{}</h2><p>{}</p><p><a href=\"/\">back to the leaderboard</a></p>",
-        e.status.as_u16(),
-        esc(&e.message)
-    );
-    (e.status, Html(layout(&e.status.to_string(), &body))).into_response()
+    let body = html! {
+        h2 { (e.status.as_u16()) }
+        p { (e.message) }
+        p { a href="/" { "back to the leaderboard" } }
+    };
+    let mut response = layout(&e.status.to_string(), body);
+    *response.status_mut() = e.status;
+    response
 }
 
 /// Anything else: 404, as JSON under `/api/`, as a page elsewhere.

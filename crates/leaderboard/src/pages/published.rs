@@ -4,11 +4,10 @@
 //! figures, each with its source: a table of their own, never a row of the
 //! leaderboard, a median, a standing or a rank.
 
-use std::fmt::Write;
-
+use maud::{Markup, html};
 use storage_scoring::reference::Published;
 
-use super::{esc, figure_text};
+use super::figure_text;
 use storage_scoring::figure::Figure;
 
 /// The reference kinds a card of `kind` (the report's `device.kind`) compares with.
@@ -24,42 +23,45 @@ pub fn kinds_of(kind: &str) -> &'static [&'static str] {
 }
 
 /// The section, best score first; nothing when `rows` is empty.
-pub fn section(out: &mut String, rows: &[&Published], what: &str) {
-    if rows.is_empty() {
-        return;
-    }
+pub fn section(rows: &[&Published], what: &str) -> Markup {
     let mut rows = rows.to_vec();
     rows.sort_by(|a, b| b.score.cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
-    let _ = write!(
-        out,
-        "<section id=\"published\"><h3>Published elsewhere</h3><p class=\"muted\">{n} Storage.sh results {what}, \
-         as their authors published them (each links to its source). They are not submissions to this \
-         leaderboard: not in its medians, standings or ranks.</p>\
-         <div class=\"scroll\"><table id=\"published-rows\"><thead><tr><th class=\"n\">Score</th><th>Storage</th>\
-         <th>Host</th><th class=\"wide\">Kind</th><th class=\"n wide\">Random write IOPS</th>\
-         <th class=\"n wide\">Seq. write MB/s</th><th class=\"wide\">Published</th></tr></thead><tbody>",
-        n = rows.len()
-    );
-    for r in rows {
-        let m = &r.measurements;
-        // The set only holds https sources (its test checks); anything
-        // else is shown as text, not a link.
-        let device = if r.source.starts_with("https://") {
-            format!("<a href=\"{}\" rel=\"nofollow noopener\">{}</a>", esc(&r.source), esc(&r.device))
-        } else {
-            esc(&r.device)
-        };
-        let _ = write!(
-            out,
-            "<tr><td class=\"n\">{}</td><td>{device}</td><td>{}</td><td class=\"wide\">{}</td>\
-             <td class=\"n wide\">{}</td><td class=\"n wide\">{}</td><td class=\"wide\">{}</td></tr>",
-            r.score,
-            esc(&r.host),
-            esc(&r.kind),
-            figure_text(m.figure(Figure::RandWriteQd64)),
-            figure_text(m.figure(Figure::SeqWrite)),
-            esc(&r.date)
-        );
+    html! {
+        @if !rows.is_empty() {
+            section #published {
+                h3 { "Published elsewhere" }
+                p.muted {
+                    (rows.len()) " Storage.sh results " (what) ", as their authors published them (each links to its \
+                     source). They are not submissions to this leaderboard: not in its medians, standings or ranks."
+                }
+                div.scroll { table #published-rows {
+                    thead { tr {
+                        th.n { "Score" } th { "Storage" } th { "Host" } th.wide { "Kind" }
+                        th.n.wide { "Random write IOPS" } th.n.wide { "Seq. write MB/s" } th.wide { "Published" }
+                    } }
+                    tbody {
+                        @for r in &rows {
+                            tr {
+                                td.n { (r.score) }
+                                td {
+                                    // The set only holds https sources (its test checks); anything
+                                    // else is shown as text, not a link.
+                                    @if r.source.starts_with("https://") {
+                                        a href=(r.source) rel="nofollow noopener" { (r.device) }
+                                    } @else {
+                                        (r.device)
+                                    }
+                                }
+                                td { (r.host) }
+                                td.wide { (r.kind) }
+                                td.n.wide { (figure_text(r.measurements.figure(Figure::RandWriteQd64))) }
+                                td.n.wide { (figure_text(r.measurements.figure(Figure::SeqWrite))) }
+                                td.wide { (r.date) }
+                            }
+                        }
+                    }
+                } }
+            }
+        }
     }
-    out.push_str("</tbody></table></div></section>");
 }

@@ -2,14 +2,14 @@
 //! percentiles, the server's verdict with each check, and every note, all
 //! escaped.
 
-use std::fmt::Write;
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::Response;
+use maud::{Markup, html};
 use storage_scoring::schema::{Figure, Report, Verdict};
 
-use super::{error_page, esc, layout, score_text, standing_text};
+use super::{error_page, layout, score_text, standing_text};
 use crate::App;
 use crate::api::parse_id;
 use crate::error::ApiError;
@@ -41,30 +41,12 @@ pub async fn result<S: Storage>(State(app): State<Arc<App<S>>>, Path(id): Path<S
     let report: Report = serde_json::from_str(&stored.report_json).unwrap_or_default();
     let verdict: Verdict = serde_json::from_str(&stored.verdict_json).unwrap_or_default();
     let name = stored.card.display_name();
-    let mut body = String::new();
-    let _ = write!(body, "<h2>Result {id}: <a href=\"/cards/{}\">{}</a></h2>", esc(&stored.card_key), esc(&name));
-    let status_class = if stored.status == Status::Public { "" } else { " class=\"flag\"" };
-    let _ = write!(
-        body,
-        "<p id=\"status\"{status_class}>Status: <strong>{}</strong>{}</p>",
-        stored.status.as_str(),
-        if stored.reasons.is_empty() { String::new() } else { format!(" — {}", esc(&stored.reasons.join("; "))) }
-    );
-    if let (Some(standing), Some(score)) = (&stored.standing, stored.score) {
-        let _ = write!(
-            body,
-            "<p class=\"standing\" id=\"standing\">{} · <a href=\"/cards/{}\">the card's page</a></p>",
-            esc(&standing_text(score, standing)),
-            esc(&stored.card_key)
-        );
-    }
-    body.push_str("<div class=\"scroll\"><table class=\"facts\">");
     let system = report.system.clone().unwrap_or_default();
     let board = match &stored.board_revision {
         Some(revision) => format!("{} Rev {revision} ({})", stored.board, stored.family),
         None => format!("{} ({})", stored.board, stored.family),
     };
-    let rows = [
+    let facts = [
         ("PiBenchmarks score", format!("{} (formula {})", score_text(stored.score), stored.formula)),
         ("Name on the label", stored.label.clone().unwrap_or_default()),
         ("Verdict rules", stored.verdict_version.clone()),
@@ -79,74 +61,104 @@ pub async fn result<S: Storage>(State(app): State<Arc<App<S>>>, Path(id): Path<S
         ("Claimed class", verdict.claimed.clone().unwrap_or_default()),
         ("Measured class", verdict.measured.clone().unwrap_or_default()),
     ];
-    for (label, value) in rows {
-        if !value.trim().is_empty() {
-            let _ = write!(body, "<tr><th>{label}</th><td>{}</td></tr>", esc(&value));
+    let body = html! {
+        h2 { "Result " (id) ": " a href={ "/cards/" (stored.card_key) } { (name) } }
+        p #status class=[(stored.status != Status::Public).then_some("flag")] {
+            "Status: " strong { (stored.status.as_str()) }
+            @if !stored.reasons.is_empty() { " — " (stored.reasons.join("; ")) }
+        }
+        @if let (Some(standing), Some(score)) = (&stored.standing, stored.score) {
+            p.standing #standing {
+                (standing_text(score, standing)) " · " a href={ "/cards/" (stored.card_key) } { "the card's page" }
+            }
+        }
+        div.scroll { table.facts {
+            @for (label, value) in facts {
+                @if !value.trim().is_empty() { tr { th { (label) } td { (value) } } }
+            }
+        } }
+        (figures(&report))
+        (super::health::section(&report))
+        (checks(&verdict))
+        (notes(&report, &verdict))
+        p.muted { "The report as stored: " a href={ "/api/v1/results/" (id) } { "JSON" } "." }
+    };
+    layout(&format!("Result {id}"), body)
+}
+
+/// Every figure with its latency percentiles, and the tests skipped.
+fn figures(report: &Report) -> Markup {
+    let measurements = report.measurements.unwrap_or_default();
+    let cell = |v: Option<f64>| v.map(figure).unwrap_or_default();
+    html! {
+        h3 { "Figures" }
+        div.scroll { table #figures {
+            thead { tr {
+                th { "Test" } th.n { "Result" } th { "Unit" } th.n { "p50 µs" } th.n { "p99 µs" } th.n { "p99.9 µs" }
+                th.n { "max µs" }
+            } }
+            tbody {
+                @for measured in Figure::ALL {
+                    @let key = measured.key();
+                    @let latency = report.details.get(key).map(|d| d.latency);
+                    tr data-key=(key) {
+                        td { (measured.label()) " " span.muted { (key) } }
+                        td.n { (measurements.figure(measured).map(figure).unwrap_or_else(|| "not measured".into())) }
+                        td { (measured.unit().symbol()) }
+                        td.n { (cell(latency.map(|l| l.p50_us))) }
+                        td.n { (cell(latency.map(|l| l.p99_us))) }
+                        td.n { (cell(latency.map(|l| l.p99_9_us))) }
+                        td.n { (cell(latency.map(|l| l.max_us))) }
+                    }
+                }
+            }
+        } }
+        @for skipped in &report.skipped {
+            p.muted { "skipped " (skipped.key) ": " (skipped.reason) }
         }
     }
-    body.push_str("</table></div>");
+}
 
-    body.push_str("<h3>Figures</h3><div class=\"scroll\"><table id=\"figures\"><thead><tr><th>Test</th><th class=\"n\">Result</th><th>Unit</th><th class=\"n\">p50 µs</th><th class=\"n\">p99 µs</th><th class=\"n\">p99.9 µs</th><th class=\"n\">max µs</th></tr></thead><tbody>");
-    let measurements = report.measurements.unwrap_or_default();
-    for measured in Figure::ALL {
-        let (key, what, unit) = (measured.key(), measured.label(), measured.unit().symbol());
-        let value = measurements.figure(measured).map(figure).unwrap_or_else(|| "not measured".into());
-        let latency = report.details.get(key).map(|d| d.latency);
-        let cell = |v: Option<f64>| v.map(figure).unwrap_or_default();
-        let _ = write!(
-            body,
-            "<tr data-key=\"{key}\"><td>{what} <span class=\"muted\">{key}</span></td><td class=\"n\">{}</td><td>{unit}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
-            esc(&value),
-            cell(latency.map(|l| l.p50_us)),
-            cell(latency.map(|l| l.p99_us)),
-            cell(latency.map(|l| l.p99_9_us)),
-            cell(latency.map(|l| l.max_us)),
-        );
+/// The server's own verdict, check by check.
+fn checks(verdict: &Verdict) -> Markup {
+    html! {
+        h3 { "Verdict (this server's own)" }
+        @if let Some(summary) = &verdict.summary { p #verdict-summary { (summary) } }
+        div.scroll { table #checks {
+            thead { tr { th { "Mark" } th { "Requirement" } th.n { "Measured" } th { "Result" } th { "Claimed" } } }
+            tbody {
+                @for check in &verdict.checks {
+                    @let (class, word) = match check.pass {
+                        Some(true) => ("pass", "pass"),
+                        Some(false) => ("fail", "fail"),
+                        None => ("unknown", "inconclusive"),
+                    };
+                    tr {
+                        td { (check.mark) }
+                        td { (check.requirement) }
+                        td.n { (check.measured.map(figure).unwrap_or_else(|| "–".into())) " " (check.unit) }
+                        td class=(class) { (word) @if let Some(why) = &check.why { ": " (why) } }
+                        td { @if check.claimed { "yes" } }
+                    }
+                }
+            }
+        } }
     }
-    body.push_str("</tbody></table></div>");
-    for skipped in &report.skipped {
-        let _ = write!(body, "<p class=\"muted\">skipped {}: {}</p>", esc(&skipped.key), esc(&skipped.reason));
-    }
-    body.push_str(&super::health::section(&report));
+}
 
-    body.push_str("<h3>Verdict (this server's own)</h3>");
-    if let Some(summary) = &verdict.summary {
-        let _ = write!(body, "<p id=\"verdict-summary\">{}</p>", esc(summary));
-    }
-    body.push_str("<div class=\"scroll\"><table id=\"checks\"><thead><tr><th>Mark</th><th>Requirement</th><th class=\"n\">Measured</th><th>Result</th><th>Claimed</th></tr></thead><tbody>");
-    for check in &verdict.checks {
-        let (class, word) = match check.pass {
-            Some(true) => ("pass", "pass"),
-            Some(false) => ("fail", "fail"),
-            None => ("unknown", "inconclusive"),
-        };
-        let _ = write!(
-            body,
-            "<tr><td>{}</td><td>{}</td><td class=\"n\">{} {}</td><td class=\"{class}\">{word}{}</td><td>{}</td></tr>",
-            esc(&check.mark),
-            esc(&check.requirement),
-            check.measured.map(figure).unwrap_or_else(|| "–".into()),
-            esc(&check.unit),
-            check.why.as_deref().map(|why| format!(": {}", esc(why))).unwrap_or_default(),
-            if check.claimed { "yes" } else { "" }
-        );
-    }
-    body.push_str("</tbody></table></div>");
-
+/// The verdict's, the report's and the device's notes, and the device's hints.
+fn notes(report: &Report, verdict: &Verdict) -> Markup {
     let notes: Vec<&String> =
         verdict.notes.iter().chain(&report.notes).chain(report.device.iter().flat_map(|d| d.notes.iter())).collect();
     let hints: Vec<String> =
         report.device.iter().flat_map(|d| d.hints.iter()).map(|h| format!("{}: {}", h.code, h.message)).collect();
-    if !notes.is_empty() || !hints.is_empty() {
-        body.push_str("<h3>Notes</h3><ul id=\"notes\">");
-        for note in notes {
-            let _ = write!(body, "<li>{}</li>", esc(note));
+    html! {
+        @if !notes.is_empty() || !hints.is_empty() {
+            h3 { "Notes" }
+            ul #notes {
+                @for note in notes { li { (note) } }
+                @for hint in hints { li.flag { (hint) } }
+            }
         }
-        for hint in hints {
-            let _ = write!(body, "<li class=\"flag\">{}</li>", esc(&hint));
-        }
-        body.push_str("</ul>");
     }
-    let _ = write!(body, "<p class=\"muted\">The report as stored: <a href=\"/api/v1/results/{id}\">JSON</a>.</p>");
-    Html(layout(&format!("Result {id}"), &body)).into_response()
 }
