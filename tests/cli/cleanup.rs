@@ -76,6 +76,10 @@ fn a_killed_test_leaves_no_device_mount_rule_or_server_behind() {
     if std::env::var_os(CHILD).is_some() {
         make_devices_and_wait();
     }
+    // The copy and, after the kill, the reaper take the device lock: no
+    // other test of this binary may hold it meanwhile (a throttled compare
+    // holds it for minutes, past the deadline below).
+    let _others_wait = support::device_lock_for_a_child();
     // This test binary again, running only this test as the copy, in a
     // process group of its own: the kill takes the whole group, as a
     // harness's timeout does. libtest names it by its module path without

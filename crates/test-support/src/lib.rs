@@ -88,6 +88,16 @@ pub struct DeviceGuard {
     _across_processes: nix::fcntl::Flock<std::fs::File>,
 }
 
+/// The device-test lock's in-process half only: no other test of this
+/// process starts device work while it is held, but another process can
+/// take the whole lock. For a test whose child process (a copy of this
+/// binary) makes the devices, and whose reaper then needs the file lock
+/// within a deadline: other tests of this binary would otherwise hold it
+/// for minutes at a time.
+pub fn device_lock_for_a_child() -> MutexGuard<'static, ()> {
+    DEVICE_LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 pub fn device_lock() -> DeviceGuard {
     let in_process = DEVICE_LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let file = std::fs::OpenOptions::new()
