@@ -57,6 +57,7 @@ fn fall_back(device: &mut Device, answer: Option<Result<IdentifyInfo, IdentityEr
     let why = match answer {
         None => "not asked of a captured sysfs tree".to_owned(),
         Some(Err(IdentityError::Open(OpenError::NeedsRoot { .. }))) => "needs root".to_owned(),
+        Some(Err(IdentityError::NoAnswer)) => "got no ATA answer".to_owned(),
         Some(Err(e)) => format!("failed: {e}"),
         Some(Ok(_)) => "gave no model".to_owned(),
     };

@@ -344,7 +344,7 @@ fn usb_fallback_checks(report: &Value) -> Vec<Check> {
     vec![
         Check::new(
             "sdb: one note says the name is the bridge's INQUIRY translation (IDENTIFY refused)",
-            inquiry.len() == 1 && inquiry[0].as_str().is_some_and(|n| n.contains("SAT: failed")),
+            inquiry.len() == 1 && inquiry[0].as_str().is_some_and(|n| n.ends_with("SAT: got no ATA answer)")),
             format!("{inquiry:?}"),
         ),
         Check::new(
