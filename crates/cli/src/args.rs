@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+use storage_scoring::schema::DeviceKind;
 
 pub use crate::power_loss_args::{PowerLossArgs, PowerLossMode, WitnessArgs, WitnessCheckArgs, WitnessWriteArgs};
 
@@ -104,8 +105,9 @@ pub enum Command {
     /// One reader, many cards: waits for cards to be inserted, runs the
     /// batch steps on each new one, prints PASS or FAIL with the reason,
     /// adds it to the report and waits for the next. Never touches a disk
-    /// present at start unless named. Ctrl-C writes the report, exit 0.
-    Station(BatchArgs),
+    /// present at start unless named, nor one outside --only-kind,
+    /// --max-size or --reader. Ctrl-C writes the report, exit 0.
+    Station(StationArgs),
     /// Print a saved report's tables again ("-" reads stdin).
     Show(ShowArgs),
     /// Read a result another tool printed into a report: `import
@@ -264,6 +266,37 @@ pub struct BatchArgs {
         default_value = JOURNAL_DIR
     )]
     pub journal_dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct StationArgs {
+    #[command(flatten)]
+    pub batch: BatchArgs,
+    /// Test only a new disk of this kind (sd, emmc, usb, nvme, sata,
+    /// virtio, loop); may be given more than once. Others are left alone.
+    #[arg(long = "only-kind", value_name = "KIND", value_parser = parse_kind)]
+    pub kinds: Vec<DeviceKind>,
+    /// Test only a new disk of at most this size (64G, 256G: binary
+    /// units), so that a USB drive or a disk put in by mistake is left alone.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub max_size: Option<u64>,
+    /// Test only a new disk in this reader: a part of its sysfs path, such
+    /// as its USB port (`1-1.3`) as `ls -l /sys/block/sdb` shows it.
+    #[arg(long, value_name = "PATH")]
+    pub reader: Option<String>,
+    /// After each card, read its label (what is written on it, a sticker's
+    /// number) from stdin, one line per card, kept in the report.
+    #[arg(long)]
+    pub ask_label: bool,
+}
+
+/// A device kind by its report word.
+pub fn parse_kind(text: &str) -> Result<DeviceKind, String> {
+    DeviceKind::parse(text).filter(|k| *k != DeviceKind::Other).ok_or_else(|| {
+        let known: Vec<&str> =
+            DeviceKind::ALL.iter().filter(|k| **k != DeviceKind::Other).map(|k| k.as_str()).collect();
+        format!("{text:?} is not a device kind; one of: {}", known.join(", "))
+    })
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, Default, PartialEq, Eq)]

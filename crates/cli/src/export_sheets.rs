@@ -80,6 +80,8 @@ pub fn reports(reports: &[Report]) -> Sheet {
 pub fn batch(report: &BatchReport) -> Sheet {
     let mut header: Vec<String> = [
         "card",
+        "sequence",
+        "label",
         "status",
         "reason",
         "reader",
@@ -102,6 +104,8 @@ pub fn batch(report: &BatchReport) -> Sheet {
             let device = card.device.as_ref();
             let mut row = vec![
                 Cell::Text(card.target.clone()),
+                Cell::count(card.sequence.map(u64::from)),
+                Cell::text(card.label.clone()),
                 Cell::Text(card.status.as_str().to_owned()),
                 Cell::text(card.reason.clone()),
                 Cell::text(card.reader.clone()),

@@ -40,7 +40,7 @@ use clap::{CommandFactory, FromArgMatches};
 pub use failure::Failure;
 pub(crate) use storage_score::args::{
     BatchArgs, CompareArgs, DoctorArgs, EngineArg, IdentifyArgs, PowerLossArgs, ProfileArg, RunArgs, ScoreArgs,
-    SubmitArgs, VerifyCapacityArgs,
+    StationArgs, SubmitArgs, VerifyCapacityArgs,
 };
 use storage_score::args::{Cli, Command};
 

@@ -81,6 +81,14 @@ impl Status {
 pub struct Card {
     /// The device as named (`/dev/sdb`).
     pub target: String,
+    /// `station`'s number for the card, from 1 in the order they went in:
+    /// what matches a result to the card in the hand, when every card sat
+    /// in the same reader and so has the same `target`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence: Option<u32>,
+    /// What the person at the station typed for it (`station --ask-label`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
     pub status: Status,
     /// Why it is not a pass, in one line.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -9,7 +9,14 @@ use crate::scan_cmd::size_words;
 /// The table `batch` prints without `--json`.
 pub fn table(report: &BatchReport) -> String {
     let mut text = String::new();
-    let width = report.cards.iter().map(|c| c.target.chars().count()).max().unwrap_or(6).max(6);
+    // A station's card is its number first: one reader gives every card
+    // the same target. A label follows in quotes.
+    let name = |card: &storage_scoring::batch::Card| {
+        let number = card.sequence.map(|n| format!("#{n} ")).unwrap_or_default();
+        let label = card.label.as_deref().map(|l| format!(" \"{l}\"")).unwrap_or_default();
+        format!("{number}{}{label}", card.target)
+    };
+    let width = report.cards.iter().map(|c| name(c).chars().count()).max().unwrap_or(6).max(6);
     let _ = writeln!(text, "{:<width$}  {:<7}  {:<22}  {:>9}  REASON", "CARD", "VERDICT", "CAPACITY", "SCORE");
     for card in &report.cards {
         let capacity = match &card.capacity {
@@ -22,7 +29,7 @@ pub fn table(report: &BatchReport) -> String {
         let _ = writeln!(
             text,
             "{:<width$}  {:<7}  {capacity:<22}  {score:>9}  {}",
-            card.target,
+            name(card),
             card.status.shout(),
             card.reason.as_deref().unwrap_or("")
         );

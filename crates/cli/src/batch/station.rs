@@ -11,7 +11,14 @@
 //! in any case; where netlink is closed to the process (some containers),
 //! every half second instead. A disk that had media when the station
 //! started is never touched unless it was named; once its media goes away,
-//! whatever comes next in its place is a new card.
+//! whatever comes next in its place is a new card. A new disk outside the
+//! filters (`--only-kind`, `--max-size`, `--reader`) is left alone, and
+//! said to be; `--destructive` needs one of them.
+//!
+//! Every card tested gets a sequence number, from 1, printed large in its
+//! block and kept in the report: twenty cards that went through one
+//! reader all have the same `target`, and the number is what tells them
+//! apart.
 
 use std::collections::BTreeSet;
 use std::os::unix::fs::FileTypeExt;
@@ -26,14 +33,16 @@ use super::card::Steps;
 use crate::export::Exports;
 use crate::outputs::OutputFile;
 use crate::terminal::errln;
-use crate::{BatchArgs, Failure};
+use crate::{BatchArgs, Failure, StationArgs};
 
 /// How often the block devices are listed with uevents heard, and without.
 const POLL_WITH_UEVENTS: Duration = Duration::from_secs(2);
 const POLL_WITHOUT: Duration = Duration::from_millis(500);
 
 /// `storage-score station [DEVICE…] [batch options]`.
-pub fn station(args: &BatchArgs, roots: &Roots) -> Result<(), Failure> {
+pub fn station(station_args: &StationArgs, roots: &Roots) -> Result<(), Failure> {
+    let args = &station_args.batch;
+    let filters = Filters::of(station_args);
     let require = super::checked_require(args)?;
     let output = args.output.as_deref().map(|path| OutputFile::prepare(path, "--output")).transpose()?;
     let html = args.html.as_deref().map(|path| OutputFile::prepare(path, "--html")).transpose()?;
@@ -42,6 +51,13 @@ pub fn station(args: &BatchArgs, roots: &Roots) -> Result<(), Failure> {
     if args.destructive && !args.yes {
         return Err(Failure::Refused(
             "station --destructive writes all over every card put in, unattended: add --yes if that is meant"
+                .to_owned(),
+        ));
+    }
+    if args.destructive && !filters.any() {
+        return Err(Failure::Refused(
+            "station --destructive would write all over any disk put in, a USB drive included: name what it may \
+             touch with --only-kind, --max-size or --reader"
                 .to_owned(),
         ));
     }
@@ -62,11 +78,18 @@ pub fn station(args: &BatchArgs, roots: &Roots) -> Result<(), Failure> {
         if known.is_empty() { "no disk is".to_owned() } else { format!("{} disks present now are", known.len()) },
         known.iter().cloned().collect::<Vec<_>>().join(" ")
     ));
+    if filters.any() {
+        errln(&format!("station: only {}; any other disk is left alone", filters.describe()));
+    }
     let mut cards: Vec<Card> = Vec::new();
     let mut queue: Vec<(String, Seen)> = args.devices.iter().map(|d| (d.clone(), Seen::Named)).collect();
     while storage_bench::interrupt::requested().is_none() {
         for (device, seen) in std::mem::take(&mut queue) {
-            let card = test_one(&device, seen, &steps);
+            let sequence = u32::try_from(cards.len() + 1).unwrap_or(u32::MAX);
+            let mut card = test_one(&device, seen, sequence, &steps);
+            if station_args.ask_label {
+                card.label = ask_label(sequence);
+            }
             cards.push(card);
             save(args, &created, &cards, output.as_ref(), html.as_ref(), &exports)?;
             errln("station: waiting for the next card");
@@ -85,8 +108,12 @@ pub fn station(args: &BatchArgs, roots: &Roots) -> Result<(), Failure> {
         for name in now.difference(&known) {
             let node = format!("/dev/{name}");
             let is_block = std::fs::metadata(&node).is_ok_and(|m| m.file_type().is_block_device());
-            if is_block && !args.devices.contains(&node) {
-                queue.push((node, seen));
+            if !is_block || args.devices.contains(&node) {
+                continue;
+            }
+            match filters.refuses(name, &live) {
+                Some(why) => errln(&format!("station: {node}: left alone: {why}")),
+                None => queue.push((node, seen)),
             }
         }
         // Media gone: what comes next in that place is a new card.
@@ -119,8 +146,9 @@ enum Seen {
     Polling,
 }
 
-/// One card, with the line a person across the room can read.
-fn test_one(device: &str, seen: Seen, steps: &Steps<'_>) -> Card {
+/// One card, with the block a person across the room can read: its
+/// sequence number in large digits, its verdict and why.
+fn test_one(device: &str, seen: Seen, sequence: u32, steps: &Steps<'_>) -> Card {
     errln(&format!(
         "station: {device}: {}",
         match seen {
@@ -129,11 +157,115 @@ fn test_one(device: &str, seen: Seen, steps: &Steps<'_>) -> Card {
             Seen::Polling => "a new card (found by looking)",
         }
     ));
-    let card = super::one(device, steps);
+    let mut card = super::one(device, steps);
+    card.sequence = Some(sequence);
     let bar = "#".repeat(48);
     let why = card.reason.as_deref().unwrap_or("meets every requirement");
-    errln(&format!("{bar}\n##  {:<7} {device}\n##  {why}\n{bar}", card.status.shout()));
+    let big: String = big_number(sequence).iter().map(|row| format!("##  {row}\n")).collect();
+    errln(&format!("{bar}\n{big}##\n##  card {sequence}: {:<7} {device}\n##  {why}\n{bar}", card.status.shout()));
     card
+}
+
+/// The label typed for card `sequence`: one line of stdin (a person, or a
+/// barcode reader that types), `None` for an empty line or the end of it.
+fn ask_label(sequence: u32) -> Option<String> {
+    crate::terminal::err(&format!("station: label for card {sequence} (Enter for none): "));
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).ok()?;
+    let label: String = line.trim().chars().filter(|c| !c.is_control()).take(200).collect();
+    (!label.is_empty()).then_some(label)
+}
+
+/// `n` in digits five rows tall, drawn with `#`, for the far side of a room.
+fn big_number(n: u32) -> [String; 5] {
+    const DIGITS: [[&str; 5]; 10] = [
+        ["####", "#  #", "#  #", "#  #", "####"],
+        ["  # ", " ## ", "  # ", "  # ", " ###"],
+        ["####", "   #", "####", "#   ", "####"],
+        ["####", "   #", " ###", "   #", "####"],
+        ["#  #", "#  #", "####", "   #", "   #"],
+        ["####", "#   ", "####", "   #", "####"],
+        ["####", "#   ", "####", "#  #", "####"],
+        ["####", "   #", "  # ", " #  ", " #  "],
+        ["####", "#  #", "####", "#  #", "####"],
+        ["####", "#  #", "####", "   #", "####"],
+    ];
+    let digits: Vec<usize> = n.to_string().bytes().map(|b| usize::from(b - b'0')).collect();
+    std::array::from_fn(|row| digits.iter().map(|&d| DIGITS[d][row]).collect::<Vec<_>>().join("  "))
+}
+
+/// What `station` may touch beyond the disks named: `--only-kind`,
+/// `--max-size`, `--reader` (docs/batch.md#what-station-may-touch).
+#[derive(Debug)]
+struct Filters {
+    kinds: Vec<storage_scoring::schema::DeviceKind>,
+    max_size: Option<u64>,
+    reader: Option<String>,
+}
+
+impl Filters {
+    fn of(args: &StationArgs) -> Filters {
+        Filters { kinds: args.kinds.clone(), max_size: args.max_size, reader: args.reader.clone() }
+    }
+
+    fn any(&self) -> bool {
+        !self.kinds.is_empty() || self.max_size.is_some() || self.reader.is_some()
+    }
+
+    /// The filters in words, for the line the station starts with.
+    fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.kinds.is_empty() {
+            let kinds: Vec<&str> = self.kinds.iter().map(|k| k.as_str()).collect();
+            parts.push(format!("{} disks", kinds.join(" or ")));
+        }
+        if let Some(max) = self.max_size {
+            parts.push(format!("of at most {}", crate::scan_cmd::size_words(max)));
+        }
+        if let Some(reader) = &self.reader {
+            parts.push(format!("in the reader at {reader}"));
+        }
+        parts.join(", ")
+    }
+
+    /// Why the new disk `name` is left alone, or `None` when it may be
+    /// tested. What cannot be read of it (its kind, its size) leaves it
+    /// alone when a filter asks for it.
+    fn refuses(&self, name: &str, roots: &Roots) -> Option<String> {
+        if !self.kinds.is_empty() {
+            let kind = storage_identify::identify(&format!("/dev/{name}"), roots)
+                .ok()
+                .and_then(|(_, device)| device)
+                .map(|d| d.kind);
+            match kind {
+                Some(kind) if self.kinds.contains(&kind) => {}
+                Some(kind) => return Some(format!("a {} disk, not one --only-kind names", kind.as_str())),
+                None => return Some("its kind could not be read, and --only-kind asks for one".to_owned()),
+            }
+        }
+        if let Some(max) = self.max_size {
+            let size = storage_platform::sysfs::read_u64(&Path::new(&roots.sys).join("block").join(name).join("size"))
+                .map(|sectors| sectors * 512);
+            match size {
+                Some(bytes) if bytes <= max => {}
+                Some(bytes) => {
+                    return Some(format!(
+                        "{} is more than --max-size {}",
+                        crate::scan_cmd::size_words(bytes),
+                        crate::scan_cmd::size_words(max)
+                    ));
+                }
+                None => return Some("its size could not be read, and --max-size asks for it".to_owned()),
+            }
+        }
+        if let Some(reader) = &self.reader {
+            let path = std::fs::canonicalize(Path::new(&roots.sys).join("block").join(name)).unwrap_or_default();
+            if !path.to_string_lossy().contains(reader.as_str()) {
+                return Some(format!("not in the reader at {reader} (it is at {})", path.display()));
+            }
+        }
+        None
+    }
 }
 
 /// The report so far, written to `--output`, `--html` and the exports' files.
