@@ -412,6 +412,39 @@ fn station_numbers_its_cards_keeps_their_labels_and_leaves_alone_what_its_filter
     assert!(line.contains("\"floppy\" is not a device kind; one of: sd, emmc, usb"), "{line}");
 }
 
+/// `batch --unmount`: the card a desktop auto-mounted is unmounted, said
+/// so, and tested; the one with a file open on it stays mounted and is
+/// refused, as without the option.
+#[test]
+#[ignore = "needs root: loop, ext4"]
+fn batch_unmount_clears_an_auto_mounted_card_and_leaves_one_with_files_open() {
+    let _lock = device_lock();
+    let auto = Ext4::new(64, "");
+    let busy = Ext4::new(64, "");
+    let mut holder = std::process::Command::new("sleep")
+        .arg("120")
+        .current_dir(busy.mount_point())
+        .spawn()
+        .expect("a process in the busy card's filesystem");
+    let out = run(&["batch", auto.dev.path(), busy.dev.path(), "--profile", "none", "--unmount", "--json"]);
+    let _ = holder.kill();
+    let _ = holder.wait();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let doc = stdout_json(&out);
+    assert_eq!(card(&doc, auto.dev.path())["status"], "pass", "{doc}\n{stderr}");
+    let refused = card(&doc, busy.dev.path());
+    assert_eq!(refused["status"], "refused", "{doc}");
+    assert!(refused["reason"].as_str().is_some_and(|r| r.contains("is mounted")), "{refused}");
+    let said = format!("batch: {}: unmounted {} from {} (--unmount)", auto.dev.path(), auto.dev.path(), auto.mount_point());
+    assert!(stderr.contains(&said), "{stderr}");
+    let kept =
+        format!("batch: {}: left {} mounted at {}: files are open on it", busy.dev.path(), busy.dev.path(), busy.mount_point());
+    assert!(stderr.contains(&kept), "{stderr}");
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").expect("mountinfo");
+    assert!(!mounts.contains(&format!(" {} ", auto.mount_point())), "still mounted: {}", auto.mount_point());
+    assert!(mounts.contains(&format!(" {} ", busy.mount_point())), "the busy card was unmounted");
+}
+
 /// A batch report whose cards read `reads` MiB/s and cache-read `cached`.
 fn batch_report(reads: &[f64], cached: &[f64]) -> Value {
     let cards: Vec<Value> = reads

@@ -252,6 +252,12 @@ pub struct BatchArgs {
     /// Keep serial numbers in the report instead of salted hashes.
     #[arg(long)]
     pub include_serials: bool,
+    /// Unmount what a desktop auto-mounted on a card (its partitions'
+    /// filesystems) before testing it, and say what was unmounted. Never
+    /// the running system's disk, a filesystem with files open, or one
+    /// mounted through another device.
+    #[arg(long)]
+    pub unmount: bool,
     /// Let verify-capacity and the write tests write all over each card.
     #[arg(long)]
     pub destructive: bool,

@@ -58,6 +58,11 @@ pub fn test(target: &str, steps: &Steps<'_>) -> Card {
         card.seconds = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
         card
     };
+    if steps.args.unmount {
+        for line in unmount_auto_mounted(Path::new(target)) {
+            say(target, &line);
+        }
+    }
     // The checks verify-capacity makes before it writes: a whole disk,
     // nothing mounted, not the root disk, not held, not swap.
     if let Err(refusal) = preflight::check(target) {
@@ -185,6 +190,35 @@ fn identified(device: &Device) -> String {
     let size = device.capacity_bytes.map(crate::scan_cmd::size_words).unwrap_or_else(|| "size unknown".to_owned());
     let name = crate::scan_cmd::model(device).unwrap_or_else(|| "no model".to_owned());
     format!("identified: {}, {name}, {size}", device.kind.as_str())
+}
+
+/// `--unmount`: unmounts, one at a time, the filesystems mounted straight
+/// from the card or its partitions (what a desktop mounts under
+/// `/media/USER/` when a card goes in), and says what it did. Never the
+/// running system's disk, nor a filesystem mounted through another device
+/// (a loop device, device-mapper), which someone set up on purpose. A
+/// plain `umount` (never a lazy one) fails with EBUSY while a file is open
+/// on it: that filesystem stays, and the card is then refused as mounted.
+fn unmount_auto_mounted(node: &Path) -> Vec<String> {
+    use storage_platform::usage::{self, InUse};
+    let mut said = Vec::new();
+    // Each pass finds the next mount; the bound ends a mount that will not go.
+    for _ in 0..16 {
+        match usage::check(node) {
+            Err(InUse::Mounted { source, mount_point, through: None }) => {
+                match nix::mount::umount2(&mount_point, nix::mount::MntFlags::empty()) {
+                    Ok(()) => said.push(format!("unmounted {source} from {} (--unmount)", mount_point.display())),
+                    Err(e) => {
+                        let why = if e == nix::errno::Errno::EBUSY { "files are open on it".to_owned() } else { e.to_string() };
+                        said.push(format!("left {source} mounted at {}: {why}", mount_point.display()));
+                        break;
+                    }
+                }
+            }
+            _ => break,
+        }
+    }
+    said
 }
 
 /// The USB port path (`1-1.3`) of the reader the card sits in: the last
