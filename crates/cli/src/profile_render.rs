@@ -2,6 +2,7 @@
 //! terminal and without `--json`), then the identification, a sparkline
 //! of each sustained pass, and the tables.
 
+use crate::plain::table;
 use std::fmt::Write;
 
 use comfy_table::presets::UTF8_FULL_CONDENSED;
@@ -168,14 +169,7 @@ fn curve(out: &mut String, label: &str, c: &Curve, top: f64) {
     }
 }
 
-fn table(header: Vec<String>) -> Table {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic).set_header(header);
-    if t.width().is_some_and(|w| w < 40) {
-        t.set_content_arrangement(ContentArrangement::Disabled);
-    }
-    t
-}
+
 
 fn sweep_table(studies: &Studies) -> Table {
     let mut jobs: Vec<u32> = studies.sweep.iter().map(|c| c.jobs).collect();

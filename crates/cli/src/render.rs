@@ -1,22 +1,14 @@
 //! Human-readable output: comfy-table tables for identification and results,
 //! and the score and verdict in plain words.
 
+use crate::plain::table;
 use std::fmt::Write;
 
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
 use storage_scoring::schema::{Device, Figure, Report, Score, SdInfo, System, Target, Verdict};
 
-fn table(header: &[&str]) -> Table {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic).set_header(header.to_vec());
-    // A serial console (a headless Pi's) reports a width of 0: wrapping to it
-    // would print one character per line, so lay the table out unwrapped.
-    if t.width().is_some_and(|w| w < 40) {
-        t.set_content_arrangement(ContentArrangement::Disabled);
-    }
-    t
-}
+
 
 fn row(t: &mut Table, name: &str, value: Option<String>) {
     if let Some(value) = value.filter(|v| !v.is_empty()) {
@@ -34,7 +26,7 @@ fn bytes(n: u64) -> String {
 
 /// The identification table, with notes and hints under it.
 pub fn identification(target: &Target, device: Option<&Device>, system: Option<&System>) -> String {
-    let mut t = table(&["", "identification"]);
+    let mut t = table(["", "identification"]);
     row(&mut t, "target", Some(target.input.clone()));
     row(&mut t, "disk", target.disk.clone());
     row(&mut t, "partition", target.partition.clone());
@@ -252,7 +244,7 @@ pub fn report(report: &Report) -> String {
         Some(target) => identification(target, report.device.as_ref(), report.system.as_ref()),
         None => String::new(),
     };
-    let mut t = table(&["test", "result", "unit", "like", "p50", "p99", "p99.9", "max"]);
+    let mut t = table(["test", "result", "unit", "like", "p50", "p99", "p99.9", "max"]);
     let m = report.measurements.unwrap_or_default();
     for figure in Figure::ALL {
         let (key, unit, like) = (figure.key(), figure.unit().symbol(), figure.reference());

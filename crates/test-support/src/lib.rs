@@ -206,3 +206,35 @@ pub fn device_hash(node: &Path) -> String {
 pub fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
 }
+
+/// Every line `out` printed on stdout within `width` columns, but for a
+/// line that is one word after its indent (a URL, a path), which a fold
+/// may not cut.
+pub fn assert_fits(out: &Output, width: usize, what: &str) {
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in text.lines() {
+        let columns = line.chars().count();
+        let one_word = !line.trim().contains(' ');
+        assert!(columns <= width || one_word, "{what}: a line of {columns} columns:\n{line}\n\n{text}");
+    }
+}
+
+/// `show` of the document `doc` fits 80 columns, in UTF-8 and under
+/// `LANG=C`.
+pub fn assert_show_fits(doc: &serde_json::Value) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("shown.json");
+    std::fs::write(&path, doc.to_string()).expect("write");
+    for lang in ["C.UTF-8", "C"] {
+        let out = Command::new(binary())
+            .args(["show", path.to_str().expect("utf8")])
+            .env_remove("COLUMNS")
+            .env("LANG", lang)
+            .env("LC_ALL", "")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run storage-score show");
+        assert!(out.status.success(), "show: {}", String::from_utf8_lossy(&out.stderr));
+        assert_fits(&out, 80, &format!("show {} under LANG={lang}", doc["schema"]));
+    }
+}
