@@ -29,7 +29,7 @@ fn assert_within(doc: &Value, key: &str, truth: f64, tolerance: f64) {
 }
 
 #[test]
-#[ignore = "needs root: loop, ext4, throttle"]
+#[ignore = "needs root: loop, ext4, throttle, quiet"]
 fn compat_run_matches_the_throttle_within_5_percent() {
     let _lock = device_lock();
     let fs = Ext4::new(1024, "rw");

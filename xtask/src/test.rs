@@ -48,7 +48,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-use caps::{Machine, parse_reason};
+use caps::{Cap, Machine, parse_reason};
 use libtest::{CargoTest, Outcome};
 
 /// What the whole run came to.
@@ -154,6 +154,7 @@ fn run(report: &mut Report, only: &[String], filters: &[String]) -> Result<()> {
         }
     }
     let started = Instant::now();
+    let mut quiet = Vec::new();
     let (main, leaderboard, vms) = std::thread::scope(|scope| {
         let leaderboard = scope.spawn(|| lane(|r, echo| suite(r, &machine, &LEADERBOARD_SUITE, &[], echo)));
         let vms = scope.spawn(|| {
@@ -166,7 +167,7 @@ fn run(report: &mut Report, only: &[String], filters: &[String]) -> Result<()> {
                 Ok(())
             })
         });
-        let main = suite(report, &machine, &MAIN, &[], &mut live);
+        let main = suite_deferring(report, &machine, &MAIN, &[], &mut live, &mut quiet);
         println!("xtask test: the workspace's tests took {:.0} s", started.elapsed().as_secs_f64());
         (main, leaderboard.join(), vms.join())
     });
@@ -186,6 +187,13 @@ fn run(report: &mut Report, only: &[String], filters: &[String]) -> Result<()> {
         }
     }
     println!("xtask test: the three lanes took {:.0} s", started.elapsed().as_secs_f64());
+    // Last, alone: the tests that hold a rate to its limit within a few
+    // percent, which a busy core would move.
+    let alone = Instant::now();
+    run_exactly(report, &MAIN, &quiet, &mut live)?;
+    if !quiet.is_empty() {
+        println!("xtask test: {} tests on a quiet machine took {:.0} s", quiet.len(), alone.elapsed().as_secs_f64());
+    }
     Ok(())
 }
 
@@ -240,6 +248,22 @@ const LEADERBOARD: &str = "storage-score-leaderboard";
 /// `cargo test SELECT -- FILTERS`, in the two passes of the module
 /// documentation, into `report`.
 fn suite(report: &mut Report, machine: &Machine, select: &[&str], filters: &[String], echo: &mut Echo) -> Result<()> {
+    let mut quiet = Vec::new();
+    suite_deferring(report, machine, select, filters, echo, &mut quiet)?;
+    run_exactly(report, select, &quiet, echo)
+}
+
+/// [`suite`], but the ignored tests that need a [quiet](Cap::Quiet)
+/// machine are put in `quiet` (as `(path, label, name)`), to be run by
+/// [`run_exactly`] once nothing else runs.
+fn suite_deferring(
+    report: &mut Report,
+    machine: &Machine,
+    select: &[&str],
+    filters: &[String],
+    echo: &mut Echo,
+    quiet: &mut Vec<(String, String, String)>,
+) -> Result<()> {
     let mut args = vec!["test"];
     args.extend(select);
     args.extend(["--no-fail-fast", "--", "--color", "never"]);
@@ -280,6 +304,10 @@ fn suite(report: &mut Report, machine: &Machine, select: &[&str], filters: &[Str
                     report.skips.push((what, why));
                     not_here.insert(name);
                 }
+                None if caps.contains(&Cap::Quiet) => {
+                    quiet.push((binary.path.clone(), binary.label.clone(), name.clone()));
+                    not_here.insert(name);
+                }
                 None => runnable.push((&binary.path, &binary.label, name)),
             }
         }
@@ -298,17 +326,42 @@ fn suite(report: &mut Report, machine: &Machine, select: &[&str], filters: &[Str
     }
     let (second, built) = cargo_test(&args, echo)?;
     account(report, &second, built, &format!("{} (ignored tests)", select.join(" ")));
-    // Every test that could run here did: a name another binary's skipped
-    // test shares would have been skipped too, so look for each.
-    for (path, label, name) in runnable {
-        let ran = second.binary(path).and_then(|b| b.outcome(name));
+    check_ran(report, &second, runnable.iter().map(|&(path, label, name)| (path, label, name)));
+    Ok(())
+}
+
+/// Runs the ignored tests `tests` (as `(path, label, name)`) of `select`,
+/// one at a time, then checks that each ran.
+fn run_exactly(
+    report: &mut Report,
+    select: &[&str],
+    tests: &[(String, String, String)],
+    echo: &mut Echo,
+) -> Result<()> {
+    if tests.is_empty() {
+        return Ok(());
+    }
+    let mut args = vec!["test"];
+    args.extend(select);
+    args.extend(["--no-fail-fast", "--", "--color", "never", "--ignored", "--exact", "--test-threads", "1"]);
+    args.extend(tests.iter().map(|(_, _, name)| name.as_str()));
+    let (run, built) = cargo_test(&args, echo)?;
+    account(report, &run, built, &format!("{} (tests that need a quiet machine)", select.join(" ")));
+    check_ran(report, &run, tests.iter().map(|(path, label, name)| (path.as_str(), label.as_str(), name.as_str())));
+    Ok(())
+}
+
+/// Every test that could run here did: a name another binary's skipped
+/// test shares would have been skipped too, so look for each.
+fn check_ran<'a>(report: &mut Report, run: &CargoTest, tests: impl Iterator<Item = (&'a str, &'a str, &'a str)>) {
+    for (path, label, name) in tests {
+        let ran = run.binary(path).and_then(|b| b.outcome(name));
         if !matches!(ran, Some(Outcome::Passed | Outcome::Failed)) {
             report
                 .failures
                 .push(format!("{label}::{name}: could run here but did not (a skipped test of the same name?)"));
         }
     }
-    Ok(())
 }
 
 /// Adds one cargo test's counts to `report`: passes and failures from each
