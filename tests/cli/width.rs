@@ -19,10 +19,11 @@ fn arg(path: &Path) -> String {
 }
 
 /// The commands whose text is checked: identify over captured devices and
-/// cards, doctor over every captured machine and all of one at once, a
+/// cards, doctor over every captured machine's disks and one disk with
+/// its filesystem, a
 /// saved report through show and score, compare, scan, the reference set
 /// and an import.
-fn commands() -> Vec<Vec<String>> {
+fn commands(scratch: &Path) -> Vec<Vec<String>> {
     let mut all = Vec::new();
     let own = |words: &[&str]| words.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
     for device in ["emmc", "nvme", "sata", "usb-jms578-ssd", "usb2-card-reader-sd", "usb2-realtek-reader-mmcblk"] {
@@ -35,10 +36,10 @@ fn commands() -> Vec<Vec<String>> {
     }
     for machine in std::fs::read_dir(fixtures("doctor")).expect("doctor fixtures").flatten() {
         if machine.path().is_dir() {
-            all.push(own(&["doctor", "--machine-root", &arg(&machine.path())]));
+            all.push(own(&["doctor", "--all", "--machine-root", &arg(&machine.path())]));
         }
     }
-    all.push(own(&["doctor", "--all", "--machine-root", &arg(&fixtures("doctor/nvme-pi5-gen3"))]));
+    all.push(own(&["doctor", "--machine-root", &arg(&fixtures("doctor/sd-under-voltage")), "mmcblk0", "/"]));
     let report = arg(&fixtures("reports/raspi3b-qemu-quick.json"));
     all.push(own(&["show", &report]));
     all.push(own(&["score", &report]));
@@ -51,14 +52,15 @@ fn commands() -> Vec<Vec<String>> {
     all.push(own(&["reference", "--kind", "nvme"]));
     let published = std::fs::read_dir(fixtures("../../scoring/reference/sources")).expect("sources").flatten();
     let first = published.map(|e| e.path()).min().expect("a published result");
-    all.push(own(&["import", "storage-sh", &arg(&first)]));
+    all.push(own(&["import", "storage-sh", &arg(&first), "--output", &arg(&scratch.join("imported.json"))]));
     all
 }
 
 #[test]
 fn every_commands_text_fits_80_columns_in_utf8_and_in_ascii() {
     let locales: [&[(&str, &str)]; 2] = [&[("LANG", "C.UTF-8"), ("LC_ALL", "")], &[("LANG", "C"), ("LC_ALL", "")]];
-    for command in commands() {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    for command in commands(scratch.path()) {
         let args: Vec<&str> = command.iter().map(String::as_str).collect();
         for env in locales {
             let mut cmd = std::process::Command::new(binary());
@@ -67,7 +69,11 @@ fn every_commands_text_fits_80_columns_in_utf8_and_in_ascii() {
                 cmd.env(key, value);
             }
             let out = cmd.output().expect("run storage-score");
-            assert!(!out.stdout.is_empty(), "{args:?} {env:?} printed nothing: {}", String::from_utf8_lossy(&out.stderr));
+            assert!(
+                !out.stdout.is_empty(),
+                "{args:?} {env:?} printed nothing: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             assert_fits(&out, 80, &format!("{args:?} {env:?}"));
         }
     }

@@ -3,16 +3,14 @@
 //! table, as smartctl shows it), the machine's temperature and throttling,
 //! then each piece of advice with its evidence, fix and source.
 
-use crate::plain::table;
 use std::fmt::Write;
 use std::time::Duration;
 
-use comfy_table::presets::UTF8_FULL_CONDENSED;
-use comfy_table::{ContentArrangement, Table};
+use comfy_table::Table;
+
+use crate::plain::table;
 use storage_scoring::health::{Advice, Health, HealthStatus, Severity, Thermal, ThermalSnapshot};
 use storage_scoring::schema::Report;
-
-
 
 fn row(t: &mut Table, name: &str, value: Option<String>) {
     if let Some(value) = value.filter(|v| !v.is_empty()) {

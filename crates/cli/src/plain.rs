@@ -100,46 +100,62 @@ fn is_table_line(line: &str) -> bool {
         || (first.is_some_and(|c| c == '+' || c == '|') && line.trim_end().ends_with(['+', '|']))
 }
 
-/// The column a folded line's later parts start at: after its leading
-/// spaces, then after a short label and the spaces that align its text
-/// (`seen:   `, `health    `) when there is one, so the text goes on under
-/// itself; two more than the leading spaces otherwise.
+/// The column a folded line's later parts start at, so that the text goes
+/// on under itself: past the line's leading spaces and then past each
+/// label, a word that ends in `:` (`seen:`, `/dev/loop0:`), or a first word
+/// that spaces align (`health    ok`, `pass   1: write`); two more than the
+/// leading spaces when that would pass half the width.
 fn hang(line: &str, width: usize) -> usize {
     let chars: Vec<char> = line.chars().collect();
-    let lead = chars.iter().take_while(|&&c| c == ' ').count();
-    let mut i = lead;
-    while i < chars.len() && chars[i] != ' ' {
-        i += 1;
+    let mut at = chars.iter().take_while(|&&c| c == ' ').count();
+    let lead = at;
+    loop {
+        let mut end = at;
+        while end < chars.len() && chars[end] != ' ' {
+            end += 1;
+        }
+        let mut next = end;
+        while next < chars.len() && chars[next] == ' ' {
+            next += 1;
+        }
+        let label = chars[end - 1] == ':' || (at == lead && next - end >= 2);
+        if end == at || !label || next >= chars.len() || next > width / 2 {
+            break;
+        }
+        at = next;
     }
-    let label_end = i;
-    while i < chars.len() && chars[i] == ' ' {
-        i += 1;
-    }
-    let label = &chars[lead..label_end];
-    let aligned = i - label_end >= 2 || label.last() == Some(&':');
-    if aligned && i < chars.len() && i <= width / 2 { i } else { (lead + 2).min(width / 2) }
+    if at == lead { (lead + 2).min(width / 2) } else { at }
 }
 
+/// `line` in parts of at most `width` columns, cut at spaces: each part
+/// keeps the line's own spacing (a column's alignment stays), each after
+/// the first starts at [`hang`]'s column.
 fn fold_line(line: &str, width: usize, out: &mut String) {
     let indent = hang(line, width);
-    let head: String = line.chars().take(indent).collect();
-    let rest: String = line.chars().skip(indent).collect();
-    // The first part keeps the line's own spacing up to the hang.
-    let mut column = head.chars().count();
-    out.push_str(&head);
+    let mut rest: Vec<char> = line.trim_end().chars().collect();
     let mut first = true;
-    for word in rest.split_whitespace() {
-        let len = word.chars().count();
-        if !first && column + 1 + len > width {
+    loop {
+        let room = if first { width } else { width - indent };
+        if !first {
             out.push('\n');
-            out.push_str(&" ".repeat(indent));
-            column = indent;
-        } else if !first {
-            out.push(' ');
-            column += 1;
+            out.extend(std::iter::repeat_n(' ', indent));
         }
-        out.push_str(word);
-        column += len;
+        if rest.len() <= room {
+            out.extend(rest.iter());
+            return;
+        }
+        // The last space that leaves text before it and the part within
+        // room; else the first space after (a word wider than a line).
+        let least = if first { indent } else { 0 };
+        let is_cut = |&i: &usize| rest[i] == ' ' && rest[..i].iter().skip(least).any(|&c| c != ' ');
+        let Some(cut) = (0..=room).rev().find(is_cut).or_else(|| (room..rest.len()).find(is_cut)) else {
+            out.extend(rest.iter());
+            return;
+        };
+        let part: String = rest[..cut].iter().collect();
+        out.push_str(part.trim_end());
+        let next = rest[cut..].iter().position(|&c| c != ' ').map_or(rest.len(), |n| cut + n);
+        rest.drain(..next);
         first = false;
     }
 }
@@ -272,12 +288,12 @@ mod tests {
 
     #[test]
     fn long_lines_fold_under_their_text_and_tables_are_left_alone() {
-        let text = "health    ok: the card answers its status register, its wear is unknown, 2 errors were logged\n\
+        let text = "health    ok, the card answers its status register, its wear is unknown, 2 errors were logged\n\
                     short line\n\u{2502} a table line that is far wider than the width it is folded to \u{2502}\n";
         let folded = fold(text, 40);
         let lines: Vec<&str> = folded.lines().collect();
-        assert_eq!(lines[0], "health    ok: the card answers its");
-        assert!(lines[1..4].iter().all(|l| l.starts_with("          ") && !l[10..].starts_with(' ')), "{folded}");
+        assert_eq!(lines[0], "health    ok, the card answers its");
+        assert!(lines[1..3].iter().all(|l| l.starts_with("          ") && !l[10..].starts_with(' ')), "{folded}");
         assert!(lines.iter().filter(|l| !l.starts_with('\u{2502}')).all(|l| l.chars().count() <= 40), "{folded}");
         assert!(folded.contains("short line\n\u{2502} a table line"), "{folded}");
         let words = |t: &str| t.split_whitespace().map(str::to_owned).collect::<Vec<_>>();

@@ -2,11 +2,11 @@
 //! terminal and without `--json`), then the identification, a sparkline
 //! of each sustained pass, and the tables.
 
-use crate::plain::table;
 use std::fmt::Write;
 
-use comfy_table::presets::UTF8_FULL_CONDENSED;
-use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
+use comfy_table::{Cell, CellAlignment, Table};
+
+use crate::plain::table;
 use storage_bench::Observer;
 use storage_bench::profile::{Config, Place, size_label};
 use storage_report::plot::speed::rate_text;
@@ -168,8 +168,6 @@ fn curve(out: &mut String, label: &str, c: &Curve, top: f64) {
         let _ = writeln!(out, "  note: {note}");
     }
 }
-
-
 
 fn sweep_table(studies: &Studies) -> Table {
     let mut jobs: Vec<u32> = studies.sweep.iter().map(|c| c.jobs).collect();
