@@ -52,6 +52,15 @@ pub fn out(text: &str) {
     let _ = stdout.write_all(folded.as_bytes()).and_then(|()| stdout.flush());
 }
 
+/// Prints `text` on stdout, cleaned and in ASCII where the terminal wants
+/// it, but not folded: text that programs read a line at a time (doctor's
+/// `--quiet` findings, Prometheus metrics), one record per line however
+/// long.
+pub fn out_records(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(crate::plain::fit(clean(text)).as_bytes()).and_then(|()| stdout.flush());
+}
+
 /// Prints `text` and a newline on stdout, cleaned.
 pub fn outln(text: &str) {
     out(&format!("{text}\n"));
