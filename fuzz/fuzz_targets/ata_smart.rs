@@ -1,11 +1,19 @@
-//! ATA SMART: IDENTIFY, the attribute and threshold tables, and the sense
+//! ATA SMART: IDENTIFY (its strings printable), the attribute and threshold tables, and the sense
 //! data of RETURN STATUS: never a panic.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use storage_identify::health::ata;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = ata::decode_identify(data);
+    if let Some(id) = ata::decode_identify(data) {
+        // The drive's name, serial and firmware: printable ASCII, trimmed, within their fields.
+        for (text, most) in [(&id.model, 40), (&id.serial, 20), (&id.firmware, 8)] {
+            if let Some(t) = text {
+                assert!(!t.is_empty() && t.len() <= most && t.trim_matches(' ') == t);
+                assert!(t.bytes().all(|c| (b' '..=b'~').contains(&c)));
+            }
+        }
+    }
     let (table, thresholds) = if data.len() >= 1024 { (&data[..512], Some(&data[512..1024])) } else { (data, None) };
     if let Ok(attributes) = ata::decode_attributes(table, thresholds) {
         assert!(attributes.len() <= 30);

@@ -5,6 +5,7 @@
 //! and every path this reads, come from `storage-platform`.
 
 pub mod advice;
+pub mod ata_name;
 pub mod checkup;
 pub mod counterfeit;
 pub mod device;
@@ -25,8 +26,15 @@ use storage_scoring::schema::Device;
 /// Resolves TARGET and identifies the disk under it: the `target` and
 /// `device` blocks of a report. `device` is `None` when nothing block-backed
 /// lies under the target (tmpfs, overlayfs); the target's notes say so.
+/// A live SATA disk, alone or behind a USB bridge, is named by its own ATA
+/// IDENTIFY where it answers ([`ata_name`]); `scan`, which asks no device,
+/// calls [`device::identify`] alone.
 pub fn identify(input: &str, roots: &Roots) -> Result<(Resolved, Option<Device>), TargetError> {
     let resolved = resolve(input, roots)?;
-    let device = resolved.disk.as_ref().map(|disk| device::identify(disk, roots));
+    let device = resolved.disk.as_ref().map(|disk| {
+        let mut device = device::identify(disk, roots);
+        ata_name::apply(disk, roots, &mut device);
+        device
+    });
     Ok((resolved, device))
 }

@@ -54,6 +54,18 @@ impl DeviceKind {
     }
 }
 
+/// Where a SATA disk's name came from (docs/report.md#device).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ModelSource {
+    /// The drive's own ATA IDENTIFY DEVICE, through SCSI ATA PASS-THROUGH
+    /// (libata's translation, or a USB bridge's SAT), as smartctl reads it.
+    AtaIdentify,
+    /// The SCSI INQUIRY strings in sysfs: for a USB bridge, its translation
+    /// of the ATA model cut into an 8-byte vendor and a 16-byte product.
+    ScsiInquiry,
+}
+
 /// The device under test.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Device {
@@ -69,9 +81,14 @@ pub struct Device {
     pub vendor: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub firmware: Option<String>,
-    /// Disk serial number (sysfs). Dropped before any upload unless asked.
+    /// Disk serial number (sysfs, or ATA IDENTIFY). Dropped before any
+    /// upload unless asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub serial: Option<String>,
+    /// Where a SATA or USB SATA disk's `model`, `vendor`, `firmware` and
+    /// `serial` came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_source: Option<ModelSource>,
     /// A salted hash of the serial numbers, sent instead of them so that
     /// repeat runs of one card can be grouped (see `privacy`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

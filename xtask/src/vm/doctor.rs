@@ -2,7 +2,7 @@
 //! `nvme` and `ahci` drivers, under QEMU (TCG), compared with what QEMU is
 //! set to report.
 //!
-//! The guest has two NVMe controllers and one SATA disk:
+//! The guest has two NVMe controllers, one SATA disk and one USB disk:
 //! - `nvme0n1`: QEMU's `nvme`, untouched; the guest writes 64 MiB to it
 //!   first, so that its data-written counter has something to count, with
 //!   a `doctor --log` snapshot before and after (the history's host-written
@@ -12,7 +12,14 @@
 //!   to raise a critical warning;
 //! - `sda`: an `ide-hd` on an `ahci` controller: libata translates SG_IO's
 //!   ATA PASS-THROUGH into the ATA SMART commands that QEMU's IDE core
-//!   answers from its built-in attribute table.
+//!   answers from its built-in attribute table; `identify` names it from
+//!   ATA IDENTIFY DEVICE through the same SG_IO path a USB SAT bridge
+//!   takes;
+//! - `sdb`: a `usb-storage` disk on `qemu-xhci`, loaded after `sda` is
+//!   there so that the names hold: QEMU's SCSI emulation (hw/scsi/
+//!   scsi-disk.c) refuses ATA PASS-THROUGH as an invalid opcode, as a
+//!   bridge without SAT does, so the name stays the INQUIRY strings, with
+//!   the note that says so.
 //!
 //! What QEMU reports (hw/nvme/ctrl.c `nvme_smart_info` and Identify; hw/ide/
 //! core.c `cmd_smart`, `smart_attributes`):
@@ -27,6 +34,14 @@
 //!   raw 100, power-on hours raw 1, airflow temperature raw 0x1f1f001f
 //!   (31 °C); thresholds 6, 0, 20, 36, 0, 0, 50. QEMU has no property to
 //!   change any of them, so no failing ATA drive can be made here.
+//! - IDE IDENTIFY DEVICE (hw/ide/core.c `ide_identify`): `padstr` puts
+//!   the serial in words 10-19 (the `serial` property, set here), the
+//!   firmware in words 23-26 (`s->version`: the `ver` property, else
+//!   `qemu_hw_version()`, "2.5+" on every machine type since QEMU 2.5)
+//!   and the model in words 27-46 (`drive_model_str`: "QEMU HARDDISK"
+//!   for an `ide-hd`), each padded with spaces and byte-swapped per word.
+//! - SCSI INQUIRY of `usb-storage`'s disk (hw/scsi/scsi-disk.c): vendor
+//!   "QEMU", product "QEMU HARDDISK", revision `qemu_hw_version()`.
 //!
 //! `target/vm/doctor/run/` keeps `serial.log` and each device's JSON.
 
@@ -43,7 +58,10 @@ use super::runner::{self, Prepared, Task};
 use super::{Options, Paths, host, initramfs, qemu};
 
 /// The drivers and what they need, dependencies added by [`kernel::prepare`].
-pub const MODULES: &[&str] = &["nvme", "ahci", "sd_mod"];
+pub const MODULES: &[&str] = &["nvme", "ahci", "sd_mod", "xhci-pci", "usb-storage"];
+
+/// The module loaded last, once `sda` is there, so that the USB disk is `sdb`.
+const LATE_MODULE: &str = "usb-storage";
 
 /// `smart_critical_warning` of the second controller: bits 0-2.
 pub const CRITICAL_WARNING: u8 = 0x07;
@@ -55,7 +73,7 @@ const IMAGE_BYTES: u64 = 1 << 30;
 const WRITTEN_BYTES: u64 = 64 << 20;
 
 /// The devices, in the order the guest asks them.
-const DEVICES: [&str; 3] = ["nvme0n1", "nvme1n1", "sda"];
+const DEVICES: [&str; 4] = ["nvme0n1", "nvme1n1", "sda", "sdb"];
 
 /// `cargo xtask vm-doctor`.
 pub fn main(opts: &Options) -> ExitCode {
@@ -89,7 +107,8 @@ impl Task for Doctor {
     }
 
     fn disks(&self, run: &Path) -> Result<Vec<PathBuf>> {
-        let images: Vec<PathBuf> = ["nvme0.img", "nvme1.img", "sata.img"].iter().map(|n| run.join(n)).collect();
+        let images: Vec<PathBuf> =
+            ["nvme0.img", "nvme1.img", "sata.img", "usb.img"].iter().map(|n| run.join(n)).collect();
         for image in &images {
             std::fs::File::create(image)?.set_len(IMAGE_BYTES)?;
         }
@@ -97,8 +116,8 @@ impl Task for Doctor {
     }
 
     fn machine<'a>(&self, _: &'a Kernel, disks: &'a [PathBuf]) -> Result<qemu::Machine<'a>> {
-        let [nvme0, nvme1, sata] = disks else { bail!("vm-doctor needs three disks, not {}", disks.len()) };
-        Ok(qemu::Machine::PcStorage { nvme: [nvme0, nvme1], critical_warning: CRITICAL_WARNING, sata })
+        let [nvme0, nvme1, sata, usb] = disks else { bail!("vm-doctor needs four disks, not {}", disks.len()) };
+        Ok(qemu::Machine::PcStorage { nvme: [nvme0, nvme1], critical_warning: CRITICAL_WARNING, sata, usb })
     }
 
     fn checks(&self, run: &Path, outcome: &qemu::Outcome) -> Result<Vec<Check>> {
@@ -168,10 +187,14 @@ mount -t sysfs sysfs /sys
 mount -t debugfs debugfs /sys/kernel/debug
 echo "===SS-GUEST=== kernel $(uname -r)"
 for m in {modules}; do
+  [ $m = {late} ] && continue
   insmod /lib/modules/$m.ko || echo "===SS-INSMOD-FAILED=== $m"
 done
 n=0
 while {{ [ ! -b /dev/nvme0n1 ] || [ ! -b /dev/nvme1n1 ] || [ ! -b /dev/sda ]; }} && [ $n -lt 60 ]; do sleep 0.5; n=$((n+1)); done
+insmod /lib/modules/{late}.ko || echo "===SS-INSMOD-FAILED=== {late}"
+n=0
+while [ ! -b /dev/sdb ] && [ $n -lt 60 ]; do sleep 0.5; n=$((n+1)); done
 echo 1 > /proc/sys/kernel/printk
 {bin} doctor /dev/nvme0n1 --log --quiet >/dev/null 2>/tmp/err
 echo "===SS-LOG=== before exit=$?"; cat /tmp/err
@@ -194,12 +217,13 @@ for d in {devices}; do
   echo "===SS-TABLE-END=== exit=$?"
 done
 echo ===SS-DMESG-BEGIN===
-dmesg | grep -i -e nvme -e 'ata[0-9]' -e ahci -e 'sd 0:'
+dmesg | grep -i -e nvme -e 'ata[0-9]' -e ahci -e 'sd [0-9]:' -e usb
 echo ===SS-DMESG-END===
 poweroff -f
 "#,
         modules = modules.join(" "),
         devices = DEVICES.join(" "),
+        late = LATE_MODULE,
         written_mib = WRITTEN_BYTES >> 20,
         bin = GUEST_BINARY,
     )
@@ -262,8 +286,21 @@ fn device_checks(dev: &str, json: Option<(String, Option<i32>)>, table: Option<(
             ("/health/temperature_c", json!(50)),
             ("/health/data_written_bytes", json!(0)),
         ],
+        "sdb" => vec![
+            ("/device/kind", json!("usb")),
+            ("/device/model_source", json!("scsi-inquiry")),
+            ("/device/vendor", json!("QEMU")),
+            ("/device/model", json!("QEMU HARDDISK")),
+            ("/device/firmware", json!("2.5+")),
+            ("/device/usb/scsi_model", json!("QEMU HARDDISK")),
+        ],
         _ => vec![
             ("/device/kind", json!("sata")),
+            // From ATA IDENTIFY DEVICE, not libata's INQUIRY (vendor "ATA").
+            ("/device/model_source", json!("ata-identify")),
+            ("/device/model", json!("QEMU HARDDISK")),
+            ("/device/serial", json!("SSDOCTOR2")),
+            ("/device/firmware", json!("2.5+")),
             ("/health/source", json!("ata-smart")),
             ("/health/status", json!("ok")),
             ("/health/smart_passed", json!(true)),
@@ -278,6 +315,14 @@ fn device_checks(dev: &str, json: Option<(String, Option<i32>)>, table: Option<(
     }
     if dev == "sda" {
         out.extend(ata_table_checks(&report));
+        out.push(Check::new(
+            "sda: no vendor beside the ATA model (ATA has none; libata's INQUIRY says \"ATA\")",
+            report.pointer("/device/vendor").is_none(),
+            report["device"]["vendor"].to_string(),
+        ));
+    }
+    if dev == "sdb" {
+        out.extend(usb_fallback_checks(&report));
     }
     if dev == "nvme1n1" {
         let hot = report["advice"].as_array().is_some_and(|a| a.iter().any(|x| x["code"] == "hot"));
@@ -288,6 +333,26 @@ fn device_checks(dev: &str, json: Option<(String, Option<i32>)>, table: Option<(
         ));
     }
     out
+}
+
+/// The USB disk whose "bridge" refuses ATA PASS-THROUGH: no serial made
+/// up, and the one note saying the name is the INQUIRY translation.
+fn usb_fallback_checks(report: &Value) -> Vec<Check> {
+    let notes = report["device"]["notes"].as_array().cloned().unwrap_or_default();
+    let inquiry: Vec<&Value> =
+        notes.iter().filter(|n| n.as_str().is_some_and(|n| n.contains("SCSI INQUIRY translation"))).collect();
+    vec![
+        Check::new(
+            "sdb: one note says the name is the bridge's INQUIRY translation (IDENTIFY refused)",
+            inquiry.len() == 1 && inquiry[0].as_str().is_some_and(|n| n.ends_with("SAT: got no ATA answer)")),
+            format!("{inquiry:?}"),
+        ),
+        Check::new(
+            "sdb: no serial without an ATA answer",
+            report.pointer("/device/serial").is_none(),
+            report["device"]["serial"].to_string(),
+        ),
+    ]
 }
 
 /// docs/doctor.md#exit-status, from the report: 8 failing, 16 a warning

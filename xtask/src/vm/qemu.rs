@@ -39,9 +39,10 @@ pub enum Machine<'a> {
     /// `-M raspi3b` with the kernel's own bcm2837-rpi-3-b device tree.
     Raspi3b { dtb: &'a Path },
     /// `vm-doctor`'s PC: two `nvme` controllers (the second with
-    /// `smart_critical_warning` set) and an `ide-hd` on an `ahci`
-    /// controller; `sd_image` is not used.
-    PcStorage { nvme: [&'a Path; 2], critical_warning: u8, sata: &'a Path },
+    /// `smart_critical_warning` set), an `ide-hd` on an `ahci` controller
+    /// and a `usb-storage` disk on a `qemu-xhci` controller; `sd_image` is
+    /// not used.
+    PcStorage { nvme: [&'a Path; 2], critical_warning: u8, sata: &'a Path, usb: &'a Path },
 }
 
 /// What to boot.
@@ -90,7 +91,7 @@ impl Boot<'_> {
             ])
             .collect();
         }
-        if let Machine::PcStorage { nvme, critical_warning, sata } = self.machine {
+        if let Machine::PcStorage { nvme, critical_warning, sata, usb } = self.machine {
             return ["-accel", "tcg", "-m", "512", "-nographic", "-no-reboot", "-append", "console=ttyS0 panic=-1"]
                 .into_iter()
                 .map(str::to_owned)
@@ -112,7 +113,15 @@ impl Boot<'_> {
                     "-drive".into(),
                     format!("id=sata,if=none,format=raw,file={}", path(sata)),
                     "-device".into(),
-                    "ide-hd,drive=sata,bus=ahci.0".into(),
+                    // The serial is set: QEMU's default (`QM%05d` from a counter
+                    // shared with the PC's own IDE ports) depends on the machine.
+                    "ide-hd,drive=sata,bus=ahci.0,serial=SSDOCTOR2".into(),
+                    "-device".into(),
+                    "qemu-xhci,id=xhci".into(),
+                    "-drive".into(),
+                    format!("id=usb,if=none,format=raw,file={}", path(usb)),
+                    "-device".into(),
+                    "usb-storage,drive=usb,bus=xhci.0".into(),
                 ])
                 .collect();
         }

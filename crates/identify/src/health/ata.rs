@@ -11,7 +11,14 @@
 //! - T13 ATA/ATAPI-8 ACS, SMART feature set: SMART READ DATA (B0h/D0h),
 //!   READ THRESHOLDS (D1h), RETURN STATUS (DAh), each with the key
 //!   4Fh/C2h in LBA mid/high; IDENTIFY DEVICE words 82/85 bit 0 (SMART
-//!   supported / enabled, valid when words 83/87 read 01b in bits 15:14).
+//!   supported / enabled, valid when words 83/87 read 01b in bits 15:14);
+//!   the ATA strings, two characters a word, first character in the high
+//!   byte: serial number (words 10-19), firmware revision (23-26), model
+//!   (27-46); word 255, when its low byte is the signature A5h, carries a
+//!   checksum that makes the 512 bytes sum to 0 mod 256. The strings are
+//!   made printable as smartmontools' `ata_format_id_string` and
+//!   `format_char_array` do: swap the bytes, stop at a NUL, trim spaces at
+//!   both ends, `?` for any other byte outside ' '..='~'.
 //! - The 512-byte SMART data structure: revision in bytes 0-1, 30
 //!   12-byte attribute entries from byte 2 (id, flags, value, worst, six raw
 //!   bytes, reserved), checksum in byte 511 (all bytes sum to 0 mod 256);
@@ -107,7 +114,23 @@ pub struct IdentifyInfo {
     /// `None` when the words that say are not marked valid.
     pub smart_supported: Option<bool>,
     pub smart_enabled: Option<bool>,
+    /// Words 27-46; `None` when blank.
     pub model: Option<String>,
+    /// Words 10-19; `None` when blank.
+    pub serial: Option<String>,
+    /// Words 23-26; `None` when blank.
+    pub firmware: Option<String>,
+    /// Word 255's checksum: `None` when the word carries no signature (A5h),
+    /// which ATA allows; `Some(false)` when the 512 bytes do not sum to 0.
+    pub checksum_ok: Option<bool>,
+}
+
+impl IdentifyInfo {
+    /// A drive's own name to show: a model, from a block whose checksum,
+    /// where it has one, holds.
+    pub fn names_the_drive(&self) -> bool {
+        self.model.is_some() && self.checksum_ok != Some(false)
+    }
 }
 
 fn word(b: &[u8], n: usize) -> u16 {
@@ -127,20 +150,33 @@ pub fn decode_identify(b: &[u8]) -> Option<IdentifyInfo> {
     let valid = |w: u16| w & 0xc000 == 0x4000;
     let supported = valid(word(b, 83)).then(|| word(b, 82) & 1 == 1);
     let enabled = valid(word(b, 87)).then(|| word(b, 85) & 1 == 1);
-    // Words 27-46: 40 ASCII characters, two per word, high byte first.
-    let mut model = Vec::with_capacity(40);
-    for n in 27..47 {
-        let [lo, hi] = word(b, n).to_le_bytes();
-        model.extend([hi, lo]);
-    }
-    let model: String =
-        model.iter().map(|&c| if c.is_ascii_graphic() || c == b' ' { c as char } else { '?' }).collect();
-    let model = model.trim().to_owned();
+    let checksum_ok = (word(b, 255) & 0xff == 0xa5).then(|| checksum_ok(b));
     Some(IdentifyInfo {
         smart_supported: supported,
         smart_enabled: enabled,
-        model: (!model.is_empty()).then_some(model),
+        model: ata_string(b, 27, 20),
+        serial: ata_string(b, 10, 10),
+        firmware: ata_string(b, 23, 4),
+        checksum_ok,
     })
+}
+
+/// An ATA string of `words` words from word `first`: two characters a word,
+/// the first in the high byte; cut at a NUL, trimmed of spaces, any byte
+/// outside printable ASCII shown as `?` (smartctl's rendering). `None` when
+/// nothing is left.
+pub fn ata_string(b: &[u8], first: usize, words: usize) -> Option<String> {
+    if b.len() < 2 * (first + words) {
+        return None;
+    }
+    let swapped = (first..first + words).flat_map(|n| {
+        let [lo, hi] = word(b, n).to_le_bytes();
+        [hi, lo]
+    });
+    let text: String =
+        swapped.take_while(|&c| c != 0).map(|c| if (b' '..=b'~').contains(&c) { c as char } else { '?' }).collect();
+    let text = text.trim_matches(' ');
+    (!text.is_empty()).then(|| text.to_owned())
 }
 
 /// Why a SMART data structure was refused.
@@ -458,6 +494,79 @@ mod tests {
         assert_eq!(decode_identify(&b).expect("ata").smart_supported, None);
         assert_eq!(decode_identify(&[0u8; 512]), None);
         assert_eq!(decode_identify(&[0u8; 10]), None);
+    }
+
+    /// An IDENTIFY DEVICE block with `text` put in the words from `first`
+    /// as a drive does: two characters a word, the first in the high byte.
+    fn put_string(b: &mut [u8], first: usize, text: &[u8]) {
+        for (i, pair) in text.chunks(2).enumerate() {
+            b[2 * (first + i) + 1] = pair[0];
+            b[2 * (first + i)] = pair.get(1).copied().unwrap_or(b' ');
+        }
+    }
+
+    /// A Crucial BX500 as smartctl shows it behind a SAT bridge: `Device
+    /// Model: CT240BX500SSD1`, the whole of what the bridge's INQUIRY cut
+    /// into `CT240BX5` and `00SSD1`.
+    fn bx500() -> Vec<u8> {
+        let mut b = vec![0u8; 512];
+        b[0] = 0x40; // word 0: fixed, an ATA device (bit 15 clear)
+        put_string(&mut b, 10, b"        2025E8A1B2C3");
+        put_string(&mut b, 23, b"M6CR061 ");
+        put_string(&mut b, 27, format!("{:<40}", "CT240BX500SSD1").as_bytes());
+        b
+    }
+
+    #[test]
+    fn identify_reads_serial_firmware_and_model_as_smartctl_does() {
+        let b = bx500();
+        let id = decode_identify(&b).expect("ata");
+        assert_eq!(id.model.as_deref(), Some("CT240BX500SSD1"));
+        assert_eq!(id.serial.as_deref(), Some("2025E8A1B2C3"), "leading spaces trimmed");
+        assert_eq!(id.firmware.as_deref(), Some("M6CR061"));
+        assert_eq!(id.checksum_ok, None, "no A5h signature: no checksum to hold");
+        assert!(id.names_the_drive());
+        // The bytes are swapped within each word, not the whole field.
+        assert_eq!(&b[2 * 27..2 * 27 + 4], b"TC42");
+    }
+
+    #[test]
+    fn identify_checks_word_255_when_signed() {
+        let mut b = bx500();
+        b[510] = 0xa5;
+        let b = with_checksum(b);
+        assert_eq!(decode_identify(&b).expect("ata").checksum_ok, Some(true));
+        let mut bad = b.clone();
+        bad[2 * 27] ^= 0x01;
+        let id = decode_identify(&bad).expect("still ATA");
+        assert_eq!(id.checksum_ok, Some(false));
+        assert!(!id.names_the_drive(), "a block garbled in transit names no drive");
+    }
+
+    #[test]
+    fn identify_strings_survive_hostile_bytes() {
+        let mut b = bx500();
+        // Non-ASCII (UTF-8 é), control characters (ESC, tab, DEL), a bell.
+        put_string(&mut b, 27, b"\x1b[2J\xc3\xa9vil\tDRIVE\x7f\x07                       ");
+        let id = decode_identify(&b).expect("ata");
+        assert_eq!(id.model.as_deref(), Some("?[2J??vil?DRIVE??"));
+        assert!(id.model.as_deref().is_some_and(|m| m.chars().all(|c| (' '..='~').contains(&c))));
+        // All spaces: blank, not an empty name.
+        put_string(&mut b, 10, &[b' '; 20]);
+        assert_eq!(decode_identify(&b).expect("ata").serial, None);
+        // A NUL ends the string, as in smartctl; all NULs are blank.
+        put_string(&mut b, 23, b"AB\0CDEFG");
+        assert_eq!(decode_identify(&b).expect("ata").firmware.as_deref(), Some("AB"));
+        put_string(&mut b, 27, &[0u8; 40]);
+        let id = decode_identify(&b).expect("ata");
+        assert_eq!(id.model, None);
+        assert!(!id.names_the_drive());
+        // All ones is no answer; an ATAPI device is not an ATA one.
+        assert_eq!(decode_identify(&[0xffu8; 512]), None);
+        let mut atapi = bx500();
+        atapi[1] = 0x85;
+        assert_eq!(decode_identify(&atapi), None);
+        assert_eq!(ata_string(&[b'A'; 10], 27, 20), None, "a short buffer is read as nothing");
     }
 
     #[test]

@@ -234,6 +234,30 @@ fn ata_command(file: &File, cmd: &ata::AtaCommand, data: &mut [u8]) -> Result<io
     Ok(first)
 }
 
+/// Why a drive's own ATA identity did not come back.
+#[derive(Debug, thiserror::Error)]
+pub enum IdentityError {
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    #[error("{0}")]
+    Ioctl(String),
+    #[error("got no ATA answer through SAT (ATA PASS-THROUGH)")]
+    NoAnswer,
+}
+
+/// ATA IDENTIFY DEVICE through SAT on the live node `node`, read-only (the
+/// node is opened for reading, the command reads 512 bytes): the drive's
+/// identity when the answer is an ATA device's.
+pub fn ata_identity(node: &Path) -> Result<ata::IdentifyInfo, IdentityError> {
+    let file = open(node)?;
+    let mut block = vec![0u8; ata::SECTOR];
+    match ata_command(&file, &ata::IDENTIFY_DEVICE, &mut block) {
+        Ok(out) if out.good() => ata::decode_identify(&block).ok_or(IdentityError::NoAnswer),
+        Ok(_) => Err(IdentityError::NoAnswer),
+        Err(e) => Err(IdentityError::Ioctl(ioctl_failure(node, "ATA IDENTIFY through SG_IO", e))),
+    }
+}
+
 fn ata_health(file: &File, node: &Path, sat: bool) -> Health {
     let via = if sat { "through the USB bridge's SAT pass-through" } else { "through ATA PASS-THROUGH" };
     let mut identify = vec![0u8; ata::SECTOR];

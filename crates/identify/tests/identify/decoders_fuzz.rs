@@ -155,7 +155,16 @@ proptest! {
             let h = nvme::health(&log, Some(nvme::decode_thresholds(&bytes)));
             prop_assert!(h.available_spare_percent.is_none_or(|s| s <= 100));
         }
-        let _ = ata::decode_identify(&bytes);
+        if let Some(id) = ata::decode_identify(&bytes) {
+            // The drive's strings reach the report and the terminal: printable
+            // ASCII, trimmed, within their fields (smartctl's rendering).
+            for (text, most) in [(&id.model, 40), (&id.serial, 20), (&id.firmware, 8)] {
+                if let Some(t) = text {
+                    prop_assert!(!t.is_empty() && t.len() <= most && t.trim_matches(' ') == t);
+                    prop_assert!(t.bytes().all(|c| (b' '..=b'~').contains(&c)), "{t:?}");
+                }
+            }
+        }
         if let Ok(a) = ata::decode_attributes(&bytes, Some(&bytes)) {
             let _ = ata::health(a, None, true, ata::checksum_ok(&bytes));
         }
