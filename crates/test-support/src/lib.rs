@@ -238,3 +238,24 @@ pub fn assert_show_fits(doc: &serde_json::Value) {
         assert_fits(&out, 80, &format!("show {} under LANG={lang}", doc["schema"]));
     }
 }
+
+/// `text` with the lines the tool folded to the terminal's width joined
+/// again: a folded line goes on, indented, on the next, so each line that
+/// starts with a space is joined to the one before it with one space. A
+/// phrase that crossed a fold then reads whole; layout is the width
+/// test's business, not a test of what was said.
+pub fn unfolded(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let table = line.trim_start().starts_with(|c: char| ('\u{2500}'..='\u{257f}').contains(&c));
+        if line.starts_with(' ') && !table && !out.is_empty() && !out.ends_with("\n\n") {
+            out.pop();
+            out.push(' ');
+            out.push_str(line.trim());
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out
+}
