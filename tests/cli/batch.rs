@@ -624,6 +624,7 @@ fn show_prints_every_document_the_tool_writes() {
     let shown = |path: &str| {
         let out = run(&["show", path]);
         assert_eq!(out.status.code(), Some(0), "{path}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_fits(&out, 80, path);
         let again = run(&["show", path, "--json"]);
         assert_eq!(again.status.code(), Some(0), "{path} --json: {}", String::from_utf8_lossy(&again.stderr));
         assert!(stdout_json(&again)["schema"].is_string());

@@ -175,6 +175,11 @@ fn write_text(dir: &Path, name: &str, text: &str) -> String {
 /// throttle's: a backing file on a disk that other work shares would add
 /// its own noise to the writes.
 fn card(write_mb_s: u64) -> (Ext4, BlkioThrottle) {
+    card_tenths(write_mb_s * 10)
+}
+
+/// [`card`] at `tenths` tenths of a MB/s.
+fn card_tenths(tenths: u64) -> (Ext4, BlkioThrottle) {
     let fs = Ext4::on(LoopDev::in_memory(1024), "rw");
     // The IOPS limits bind the 4 KiB tests only: at 800 write IOPS, the
     // writeback of dd's file (bios of about 22 KB) was held to 18 MB/s by
@@ -184,7 +189,7 @@ fn card(write_mb_s: u64) -> (Ext4, BlkioThrottle) {
         read_iops: Some(2000),
         read_bps: Some(50 * MIB),
         write_iops: Some(2000),
-        write_bps: Some(write_mb_s * MB),
+        write_bps: Some(tenths * MB / 10),
     };
     let throttle = BlkioThrottle::new(&fs.dev, limits);
     (fs, throttle)
@@ -221,8 +226,11 @@ fn compare_json(args: &[&str]) -> Value {
 fn compare_calls_a_known_5_percent_difference_real_and_nothing_else() {
     let _lock = device_lock();
     let dir = tempfile::tempdir().expect("tempdir");
-    let (slow, _slow_throttle) = card(20);
-    let (fast, _fast_throttle) = card(21);
+    // 10 and 10.5 MB/s: far below the 18 MB/s or so that dd reached here
+    // through a loop device in memory whatever the limit (17.5 and 18.0 at
+    // limits of 20 and 21), which would flatten a 5% difference to 2.9%.
+    let (slow, _slow_throttle) = card(10);
+    let (fast, _fast_throttle) = card_tenths(105);
 
     let a = quick(&slow, "5", dir.path(), "a.json");
     let b = quick(&fast, "5", dir.path(), "b.json");
@@ -230,7 +238,7 @@ fn compare_calls_a_known_5_percent_difference_real_and_nothing_else() {
     let a_once = quick(&slow, "1", dir.path(), "a-once.json");
     let b_once = quick(&fast, "1", dir.path(), "b-once.json");
 
-    // 20 against 21 MB/s: the write figure's difference is real, and no
+    // 10 against 10.5 MB/s: the write figure's difference is real, and no
     // other figure (the devices differ in nothing else) is called real.
     let doc = compare_json(&[&a, &b]);
     assert_eq!(verdict(&doc, 0, "seq_write_mb_s"), "real", "{doc}");

@@ -261,6 +261,7 @@ fn fuse_cards_that_wear_reach_their_milestones_at_their_own_passes() {
         assert_eq!(out.status.code(), Some(0), "{mode}");
         let report = stdout_json(&out);
         assert_eq!(report["stopped"], "until", "{mode}: {report}");
+        assert_show_fits(&report);
         assert_eq!(
             report["milestones"].as_object().expect("milestones"),
             &milestones_by_the_card(&card, &report),

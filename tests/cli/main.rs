@@ -48,3 +48,5 @@ mod root_scratch;
 mod run_devices;
 mod score_verdict;
 mod submit;
+/// Every command's text within 80 columns, in UTF-8 and ASCII.
+mod width;

@@ -114,6 +114,7 @@ fn a_card_that_ignores_flushes_is_caught() {
     assert_eq!(html.matches("<tr><td class=\"n\">").count(), 5, "one row per cut");
     assert_eq!(report["verdict"], "lost");
     assert!(total(&report, "lost") > 0);
+    assert_show_fits(&report);
     counts_match_the_card(&card, &report);
     let first = report["cycles"].as_array().expect("cycles").iter().find(|c| c["lost"].as_u64() > Some(0));
     eprintln!("measured: flushes ignored, caught at cycle {}", first.map(|c| c["cycle"].clone()).unwrap_or_default());

@@ -476,7 +476,7 @@ fn with_no_study_named_all_three_run_sized_to_the_free_space_and_say_so() {
     let size = usable / 4 / (4 << 20) * (4 << 20);
     let out = run(&["profile", fs.mount_point(), "--max-time", "30"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = unfolded(&String::from_utf8_lossy(&out.stdout));
     eprintln!("{text}");
     // All three studies, in the terminal's words.
     assert!(text.contains("Sustained write (4 MiB chunks"), "{text}");

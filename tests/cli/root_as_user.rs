@@ -307,7 +307,7 @@ fn a_report_in_a_read_only_checkout_keeps_its_receipt_in_the_state_directory() {
     ]);
     let out = home.submit(&server.url(), &["--yes"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let text = stdout(&out);
+    let text = unfolded(&stdout(&out));
     let state = home.dir.path().join(".local/state/storage-score/receipts");
     let note: Vec<&str> = text.lines().filter(|l| l.starts_with("note: ")).collect();
     assert_eq!(note.len(), 1, "{text}");
@@ -367,7 +367,7 @@ fn under_sudo_a_report_where_the_user_cannot_write_keeps_its_receipt_in_their_st
         .output()
         .expect("run as root");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout(&out).contains("(the user behind sudo)"), "{}", stdout(&out));
+    assert!(unfolded(&stdout(&out)).contains("(the user behind sudo)"), "{}", stdout(&out));
     assert_eq!(names(shared.path()), ["card.json"], "root wrote in a directory the user cannot write");
     let state = user.home.join(".local/state/storage-score/receipts");
     let kept = names(&state);

@@ -207,7 +207,11 @@ fn import_storage_sh_keeps_the_printed_score_and_show_places_it() {
     std::fs::write(&out_path, report.to_string()).expect("write");
     let shown = run(&["show", out_path.to_str().expect("utf8")]);
     let text = String::from_utf8_lossy(&shown.stdout);
-    let line = text.lines().find(|l| l.starts_with("In context:")).unwrap_or_else(|| panic!("{text}"));
+    // The line folds to 80 columns, going on under itself.
+    let lines: Vec<&str> = text.lines().skip_while(|l| !l.starts_with("In context:")).collect();
+    assert!(!lines.is_empty(), "{text}");
+    let rest = lines[1..].iter().take_while(|l| l.starts_with(' ')).map(|l| l.trim());
+    let line = std::iter::once(lines[0]).chain(rest).collect::<Vec<_>>().join(" ");
     assert!(line.contains("published SD cards on a Raspberry Pi 4; nearest: "), "{line}");
     // A Storage.sh text is not a report: `score` refuses it.
     assert_one_line_error(&run(&["score", path.to_str().expect("utf8")]), 2);

@@ -138,16 +138,18 @@ fn describe(input: &Input) -> String {
     parts.join(", ")
 }
 
-/// `text` cut to [`WIDTH`] characters, its middle replaced by "…".
+/// `text` cut to [`WIDTH`] characters, its middle replaced by "…" ("..." in ASCII).
 fn fit(text: &str) -> String {
     let chars: Vec<char> = text.chars().collect();
     if chars.len() <= WIDTH {
         return text.to_owned();
     }
-    let keep = WIDTH - 1;
+    // Under LANG=C the ellipsis prints as three dots.
+    let dots = if crate::plain::ascii() { "..." } else { "…" };
+    let keep = WIDTH - dots.chars().count();
     let head: String = chars[..keep / 2].iter().collect();
     let tail: String = chars[chars.len() - (keep - keep / 2)..].iter().collect();
-    format!("{head}…{tail}")
+    format!("{head}{dots}{tail}")
 }
 
 /// `text` broken into lines of at most [`WIDTH`] characters at spaces.

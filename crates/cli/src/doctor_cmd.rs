@@ -59,7 +59,7 @@ pub fn doctor(args: &DoctorArgs, roots: &Roots) -> Result<i32, Failure> {
         let text = prometheus::render(&examined);
         match &metrics_file {
             Some(file) => file.write(text.as_bytes())?,
-            None => crate::terminal::out(&text),
+            None => crate::terminal::out_records(&text),
         }
     }
     let machine = reports.len() > 1 || args.all;
@@ -79,7 +79,7 @@ pub fn doctor(args: &DoctorArgs, roots: &Roots) -> Result<i32, Failure> {
         for (report, target) in reports.iter().zip(&targets) {
             let disk = report.target.as_ref().and_then(|t| t.disk.clone()).unwrap_or_else(|| target.clone());
             for line in doctor_status::findings(report) {
-                crate::terminal::outln(&format!("{disk}: {line}"));
+                crate::terminal::out_records(&format!("{disk}: {line}\n"));
             }
         }
     } else {

@@ -6,20 +6,11 @@
 use std::fmt::Write;
 use std::time::Duration;
 
-use comfy_table::presets::UTF8_FULL_CONDENSED;
-use comfy_table::{ContentArrangement, Table};
+use comfy_table::Table;
+
+use crate::plain::table;
 use storage_scoring::health::{Advice, Health, HealthStatus, Severity, Thermal, ThermalSnapshot};
 use storage_scoring::schema::Report;
-
-fn table(header: &[&str]) -> Table {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic).set_header(header.to_vec());
-    // A serial console reports a width of 0: lay the table out unwrapped.
-    if t.width().is_some_and(|w| w < 40) {
-        t.set_content_arrangement(ContentArrangement::Disabled);
-    }
-    t
-}
 
 fn row(t: &mut Table, name: &str, value: Option<String>) {
     if let Some(value) = value.filter(|v| !v.is_empty()) {
@@ -85,7 +76,7 @@ fn health(h: &Health) -> String {
         }
         return out;
     };
-    let mut t = table(&["health", source.as_str()]);
+    let mut t = table(["health", source.as_str()]);
     row(&mut t, "status", h.status.map(status_word));
     row(&mut t, "vendor layout", h.format.map(|f| f.as_str().to_owned()));
     row(&mut t, "life used", h.percentage_used.map(|p| format!("{p}%")));
@@ -140,7 +131,7 @@ fn health(h: &Health) -> String {
     row(&mut t, "average erase count", h.average_erase_count.map(|v| v.to_string()));
     let _ = writeln!(out, "{t}");
     if !h.attributes.is_empty() {
-        let mut a = table(&["ID", "attribute", "value", "worst", "thresh", "raw", "type", "state"]);
+        let mut a = table(["ID", "attribute", "value", "worst", "thresh", "raw", "type", "state"]);
         for attr in &h.attributes {
             a.add_row(vec![
                 attr.id.to_string(),
@@ -202,7 +193,7 @@ fn snapshot_rows(t: &mut Table, label: &str, s: &ThermalSnapshot) {
 }
 
 fn machine(t: &Thermal) -> String {
-    let mut table = table(&["machine", ""]);
+    let mut table = table(["machine", ""]);
     if let Some(now) = &t.now {
         snapshot_rows(&mut table, "", now);
     }

@@ -57,6 +57,109 @@ pub fn hanging(prefix: &str, text: &str, width: usize) -> String {
     out
 }
 
+/// A table laid out for [`width`] columns: comfy-table knows the width of
+/// a terminal, but not of a pipe or `COLUMNS`, and would then lay a table
+/// out as wide as its longest cell.
+pub fn table<T: Into<comfy_table::Row>>(header: T) -> comfy_table::Table {
+    use comfy_table::{ContentArrangement, presets::UTF8_FULL_CONDENSED};
+    let mut t = comfy_table::Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic).set_header(header);
+    t.set_width(u16::try_from(width()).unwrap_or(u16::MAX));
+    t
+}
+
+/// Every line of `text` wider than `width` columns broken at spaces, each
+/// part after the first indented to where the line's text begins after its
+/// label (`  health:   ok, …` goes on under `ok`). A word longer than a
+/// line is left whole rather than cut; a table's lines (box drawing, or an
+/// ASCII table's `+`/`|` borders) are left as laid out.
+pub fn fold(text: &str, width: usize) -> Cow<'_, str> {
+    let too_wide = |line: &str| line.chars().count() > width && !is_table_line(line);
+    if !text.lines().any(too_wide) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 64);
+    for piece in text.split_inclusive('\n') {
+        let (line, newline) = match piece.strip_suffix('\n') {
+            Some(line) => (line, "\n"),
+            None => (piece, ""),
+        };
+        if too_wide(line) {
+            fold_line(line, width, &mut out);
+        } else {
+            out.push_str(line);
+        }
+        out.push_str(newline);
+    }
+    Cow::Owned(out)
+}
+
+fn is_table_line(line: &str) -> bool {
+    let first = line.trim_start().chars().next();
+    first.is_some_and(|c| ('\u{2500}'..='\u{257f}').contains(&c))
+        || (first.is_some_and(|c| c == '+' || c == '|') && line.trim_end().ends_with(['+', '|']))
+}
+
+/// The column a folded line's later parts start at, so that the text goes
+/// on under itself: past the line's leading spaces and then past each
+/// label, a word that ends in `:` (`seen:`, `/dev/loop0:`), or a first word
+/// that spaces align (`health    ok`, `pass   1: write`); two more than the
+/// leading spaces when that would pass half the width.
+fn hang(line: &str, width: usize) -> usize {
+    let chars: Vec<char> = line.chars().collect();
+    let mut at = chars.iter().take_while(|&&c| c == ' ').count();
+    let lead = at;
+    loop {
+        let mut end = at;
+        while end < chars.len() && chars[end] != ' ' {
+            end += 1;
+        }
+        let mut next = end;
+        while next < chars.len() && chars[next] == ' ' {
+            next += 1;
+        }
+        let label = chars[end - 1] == ':' || (at == lead && next - end >= 2);
+        if end == at || !label || next >= chars.len() || next > width / 2 {
+            break;
+        }
+        at = next;
+    }
+    if at == lead { (lead + 2).min(width / 2) } else { at }
+}
+
+/// `line` in parts of at most `width` columns, cut at spaces: each part
+/// keeps the line's own spacing (a column's alignment stays), each after
+/// the first starts at [`hang`]'s column.
+fn fold_line(line: &str, width: usize, out: &mut String) {
+    let indent = hang(line, width);
+    let mut rest: Vec<char> = line.trim_end().chars().collect();
+    let mut first = true;
+    loop {
+        let room = if first { width } else { width - indent };
+        if !first {
+            out.push('\n');
+            out.extend(std::iter::repeat_n(' ', indent));
+        }
+        if rest.len() <= room {
+            out.extend(rest.iter());
+            return;
+        }
+        // The last space that leaves text before it and the part within
+        // room; else the first space after (a word wider than a line).
+        let least = if first { indent } else { 0 };
+        let is_cut = |&i: &usize| rest[i] == ' ' && rest[..i].iter().skip(least).any(|&c| c != ' ');
+        let Some(cut) = (0..=room).rev().find(is_cut).or_else(|| (room..rest.len()).find(is_cut)) else {
+            out.extend(rest.iter());
+            return;
+        };
+        let part: String = rest[..cut].iter().collect();
+        out.push_str(part.trim_end());
+        let next = rest[cut..].iter().position(|&c| c != ' ').map_or(rest.len(), |n| cut + n);
+        rest.drain(..next);
+        first = false;
+    }
+}
+
 /// `text` in plain ASCII when [`ascii`] says so.
 pub fn fit(text: Cow<'_, str>) -> Cow<'_, str> {
     if !ascii() || text.is_ascii() { text } else { Cow::Owned(to_ascii(&text)) }
@@ -181,6 +284,25 @@ mod tests {
         assert!(lines[1..].iter().all(|l| l.starts_with("            ") && !l[12..].starts_with(' ')), "{wrapped}");
         assert!(lines.iter().all(|l| l.chars().count() <= 40), "{wrapped}");
         assert_eq!(lines.join(" ").split_whitespace().collect::<Vec<_>>().join(" "), format!("seen: {text}"));
+    }
+
+    #[test]
+    fn long_lines_fold_under_their_text_and_tables_are_left_alone() {
+        let text = "health    ok, the card answers its status register, its wear is unknown, 2 errors were logged\n\
+                    short line\n\u{2502} a table line that is far wider than the width it is folded to \u{2502}\n";
+        let folded = fold(text, 40);
+        let lines: Vec<&str> = folded.lines().collect();
+        assert_eq!(lines[0], "health    ok, the card answers its");
+        assert!(lines[1..3].iter().all(|l| l.starts_with("          ") && !l[10..].starts_with(' ')), "{folded}");
+        assert!(lines.iter().filter(|l| !l.starts_with('\u{2502}')).all(|l| l.chars().count() <= 40), "{folded}");
+        assert!(folded.contains("short line\n\u{2502} a table line"), "{folded}");
+        let words = |t: &str| t.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
+        assert_eq!(words(&folded), words(text));
+        // A word wider than the line stays whole, on a part of its own.
+        let url = format!("see https://example.org/{}", "x".repeat(60));
+        let folded = fold(&url, 40);
+        assert!(folded.lines().any(|l| l.trim_start().starts_with("https://") && l.contains(&"x".repeat(60))));
+        assert!(matches!(fold("fits\n", 40), Cow::Borrowed(_)));
     }
 
     #[test]

@@ -4,8 +4,9 @@
 
 use std::fmt::Write;
 
-use comfy_table::presets::UTF8_FULL_CONDENSED;
-use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
+use comfy_table::{Cell, CellAlignment, Table};
+
+use crate::plain::table;
 use storage_bench::Observer;
 use storage_bench::profile::{Config, Place, size_label};
 use storage_report::plot::speed::rate_text;
@@ -166,15 +167,6 @@ fn curve(out: &mut String, label: &str, c: &Curve, top: f64) {
     for note in &c.notes {
         let _ = writeln!(out, "  note: {note}");
     }
-}
-
-fn table(header: Vec<String>) -> Table {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic).set_header(header);
-    if t.width().is_some_and(|w| w < 40) {
-        t.set_content_arrangement(ContentArrangement::Disabled);
-    }
-    t
 }
 
 fn sweep_table(studies: &Studies) -> Table {

@@ -3,20 +3,10 @@
 
 use std::fmt::Write;
 
-use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
-use storage_scoring::schema::{Device, Figure, Report, Score, SdInfo, System, Target, Verdict};
 
-fn table(header: &[&str]) -> Table {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic).set_header(header.to_vec());
-    // A serial console (a headless Pi's) reports a width of 0: wrapping to it
-    // would print one character per line, so lay the table out unwrapped.
-    if t.width().is_some_and(|w| w < 40) {
-        t.set_content_arrangement(ContentArrangement::Disabled);
-    }
-    t
-}
+use crate::plain::table;
+use storage_scoring::schema::{Device, Figure, Report, Score, SdInfo, System, Target, Verdict};
 
 fn row(t: &mut Table, name: &str, value: Option<String>) {
     if let Some(value) = value.filter(|v| !v.is_empty()) {
@@ -34,7 +24,7 @@ fn bytes(n: u64) -> String {
 
 /// The identification table, with notes and hints under it.
 pub fn identification(target: &Target, device: Option<&Device>, system: Option<&System>) -> String {
-    let mut t = table(&["", "identification"]);
+    let mut t = table(["", "identification"]);
     row(&mut t, "target", Some(target.input.clone()));
     row(&mut t, "disk", target.disk.clone());
     row(&mut t, "partition", target.partition.clone());
@@ -246,40 +236,57 @@ fn us(v: f64) -> String {
     if v >= 10_000.0 { format!("{:.1} ms", v / 1000.0) } else { format!("{v:.0} µs") }
 }
 
+/// The figures with their latency, one table where it fits the width;
+/// else the results and the latencies as two tables (the whole is about
+/// 120 columns wide, and a table narrowed to 80 would cut its keys).
+fn figure_tables(report: &Report) -> String {
+    const HEADER: [&str; 8] = ["test", "result", "unit", "like", "p50", "p99", "p99.9", "max"];
+    let m = report.measurements.unwrap_or_default();
+    let rows: Vec<[String; 8]> = Figure::ALL
+        .into_iter()
+        .map(|figure| {
+            let detail = report.details.get(figure.key());
+            let value = match m.figure(figure) {
+                // ≈ marks a low-confidence figure, and "partial" one cut short.
+                Some(v) => match detail {
+                    Some(d) if d.partial => format!("{v} (partial)"),
+                    Some(d) if d.low_confidence => format!("≈ {v}"),
+                    _ => format!("{v}"),
+                },
+                None => "—".to_owned(),
+            };
+            let lat = detail.map(|d| [d.latency.p50_us, d.latency.p99_us, d.latency.p99_9_us, d.latency.max_us]);
+            let lat = lat.map_or([const { String::new() }; 4], |l| l.map(us));
+            let [p50, p99, p999, max] = lat;
+            let (key, unit, like) = (figure.key(), figure.unit().symbol(), figure.reference());
+            [key.to_owned(), value, unit.to_owned(), like.to_owned(), p50, p99, p999, max]
+        })
+        .collect();
+    let columns = |picked: &[usize]| {
+        let mut t = table(picked.iter().map(|&c| HEADER[c]));
+        for row in &rows {
+            t.add_row(picked.iter().map(|&c| {
+                let cell = Cell::new(&row[c]);
+                if c == 1 || c >= 4 { cell.set_alignment(CellAlignment::Right) } else { cell }
+            }));
+        }
+        t
+    };
+    let mut whole = columns(&[0, 1, 2, 3, 4, 5, 6, 7]);
+    let natural = whole.clone().set_content_arrangement(ContentArrangement::Disabled).to_string();
+    if natural.lines().next().is_some_and(|l| l.chars().count() <= crate::plain::width()) {
+        return format!("{}\n", whole.set_content_arrangement(ContentArrangement::Disabled));
+    }
+    format!("{}\n{}\n", columns(&[0, 1, 2, 3]), columns(&[0, 4, 5, 6, 7]))
+}
+
 /// The whole run: identification, results with latency, score, verdict.
 pub fn report(report: &Report) -> String {
     let mut out = match &report.target {
         Some(target) => identification(target, report.device.as_ref(), report.system.as_ref()),
         None => String::new(),
     };
-    let mut t = table(&["test", "result", "unit", "like", "p50", "p99", "p99.9", "max"]);
-    let m = report.measurements.unwrap_or_default();
-    for figure in Figure::ALL {
-        let (key, unit, like) = (figure.key(), figure.unit().symbol(), figure.reference());
-        let detail = report.details.get(key);
-        let value = match m.figure(figure) {
-            // ≈ marks a low-confidence figure, and "partial" one cut short.
-            Some(v) => match detail {
-                Some(d) if d.partial => format!("{v} (partial)"),
-                Some(d) if d.low_confidence => format!("≈ {v}"),
-                _ => format!("{v}"),
-            },
-            None => "—".to_owned(),
-        };
-        let lat = detail.map(|d| d.latency);
-        let mut cells = vec![
-            Cell::new(key),
-            Cell::new(value).set_alignment(CellAlignment::Right),
-            Cell::new(unit),
-            Cell::new(like),
-        ];
-        for v in lat.map(|l| [l.p50_us, l.p99_us, l.p99_9_us, l.max_us]).unwrap_or_default() {
-            cells
-                .push(Cell::new(if lat.is_some() { us(v) } else { String::new() }).set_alignment(CellAlignment::Right));
-        }
-        t.add_row(cells);
-    }
-    let _ = writeln!(out, "{t}");
+    out.push_str(&figure_tables(report));
     out.push_str(&spread(report));
     for (key, detail) in &report.details {
         for note in &detail.notes {

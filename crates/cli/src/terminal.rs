@@ -43,9 +43,20 @@ pub fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
-/// Prints `text` on stdout, cleaned, in ASCII where the terminal wants it
-/// ([`crate::plain`]).
+/// Prints `text` on stdout, cleaned, in ASCII where the terminal wants it,
+/// each line folded to the terminal's width ([`crate::plain`]).
 pub fn out(text: &str) {
+    let fitted = crate::plain::fit(clean(text));
+    let folded = crate::plain::fold(&fitted, crate::plain::width());
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(folded.as_bytes()).and_then(|()| stdout.flush());
+}
+
+/// Prints `text` on stdout, cleaned and in ASCII where the terminal wants
+/// it, but not folded: text that programs read a line at a time (doctor's
+/// `--quiet` findings, Prometheus metrics), one record per line however
+/// long.
+pub fn out_records(text: &str) {
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(crate::plain::fit(clean(text)).as_bytes()).and_then(|()| stdout.flush());
 }

@@ -206,3 +206,56 @@ pub fn device_hash(node: &Path) -> String {
 pub fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
 }
+
+/// Every line `out` printed on stdout within `width` columns, but for a
+/// line that is one word after its indent (a URL, a path), which a fold
+/// may not cut.
+pub fn assert_fits(out: &Output, width: usize, what: &str) {
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in text.lines() {
+        let columns = line.chars().count();
+        let one_word = !line.trim().contains(' ');
+        assert!(columns <= width || one_word, "{what}: a line of {columns} columns:\n{line}\n\n{text}");
+    }
+}
+
+/// `show` of the document `doc` fits 80 columns, in UTF-8 and under
+/// `LANG=C`.
+pub fn assert_show_fits(doc: &serde_json::Value) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("shown.json");
+    std::fs::write(&path, doc.to_string()).expect("write");
+    for lang in ["C.UTF-8", "C"] {
+        let out = Command::new(binary())
+            .args(["show", path.to_str().expect("utf8")])
+            .env_remove("COLUMNS")
+            .env("LANG", lang)
+            .env("LC_ALL", "")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run storage-score show");
+        assert!(out.status.success(), "show: {}", String::from_utf8_lossy(&out.stderr));
+        assert_fits(&out, 80, &format!("show {} under LANG={lang}", doc["schema"]));
+    }
+}
+
+/// `text` with the lines the tool folded to the terminal's width joined
+/// again: a folded line goes on, indented, on the next, so each line that
+/// starts with a space is joined to the one before it with one space. A
+/// phrase that crossed a fold then reads whole; layout is the width
+/// test's business, not a test of what was said.
+pub fn unfolded(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let table = line.trim_start().starts_with(|c: char| ('\u{2500}'..='\u{257f}').contains(&c));
+        if line.starts_with(' ') && !table && !out.is_empty() && !out.ends_with("\n\n") {
+            out.pop();
+            out.push(' ');
+            out.push_str(line.trim());
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out
+}

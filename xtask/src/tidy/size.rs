@@ -1,13 +1,18 @@
 //! Size: no `.rs` file has more than [`LIMIT`] lines of code (lines that
 //! are neither blank nor only comment), so that a module stays one thing a
-//! reader can hold; past it, split the module.
+//! reader can hold; past it, split the module. And ARCHITECTURE.md has at
+//! most [`ARCHITECTURE_LIMIT`] lines: a map that grows into a listing of
+//! every file drifts from the files.
 
 use std::path::{Path, PathBuf};
 
-use super::{Outcome, lexer, rust_files};
+use super::{ARCHITECTURE, Outcome, lexer, rust_files};
 
 /// The most lines of code a `.rs` file may have.
 pub const LIMIT: usize = 600;
+
+/// The most lines ARCHITECTURE.md may have, blank ones included.
+pub const ARCHITECTURE_LIMIT: usize = 350;
 
 /// Files allowed over [`LIMIT`] for now, each with why. Meant to be empty:
 /// an entry is a split under way, and a file that has come back under the
@@ -17,6 +22,24 @@ pub const ALLOWED: &[(&str, &str)] = &[];
 /// Measures the `.rs` files among `files`.
 pub fn check(root: &Path, files: &[PathBuf], outcome: &mut Outcome) {
     check_with(root, files, ALLOWED, outcome);
+    check_architecture(root, outcome);
+}
+
+/// ARCHITECTURE.md against [`ARCHITECTURE_LIMIT`]. A missing page is
+/// [`deps`](super::deps)'s to report.
+fn check_architecture(root: &Path, outcome: &mut Outcome) {
+    let Ok(text) = std::fs::read_to_string(root.join(ARCHITECTURE)) else { return };
+    let lines = text.lines().count();
+    if lines > ARCHITECTURE_LIMIT {
+        outcome.problem(
+            ARCHITECTURE,
+            ARCHITECTURE_LIMIT + 1,
+            format!(
+                "{lines} lines, over the limit of {ARCHITECTURE_LIMIT}: keep it a map (crates, entry points, \
+                 invariants) and move per-file detail into the modules' `//!` comments"
+            ),
+        );
+    }
 }
 
 fn check_with(root: &Path, files: &[PathBuf], allowed: &[(&str, &str)], outcome: &mut Outcome) {
@@ -83,6 +106,18 @@ mod tests {
         assert_eq!(
             problems(&[("src/a.rs", &over)], &[]),
             ["src/a.rs:1803: 601 lines of code, over the limit of 600: split the module"]
+        );
+    }
+
+    #[test]
+    fn architecture_md_may_have_350_lines_and_not_351() {
+        let page = |n: usize| "a line\n".repeat(n);
+        let problems = |text: &str| Tree::new(&[("ARCHITECTURE.md", text)]).problems(check);
+        assert!(problems(&page(350)).is_empty());
+        assert_eq!(
+            problems(&page(351)),
+            ["ARCHITECTURE.md:351: 351 lines, over the limit of 350: keep it a map (crates, entry points, \
+              invariants) and move per-file detail into the modules' `//!` comments"]
         );
     }
 

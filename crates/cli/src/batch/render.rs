@@ -26,13 +26,14 @@ pub fn table(report: &BatchReport) -> String {
         };
         let score =
             card.score.as_ref().and_then(|s| s.pibenchmarks).map(|s| s.to_string()).unwrap_or_else(|| "-".to_owned());
-        let _ = writeln!(
-            text,
-            "{:<width$}  {:<7}  {capacity:<22}  {score:>9}  {}",
-            name(card),
-            card.status.shout(),
-            card.reason.as_deref().unwrap_or("")
-        );
+        // The reason goes on under its own column, not under the card's.
+        let columns = format!("{:<width$}  {:<7}  {capacity:<22}  {score:>9}  ", name(card), card.status.shout());
+        match card.reason.as_deref().filter(|r| !r.trim().is_empty()) {
+            Some(reason) => text.push_str(&crate::plain::hanging(&columns, reason, crate::plain::width())),
+            None => {
+                let _ = writeln!(text, "{}", columns.trim_end());
+            }
+        }
     }
     let s = &report.summary;
     let c = &s.counts;
