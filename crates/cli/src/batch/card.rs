@@ -209,7 +209,11 @@ fn unmount_auto_mounted(node: &Path) -> Vec<String> {
                 match nix::mount::umount2(&mount_point, nix::mount::MntFlags::empty()) {
                     Ok(()) => said.push(format!("unmounted {source} from {} (--unmount)", mount_point.display())),
                     Err(e) => {
-                        let why = if e == nix::errno::Errno::EBUSY { "files are open on it".to_owned() } else { e.to_string() };
+                        let why = if e == nix::errno::Errno::EBUSY {
+                            "files are open on it".to_owned()
+                        } else {
+                            e.to_string()
+                        };
                         said.push(format!("left {source} mounted at {}: {why}", mount_point.display()));
                         break;
                     }
