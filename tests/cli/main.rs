@@ -47,6 +47,8 @@ mod root_journal;
 mod root_scratch;
 mod run_devices;
 mod score_verdict;
+/// `station`: cards put in while it waits, its numbers, labels and filters.
+mod station;
 mod submit;
 /// Every command's text within 80 columns, in UTF-8 and ASCII.
 mod width;
