@@ -32,7 +32,7 @@ pub mod steady;
 pub(crate) use figure::{Eta, Watched, Window, cycled, detail, judge, round_to, unsettled};
 pub use figure::{MIN_WINDOW, SLOW_TEST, fio_iops, iozone_kib_s};
 use plan::FILE_TESTS;
-pub use plan::{Plan, Profile, QUICK_WINDOW, RAW_OFFSET, Sizes, WriteTarget};
+pub use plan::{Plan, Profile, QUICK_WINDOW, RAW_OFFSET, ReadTarget, Sizes, WriteTarget};
 pub use repeat::run_repeated;
 use storage_scoring::figure::Figure;
 use storage_scoring::figure::Unit;
@@ -292,9 +292,9 @@ impl Runner<'_> {
         if !READ_TESTS.iter().any(|&f| self.plan.wants(f)) {
             return Ok(());
         }
-        let device = match &self.plan.read_device {
-            Ok(device) => device.clone(),
-            Err(reason) => {
+        let device = match &self.plan.read_target {
+            ReadTarget::Device(device) => device.clone(),
+            ReadTarget::Unavailable(reason) => {
                 let reason = reason.clone();
                 self.skip(&READ_TESTS, &reason);
                 return Ok(());
@@ -350,7 +350,7 @@ impl Runner<'_> {
             return Ok(());
         }
         if let Place::Scratch(dir) = &place {
-            if let Err(why) = self.direct_io_refused(dir) {
+            if let Some(why) = self.direct_io_refusal(dir) {
                 self.note(why.clone());
                 self.skip(FILE_TESTS, &why);
                 return Ok(());
@@ -393,14 +393,18 @@ impl Runner<'_> {
         DevStat::for_file(file, &self.plan.live_sysfs, self.plan.write_device.as_deref())
     }
 
-    /// Does the filesystem of `dir` take O_DIRECT? If not, the reason in one line.
-    fn direct_io_refused(&self, dir: &ScratchDir) -> Result<(), String> {
-        let probe = dir.create().map_err(|e| e.to_string())?;
+    /// Why the filesystem of `dir` refuses O_DIRECT, in one line; `None`
+    /// when it takes it.
+    fn direct_io_refusal(&self, dir: &ScratchDir) -> Option<String> {
+        let probe = match dir.create() {
+            Ok(probe) => probe,
+            Err(e) => return Some(e.to_string()),
+        };
         match scratch::set_direct(&probe, true) {
-            Ok(()) => Ok(()),
+            Ok(()) => None,
             Err(e) => {
                 let fs = self.plan.filesystem.clone().unwrap_or_else(|| "its filesystem".to_owned());
-                Err(format!(
+                Some(format!(
                     "{} is on {fs}, which refuses O_DIRECT ({e}): the fio-like and iozone-like tests need it to reach the device past the page cache, so they were not run",
                     dir.path().display()
                 ))

@@ -58,12 +58,12 @@ fn keys(text: &str) -> Vec<(String, String)> {
 }
 
 /// A file of tests: under a `tests` directory, or a `tests.rs` module.
-fn is_test_code(file: &Path) -> bool {
+pub(super) fn is_test_code(file: &Path) -> bool {
     file.components().any(|c| c.as_os_str() == "tests") || file.file_stem().is_some_and(|s| s == "tests")
 }
 
 /// The text before the file's first `#[cfg(test)]` line.
-fn production_part(text: &str) -> &str {
+pub(super) fn production_part(text: &str) -> &str {
     let mut at = 0;
     for line in text.split_inclusive('\n') {
         if line.trim() == "#[cfg(test)]" {

@@ -110,11 +110,20 @@ pub enum WriteTarget {
     Unavailable(String),
 }
 
+/// Where the read tests read.
+#[derive(Debug, Clone)]
+pub enum ReadTarget {
+    /// The raw device, opened `O_DIRECT` read-only.
+    Device(PathBuf),
+    /// The read tests cannot run; the reason goes into the report.
+    Unavailable(String),
+}
+
 /// What to run, and where.
 #[derive(Debug, Clone)]
 pub struct Plan {
     /// The raw device for the read tests, or why they cannot run.
-    pub read_device: Result<PathBuf, String>,
+    pub read_target: ReadTarget,
     pub write_target: WriteTarget,
     pub profile: Profile,
     /// The figures to measure, in any order; they run in Storage.sh's order.
@@ -134,9 +143,9 @@ pub struct Plan {
 
 impl Plan {
     /// A plan with the defaults: compat profile, every figure, automatic engine.
-    pub fn new(read_device: Result<PathBuf, String>, write_target: WriteTarget) -> Self {
+    pub fn new(read_target: ReadTarget, write_target: WriteTarget) -> Self {
         Plan {
-            read_device,
+            read_target,
             write_target,
             profile: Profile::Compat,
             figures: Figure::ALL.to_vec(),
@@ -178,7 +187,7 @@ mod tests {
 
     #[test]
     fn scratch_need_is_the_larger_test() {
-        let plan = Plan::new(Err(String::new()), WriteTarget::Unavailable(String::new()));
+        let plan = Plan::new(ReadTarget::Unavailable(String::new()), WriteTarget::Unavailable(String::new()));
         assert_eq!(plan.scratch_bytes(), 520 * MIB);
         let only_file = Plan { figures: vec![Figure::RandReadQd64], ..plan };
         assert_eq!(only_file.scratch_bytes(), 80 * MIB);
