@@ -90,7 +90,9 @@ tasks:
       between workspace crates is in ARCHITECTURE.md's table of crates; its
       list of where `unsafe` lives names exactly the .rs files that hold it;
       no .rs file has over 600 lines of code, nor ARCHITECTURE.md over 350
-      lines. One line per failure: file:line and what is wrong.
+      lines; no figure key spelt outside figure.rs; no Result<_, String> in
+      the product's library crates. One line per failure: file:line and
+      what is wrong. Builds none of the product.
   reference [--write | --against MIRRORS]
       Re-read every published result of scoring/reference/sources/ with the
       Storage.sh importer and check scoring/reference/set.json against them
