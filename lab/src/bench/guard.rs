@@ -1,12 +1,12 @@
 //! Drop guards for what the benchmark sets up: a work directory, loop
-//! devices, mounts and blkio throttle rules. Each undoes itself when dropped,
+//! devices, mounts, blkio throttle rules and FUSE cards. Each undoes itself when dropped,
 //! on success, error and Ctrl-C alike; declare them in setup order so they
 //! unwind in reverse. Only devices this task attached are ever touched.
 
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
@@ -213,5 +213,74 @@ fn quiet_command(program: &str, args: &[&str]) -> bool {
             eprintln!("bench: cleanup: cannot run {program}: {e}");
             false
         }
+    }
+}
+
+/// Where the tools keep their journals and state: a directory they accept
+/// (root's, writable by no one else all the way up, on a disk), which a
+/// card's own directory under `/var/tmp` is not. `tag` names it.
+pub fn journal_base(tag: &str) -> Result<WorkDir> {
+    let base = Path::new("/var/lib/storage-score-bench");
+    std::fs::create_dir_all(base).with_context(|| format!("creating {}", base.display()))?;
+    std::fs::set_permissions(base, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .with_context(|| format!("chmod 700 {}", base.display()))?;
+    WorkDir::create(base, tag)
+}
+
+/// One of `tests/support/`'s FUSE servers (`fake_flash.py`,
+/// `faulty_fuse.py`) serving `disk.img` at `<dir>/mnt`, logging to
+/// `<dir>/card.log`. On drop: unmounted (retried, then lazily), then
+/// stopped. Drop the loop device over it first.
+pub struct FuseServer {
+    child: Child,
+    pub mount: PathBuf,
+}
+
+impl FuseServer {
+    /// Runs `script <dir>/mnt <dir>/backing.img args…` and waits until it
+    /// serves `disk.img`.
+    pub fn start(script: &Path, dir: &Path, args: &[String]) -> Result<FuseServer> {
+        let name = script.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let mount = dir.join("mnt");
+        std::fs::create_dir(&mount).context("mount point")?;
+        let log_path = dir.join("card.log");
+        let log = std::fs::File::create(&log_path).context("card log")?;
+        let mut cmd = Command::new("/usr/bin/python3");
+        cmd.arg(script).arg(&mount).arg(dir.join("backing.img")).args(args);
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .with_context(|| format!("starting {name}"))?;
+        let server = FuseServer { child, mount };
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while !server.mount.join("disk.img").exists() {
+            if Instant::now() > deadline {
+                bail!("{name} did not start: {}", std::fs::read_to_string(&log_path).unwrap_or_default());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(server)
+    }
+}
+
+impl Drop for FuseServer {
+    fn drop(&mut self) {
+        let quiet = |args: &[&str]| Command::new("umount").args(args).stderr(Stdio::null()).status();
+        let mount = self.mount.to_string_lossy().into_owned();
+        for _ in 0..20 {
+            if quiet(&[&mount]).is_ok_and(|s| s.success()) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = quiet(&["-l", &mount]);
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }

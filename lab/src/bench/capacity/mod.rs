@@ -38,7 +38,7 @@ use serde_json::Value;
 pub use floor::Floor;
 pub use report::{table, to_json};
 
-use super::guard::WorkDir;
+use super::guard::{WorkDir, journal_base};
 use super::sys;
 use card::FakeCard;
 
@@ -277,7 +277,7 @@ pub fn run(binary: &Path, workspace: &Path, set: &Set, done: &dyn Fn(&[Row]) -> 
         Set::Slow => slow(),
     };
     let limit = if *set == Set::Slow { Duration::from_secs(4 * 3600) } else { Duration::from_secs(1800) };
-    let journals = journal_base()?;
+    let journals = journal_base("journals")?;
     let mut rows = Vec::new();
     for (i, case) in cases.into_iter().enumerate() {
         sys::check_interrupt()?;
@@ -306,17 +306,6 @@ pub fn run(binary: &Path, workspace: &Path, set: &Set, done: &dyn Fn(&[Row]) -> 
         done(&rows)?;
     }
     Ok(rows)
-}
-
-/// Where verify-capacity keeps its undo journals: a directory it accepts
-/// (root's, writable by no one else all the way up, on a disk), which the
-/// card's own directory under `/var/tmp` is not.
-fn journal_base() -> Result<WorkDir> {
-    let base = Path::new("/var/lib/storage-score-bench");
-    std::fs::create_dir_all(base).with_context(|| format!("creating {}", base.display()))?;
-    std::fs::set_permissions(base, std::os::unix::fs::PermissionsExt::from_mode(0o700))
-        .with_context(|| format!("chmod 700 {}", base.display()))?;
-    WorkDir::create(base, "journals")
 }
 
 /// Runs `tool` on a fresh card, timing it and asking the card what it saw.
@@ -390,10 +379,10 @@ pub fn size(bytes: Option<u64>) -> String {
 /// The machine-wide lock the device tests take (`storage_score_test_support::device_lock`):
 /// held for one case, so the timings of both tools share the machine only
 /// with builds, and tests of other checkouts wait for it.
-struct DeviceLock(std::fs::File);
+pub struct DeviceLock(std::fs::File);
 
 impl DeviceLock {
-    fn take() -> Result<DeviceLock> {
+    pub fn take() -> Result<DeviceLock> {
         use std::os::fd::AsRawFd;
         let file = std::fs::OpenOptions::new()
             .create(true)
