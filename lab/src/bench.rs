@@ -39,7 +39,13 @@
 //!    (read 2000 IOPS and 50 MiB/s, write 800 IOPS and 20 MB/s): median wall
 //!    times (quick's target: 20 s) and the nine figures' ratios, judged in
 //!    ±3%, with each side's spread.
-//! 7. Writes everything to `target/bench/latest.json` and ends with
+//! 7. **Endurance beside mfst** ([`endurance`]), only as `cargo xtask
+//!    bench endurance`: `storage-score endurance` and mfst each wear a
+//!    fresh card of the same wear model to 50% bad; per-pass seconds, the
+//!    milestones each reports and what each saw, in
+//!    `target/bench/endurance.json`. Skipped, with the reason, when mfst
+//!    cannot be built.
+//! 8. Writes everything to `target/bench/latest.json` and ends with
 //!    `bench: N within 0.97-1.03, M outside` (and the profile's count in its
 //!    own band). `--only agreement|efficiency|capacity|profile|quick` runs one step
 //!    (and writes only its part).
@@ -53,6 +59,7 @@
 mod agreement;
 mod capacity;
 mod efficiency;
+mod endurance;
 mod guard;
 mod parse;
 mod profile;
@@ -73,6 +80,9 @@ pub const BAND: (f64, f64) = (0.97, 1.03);
 pub fn main(args: &[String]) -> ExitCode {
     if args.first().map(String::as_str) == Some("capacity") {
         return capacity_only(&args[1..]);
+    }
+    if args.first().map(String::as_str) == Some("endurance") {
+        return endurance_only(&args[1..]);
     }
     let options = match Options::parse(args) {
         Ok(options) => options,
@@ -122,6 +132,33 @@ fn capacity_only(args: &[String]) -> ExitCode {
     sys::catch_interrupts();
     let paths = Paths::locate();
     match sys::build_release(&paths).and_then(|binary| run_capacity(&binary, &paths, &set)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            println!("bench: FAILED: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `cargo xtask bench endurance [--mib N] [--mean W] [--seed S] [--mode M]…`:
+/// `storage-score endurance` beside mfst on worn-out cards ([`endurance`]).
+fn endurance_only(args: &[String]) -> ExitCode {
+    let model = match endurance::Model::parse(args) {
+        Ok(model) => model,
+        Err(e) => {
+            eprintln!(
+                "xtask bench endurance: {e}\nusage: cargo xtask bench endurance [--mib N] [--mean W] [--seed S] \
+                 [--mode keep-old|other-block|garbage]..."
+            );
+            return ExitCode::from(2);
+        }
+    };
+    if !sys::is_root() {
+        println!("bench: skipped: needs root (loop devices and FUSE); run it as root");
+        return ExitCode::SUCCESS;
+    }
+    sys::catch_interrupts();
+    match endurance::main(&Paths::locate(), &model) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             println!("bench: FAILED: {e:#}");

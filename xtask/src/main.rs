@@ -50,6 +50,13 @@ tasks:
       3.5-32 GiB announced as 16-512 GiB, plain and offset wraps, limbo,
       chains); with --slow on 64 GiB cards writing at 20 MB/s (genuine, a
       wrap, the wrap behind a 256 MiB cache) and limbo behind a 128 MiB cache.
+  bench endurance [--mib N] [--mean W] [--seed S] [--mode M]...
+      Only storage-score endurance beside mfst (built from its source, its
+      speed tests left out) on worn-out FUSE cards: N MiB (1024), blocks
+      lasting W writes on average (8), seed S (7), worn blocks that keep
+      their old data (keep-old), read back another block's (other-block) or
+      a flipped bit (garbage). target/bench/endurance.json; skipped when
+      mfst cannot be built.
   fuzz [--runs N] [--target NAME]
       Every cargo-fuzz target in fuzz/ (the register decoders, debugfs ios,
       USB speed, `score` input) for N executions each (default 10000000),
