@@ -31,11 +31,11 @@ pub mod steady;
 
 pub(crate) use figure::{Eta, Watched, Window, cycled, detail, judge, round_to, unsettled};
 pub use figure::{MIN_WINDOW, SLOW_TEST, fio_iops, iozone_kib_s};
-use plan::FILE_TESTS;
 pub use plan::{Plan, Profile, QUICK_WINDOW, RAW_OFFSET, ReadTarget, Sizes, WriteTarget};
+use plan::{file_tests, tool_tests};
 pub use repeat::run_repeated;
 use storage_scoring::figure::Figure;
-use storage_scoring::figure::Unit;
+use storage_scoring::figure::{Tool, Unit};
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -258,7 +258,7 @@ impl Runner<'_> {
 
     fn run_all(&mut self) -> Result<(), RunError> {
         if let WriteTarget::Scratch(dir) = &self.plan.write_target {
-            let mut writes = std::iter::once(Figure::SeqWrite).chain(FILE_TESTS.iter().copied());
+            let mut writes = std::iter::once(Figure::SeqWrite).chain(file_tests());
             if writes.any(|f| self.plan.wants(f)) {
                 let dir = ScratchDir::open(dir)?;
                 dir.check_space(self.plan.scratch_bytes())?;
@@ -320,7 +320,7 @@ impl Runner<'_> {
     }
 
     fn run_writes(&mut self) -> Result<(), RunError> {
-        let write_tests: Vec<Figure> = std::iter::once(Figure::SeqWrite).chain(FILE_TESTS.iter().copied()).collect();
+        let write_tests: Vec<Figure> = std::iter::once(Figure::SeqWrite).chain(file_tests()).collect();
         if !write_tests.iter().any(|&f| self.plan.wants(f)) {
             return Ok(());
         }
@@ -346,17 +346,17 @@ impl Runner<'_> {
             self.record(Figure::SeqWrite, m)?;
             // rm -f test: the file (and its blocks) go when it closes here.
         }
-        if !FILE_TESTS.iter().any(|&f| self.plan.wants(f)) {
+        if !file_tests().any(|f| self.plan.wants(f)) {
             return Ok(());
         }
         if let Place::Scratch(dir) = &place {
             if let Some(why) = self.direct_io_refusal(dir) {
                 self.note(why.clone());
-                self.skip(FILE_TESTS, &why);
+                self.skip(&file_tests().collect::<Vec<_>>(), &why);
                 return Ok(());
             }
         }
-        for figure in [Figure::RandWriteQd64, Figure::RandReadQd64] {
+        for figure in tool_tests(Tool::Fio) {
             if self.wants(figure) {
                 sync();
                 let file = place.new_file()?;
@@ -366,7 +366,7 @@ impl Runner<'_> {
                 self.record(figure, m)?;
             }
         }
-        if FILE_TESTS[2..].iter().any(|&f| self.plan.wants(f)) && !self.time_is_up() {
+        if tool_tests(Tool::Iozone).any(|f| self.plan.wants(f)) && !self.time_is_up() {
             sync();
             let file = place.new_file()?;
             let stat = self.stat_of(&file);

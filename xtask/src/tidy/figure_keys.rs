@@ -1,7 +1,7 @@
 //! Figure keys in one place: no string literal in production code spells one
 //! of the nine figure keys (`seq_write_mb_s`, …), alone or in a message,
 //! outside `scoring/src/figure.rs`, where `Figure::key()` writes them; every
-//! other place asks the enum, so a new figure is one variant there.
+//! other place asks the enum, so a new figure is one row of its table.
 //!
 //! Test code is not looked at: a `tests` directory or file, and a file from
 //! its first line that is `#[cfg(test)]` on. Tests spell the keys on
@@ -22,7 +22,7 @@ pub fn check(root: &Path, files: &[PathBuf], outcome: &mut Outcome) {
         outcome.problem(
             HOME,
             1,
-            "no `Figure::X => \"key\"` arms in `fn key`: the figure keys cannot be checked".to_owned(),
+            "no rows with a `key:` in the `figures!` table: the figure keys cannot be checked".to_owned(),
         );
         return;
     }
@@ -40,21 +40,35 @@ pub fn check(root: &Path, files: &[PathBuf], outcome: &mut Outcome) {
     }
 }
 
-/// Each figure's variant and key, read from the arms of `Figure::key()` in
-/// [`HOME`]'s source (`Figure::SeqRead => "seq_read_mib_s",`): xtask links
-/// none of the product, so it reads the table as text.
+/// Each figure's variant and key, read from the rows of the `figures!`
+/// table in [`HOME`]'s source (a `SeqRead {` line, then its `key:
+/// "seq_read_mib_s",`): xtask links none of the product, so it reads the
+/// table as text.
 fn keys(text: &str) -> Vec<(String, String)> {
-    let Some(start) = text.find("pub const fn key(self)") else { return Vec::new() };
-    let body = &text[start..];
-    let body = &body[..body.find("\n    }\n").unwrap_or(body.len())];
-    body.lines()
-        .filter_map(|line| {
-            let (variant, key) = line.trim().split_once(" => ")?;
-            let variant = variant.strip_prefix("Figure::")?;
-            let key = key.trim_end_matches(',').strip_prefix('"')?.strip_suffix('"')?;
-            Some((variant.to_owned(), key.to_owned()))
-        })
-        .collect()
+    let Some(start) = text.find("\nfigures! {") else { return Vec::new() };
+    // The row being read (its variant, and its key once seen).
+    let mut row: Option<(String, Option<String>)> = None;
+    let mut keys = Vec::new();
+    for line in text[start..].lines().skip(2) {
+        let line = line.trim();
+        match &mut row {
+            None if line == "}" => break,
+            None => {
+                if let Some(name) = line.strip_suffix(" {").filter(|n| n.chars().all(|c| c.is_ascii_alphanumeric())) {
+                    row = Some((name.to_owned(), None));
+                }
+            }
+            Some((variant, key)) => {
+                if line == "}" {
+                    keys.extend(key.take().map(|k| (variant.clone(), k)));
+                    row = None;
+                } else if let Some(k) = line.strip_prefix("key: \"").and_then(|k| k.strip_suffix("\",")) {
+                    *key = Some(k.to_owned());
+                }
+            }
+        }
+    }
+    keys
 }
 
 /// A file of tests: under a `tests` directory, or a `tests.rs` module.
@@ -93,7 +107,7 @@ mod tests {
     fn a_key_in_production_code_is_refused_and_tests_may_spell_it() {
         let code = "fn f() -> &'static str {\n    \"seq_write_mb_s\"\n}\n";
         let prose = "fn g() {\n    println!(\"run --only seq_read_mib_s, cached_read_mib_s\");\n}\n";
-        let home = "impl Figure {\n    pub const fn key(self) -> &'static str {\n        match self {\n            Figure::SeqRead => \"seq_read_mib_s\",\n            Figure::SeqWrite => \"seq_write_mb_s\",\n        }\n    }\n}\n";
+        let home = "macro_rules! figures {}\n\nfigures! {\n    SeqRead {\n        key: \"seq_read_mib_s\",\n        unit: MibPerS,\n    }\n    SeqWrite {\n        key: \"seq_write_mb_s\",\n    }\n}\n";
         let problems =
             Tree::new(&[(HOME, home), ("crates/a/src/lib.rs", code), ("crates/a/src/hint.rs", prose)]).problems(check);
         assert_eq!(
@@ -116,7 +130,7 @@ mod tests {
         // Without the table there is nothing to check against: a problem, not a pass.
         let problems = Tree::new(&[("crates/a/src/lib.rs", code)]).problems(check);
         assert_eq!(problems.len(), 1, "{problems:?}");
-        assert!(problems[0].starts_with("scoring/src/figure.rs:1: no `Figure::X"), "{problems:?}");
+        assert!(problems[0].starts_with("scoring/src/figure.rs:1: no rows"), "{problems:?}");
     }
 
     /// The real table, read as text, names the real figures.
