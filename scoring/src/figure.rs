@@ -1,29 +1,183 @@
 //! The nine figures of a report (docs/measurements.md#the-nine-figures), as
-//! one closed type: each owns its JSON key, its unit, the words every
-//! surface labels it with, the reference tool it stands in for, and the
-//! largest value any device could measure in it. No other module spells a
-//! figure's key, unit or label: a new figure is a new variant here (and the
-//! test that measures it, and the score's weight if it has one).
+//! one closed type declared as one table ([`figures!`]): each row owns its
+//! JSON key, its unit, the words every surface labels it with, the
+//! reference tool it stands in for and whether its test writes; the largest
+//! value any device could measure in it follows from its unit. No other
+//! module spells a figure's key, unit or label: a new figure is a new row
+//! here and a place in [`REPORT_ORDER`] (and the test that measures it, and
+//! the score's weight if it has one).
 
 use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// One of the nine figures, in the order every table prints them (the
-/// tests run in Storage.sh's order, which differs only in that `hdparm -Tt`
-/// times the cached read before the disk read).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Figure {
-    SeqRead,
-    CachedRead,
-    SeqWrite,
-    RandWriteQd64,
-    RandReadQd64,
-    SeqWrite4kQd1,
-    SeqRead4kQd1,
-    RandRead4kQd1,
-    RandWrite4kQd1,
+/// Declares the figures, once each, in the order every table prints them:
+/// the enum and every fact about a figure come from its row here.
+macro_rules! figures {
+    ($(
+        $(#[$doc:meta])*
+        $variant:ident {
+            key: $key:literal,
+            unit: $unit:ident,
+            tool: $tool:ident,
+            writes: $writes:literal,
+            short: $short:literal,
+            label: $label:literal,
+            reference: $reference:literal $(,)?
+        }
+    )*) => {
+        /// One of the figures, in the order every table prints them (the
+        /// tests run in Storage.sh's order, which differs only in that
+        /// `hdparm -Tt` times the cached read before the disk read).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Figure {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl Figure {
+            /// How many figures there are.
+            pub const COUNT: usize = [$(stringify!($variant)),*].len();
+
+            /// Every figure, in table order.
+            pub const ALL: [Figure; Figure::COUNT] = [$(Figure::$variant),*];
+
+            /// The key in a report's `measurements` (and its `details`, `samples`).
+            pub const fn key(self) -> &'static str {
+                match self { $(Figure::$variant => $key,)* }
+            }
+
+            pub const fn unit(self) -> Unit {
+                match self { $(Figure::$variant => Unit::$unit,)* }
+            }
+
+            /// The reference tool alone.
+            pub const fn tool(self) -> Tool {
+                match self { $(Figure::$variant => Tool::$tool,)* }
+            }
+
+            /// Whether the test behind it writes to the device (or its scratch file).
+            pub const fn writes(self) -> bool {
+                match self { $(Figure::$variant => $writes,)* }
+            }
+
+            /// A few words, for narrow tables (`compare`'s).
+            pub const fn short_label(self) -> &'static str {
+                match self { $(Figure::$variant => $short,)* }
+            }
+
+            /// What the figure is, with the tool it comes from (the
+            /// leaderboard's result page).
+            pub const fn label(self) -> &'static str {
+                match self { $(Figure::$variant => $label,)* }
+            }
+
+            /// The PiBenchmarks command this figure reproduces (the results
+            /// table's "as" column).
+            pub const fn reference(self) -> &'static str {
+                match self { $(Figure::$variant => $reference,)* }
+            }
+        }
+    };
 }
+
+figures! {
+    SeqRead {
+        key: "seq_read_mib_s",
+        unit: MibPerS,
+        tool: Hdparm,
+        writes: false,
+        short: "seq read",
+        label: "Sequential read (hdparm -t --direct)",
+        reference: "hdparm -t --direct",
+    }
+    CachedRead {
+        key: "cached_read_mib_s",
+        unit: MibPerS,
+        tool: Hdparm,
+        writes: false,
+        short: "cached read",
+        label: "Cached read (hdparm -T --direct)",
+        reference: "hdparm -T --direct",
+    }
+    SeqWrite {
+        key: "seq_write_mb_s",
+        unit: MbPerS,
+        tool: Dd,
+        writes: true,
+        short: "seq write",
+        label: "Sequential write (dd, 4 KiB, fsync)",
+        reference: "dd bs=4k count=130k conv=fsync",
+    }
+    RandWriteQd64 {
+        key: "rand_write_4k_qd64_iops",
+        unit: Iops,
+        tool: Fio,
+        writes: true,
+        short: "rand write QD64",
+        label: "Random write 4 KiB, QD64 (fio)",
+        reference: "fio randwrite 4k QD64",
+    }
+    RandReadQd64 {
+        key: "rand_read_4k_qd64_iops",
+        unit: Iops,
+        tool: Fio,
+        writes: false,
+        short: "rand read QD64",
+        label: "Random read 4 KiB, QD64 (fio)",
+        reference: "fio randread 4k QD64",
+    }
+    SeqWrite4kQd1 {
+        key: "seq_write_4k_qd1_kib_s",
+        unit: KibPerS,
+        tool: Iozone,
+        writes: true,
+        short: "seq write QD1",
+        label: "Sequential write 4 KiB, QD1 (iozone)",
+        reference: "iozone write 4k",
+    }
+    SeqRead4kQd1 {
+        key: "seq_read_4k_qd1_kib_s",
+        unit: KibPerS,
+        tool: Iozone,
+        writes: false,
+        short: "seq read QD1",
+        label: "Sequential read 4 KiB, QD1 (iozone)",
+        reference: "iozone read 4k",
+    }
+    RandRead4kQd1 {
+        key: "rand_read_4k_qd1_kib_s",
+        unit: KibPerS,
+        tool: Iozone,
+        writes: false,
+        short: "rand read QD1",
+        label: "Random read 4 KiB, QD1 (iozone)",
+        reference: "iozone random read 4k",
+    }
+    RandWrite4kQd1 {
+        key: "rand_write_4k_qd1_kib_s",
+        unit: KibPerS,
+        tool: Iozone,
+        writes: true,
+        short: "rand write QD1",
+        label: "Random write 4 KiB, QD1 (iozone)",
+        reference: "iozone random write 4k",
+    }
+}
+
+/// The figures in the order a report's `measurements` object lists them
+/// (older than the table order: the QD64 pair is read first there). Every
+/// figure once; a new figure goes last.
+pub const REPORT_ORDER: [Figure; Figure::COUNT] = [
+    Figure::SeqRead,
+    Figure::CachedRead,
+    Figure::SeqWrite,
+    Figure::RandReadQd64,
+    Figure::RandWriteQd64,
+    Figure::SeqWrite4kQd1,
+    Figure::SeqRead4kQd1,
+    Figure::RandRead4kQd1,
+    Figure::RandWrite4kQd1,
+];
 
 /// A figure's unit: each keeps its reference tool's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -86,112 +240,9 @@ impl fmt::Display for Unit {
 }
 
 impl Figure {
-    /// Every figure, in table order.
-    pub const ALL: [Figure; 9] = [
-        Figure::SeqRead,
-        Figure::CachedRead,
-        Figure::SeqWrite,
-        Figure::RandWriteQd64,
-        Figure::RandReadQd64,
-        Figure::SeqWrite4kQd1,
-        Figure::SeqRead4kQd1,
-        Figure::RandRead4kQd1,
-        Figure::RandWrite4kQd1,
-    ];
-
-    /// The key in a report's `measurements` (and its `details`, `samples`).
-    pub const fn key(self) -> &'static str {
-        match self {
-            Figure::SeqRead => "seq_read_mib_s",
-            Figure::CachedRead => "cached_read_mib_s",
-            Figure::SeqWrite => "seq_write_mb_s",
-            Figure::RandWriteQd64 => "rand_write_4k_qd64_iops",
-            Figure::RandReadQd64 => "rand_read_4k_qd64_iops",
-            Figure::SeqWrite4kQd1 => "seq_write_4k_qd1_kib_s",
-            Figure::SeqRead4kQd1 => "seq_read_4k_qd1_kib_s",
-            Figure::RandRead4kQd1 => "rand_read_4k_qd1_kib_s",
-            Figure::RandWrite4kQd1 => "rand_write_4k_qd1_kib_s",
-        }
-    }
-
     /// The figure a key names; `None` for any other string.
     pub fn from_key(key: &str) -> Option<Figure> {
         Figure::ALL.into_iter().find(|f| f.key() == key)
-    }
-
-    pub const fn unit(self) -> Unit {
-        match self {
-            Figure::SeqRead | Figure::CachedRead => Unit::MibPerS,
-            Figure::SeqWrite => Unit::MbPerS,
-            Figure::RandWriteQd64 | Figure::RandReadQd64 => Unit::Iops,
-            Figure::SeqWrite4kQd1 | Figure::SeqRead4kQd1 | Figure::RandRead4kQd1 | Figure::RandWrite4kQd1 => {
-                Unit::KibPerS
-            }
-        }
-    }
-
-    /// A few words, for narrow tables (`compare`'s).
-    pub const fn short_label(self) -> &'static str {
-        match self {
-            Figure::SeqRead => "seq read",
-            Figure::CachedRead => "cached read",
-            Figure::SeqWrite => "seq write",
-            Figure::RandWriteQd64 => "rand write QD64",
-            Figure::RandReadQd64 => "rand read QD64",
-            Figure::SeqWrite4kQd1 => "seq write QD1",
-            Figure::SeqRead4kQd1 => "seq read QD1",
-            Figure::RandRead4kQd1 => "rand read QD1",
-            Figure::RandWrite4kQd1 => "rand write QD1",
-        }
-    }
-
-    /// What the figure is, with the tool it comes from (the leaderboard's
-    /// result page).
-    pub const fn label(self) -> &'static str {
-        match self {
-            Figure::SeqRead => "Sequential read (hdparm -t --direct)",
-            Figure::CachedRead => "Cached read (hdparm -T --direct)",
-            Figure::SeqWrite => "Sequential write (dd, 4 KiB, fsync)",
-            Figure::RandWriteQd64 => "Random write 4 KiB, QD64 (fio)",
-            Figure::RandReadQd64 => "Random read 4 KiB, QD64 (fio)",
-            Figure::SeqWrite4kQd1 => "Sequential write 4 KiB, QD1 (iozone)",
-            Figure::SeqRead4kQd1 => "Sequential read 4 KiB, QD1 (iozone)",
-            Figure::RandRead4kQd1 => "Random read 4 KiB, QD1 (iozone)",
-            Figure::RandWrite4kQd1 => "Random write 4 KiB, QD1 (iozone)",
-        }
-    }
-
-    /// The PiBenchmarks command this figure reproduces (the results table's
-    /// "as" column).
-    pub const fn reference(self) -> &'static str {
-        match self {
-            Figure::SeqRead => "hdparm -t --direct",
-            Figure::CachedRead => "hdparm -T --direct",
-            Figure::SeqWrite => "dd bs=4k count=130k conv=fsync",
-            Figure::RandWriteQd64 => "fio randwrite 4k QD64",
-            Figure::RandReadQd64 => "fio randread 4k QD64",
-            Figure::SeqWrite4kQd1 => "iozone write 4k",
-            Figure::SeqRead4kQd1 => "iozone read 4k",
-            Figure::RandRead4kQd1 => "iozone random read 4k",
-            Figure::RandWrite4kQd1 => "iozone random write 4k",
-        }
-    }
-
-    /// The reference tool alone.
-    pub const fn tool(self) -> Tool {
-        match self {
-            Figure::SeqRead | Figure::CachedRead => Tool::Hdparm,
-            Figure::SeqWrite => Tool::Dd,
-            Figure::RandWriteQd64 | Figure::RandReadQd64 => Tool::Fio,
-            Figure::SeqWrite4kQd1 | Figure::SeqRead4kQd1 | Figure::RandRead4kQd1 | Figure::RandWrite4kQd1 => {
-                Tool::Iozone
-            }
-        }
-    }
-
-    /// Whether the test behind it writes to the device (or its scratch file).
-    pub const fn writes(self) -> bool {
-        matches!(self, Figure::SeqWrite | Figure::RandWriteQd64 | Figure::SeqWrite4kQd1 | Figure::RandWrite4kQd1)
     }
 
     /// The step the reference tool prints this figure in near `value`
@@ -199,12 +250,12 @@ impl Figure {
     /// (one decimal below 100, none to 999, then tenths of GB/s), whole
     /// IOPS and whole KiB/s.
     pub fn printed_step(self, value: f64) -> f64 {
-        match self {
-            Figure::SeqRead | Figure::CachedRead => 0.01,
-            Figure::SeqWrite if value < 100.0 => 0.1,
-            Figure::SeqWrite if value < 1000.0 => 1.0,
-            Figure::SeqWrite => 100.0,
-            _ => 1.0,
+        match self.tool() {
+            Tool::Hdparm => 0.01,
+            Tool::Dd if value < 100.0 => 0.1,
+            Tool::Dd if value < 1000.0 => 1.0,
+            Tool::Dd => 100.0,
+            Tool::Fio | Tool::Iozone => 1.0,
         }
     }
 

@@ -231,13 +231,12 @@ mod tests {
     #[test]
     fn missing_figures() {
         // A read-only run: no writes, so four terms are missing.
-        let mut m = Measurements {
-            rand_read_4k_qd64_iops: Some(3000.0),
-            seq_read_4k_qd1_kib_s: Some(10000.0),
-            rand_read_4k_qd1_kib_s: Some(8000.0),
-            seq_read_mib_s: Some(43.1),
-            ..Measurements::default()
-        };
+        let mut m = Measurements::of([
+            (Figure::RandReadQd64, 3000.0),
+            (Figure::SeqRead4kQd1, 10000.0),
+            (Figure::RandRead4kQd1, 8000.0),
+            (Figure::SeqRead, 43.1),
+        ]);
         let s = pibenchmarks(&m, true);
         assert_eq!(s.pibenchmarks, None);
         assert_eq!(
@@ -245,10 +244,10 @@ mod tests {
             ["seq_write_mb_s", "rand_write_4k_qd64_iops", "seq_write_4k_qd1_kib_s", "rand_write_4k_qd1_kib_s"]
         );
         // Unusable figures count as missing too.
-        m.seq_write_mb_s = Some(f64::NAN);
-        m.rand_write_4k_qd64_iops = Some(-1.0);
-        m.seq_write_4k_qd1_kib_s = Some(f64::INFINITY);
-        m.rand_write_4k_qd1_kib_s = Some(1.0);
+        m[Figure::SeqWrite] = Some(f64::NAN);
+        m[Figure::RandWriteQd64] = Some(-1.0);
+        m[Figure::SeqWrite4kQd1] = Some(f64::INFINITY);
+        m[Figure::RandWrite4kQd1] = Some(1.0);
         let s = pibenchmarks(&m, true);
         assert_eq!(s.pibenchmarks, None);
         assert_eq!(s.missing, ["seq_write_mb_s", "rand_write_4k_qd64_iops", "seq_write_4k_qd1_kib_s"]);
@@ -269,8 +268,8 @@ mod tests {
     #[test]
     fn reads_are_not_in_the_formula() {
         let mut m = full([20.0, 3000.0, 800.0, 10000.0, 4000.0, 8000.0, 3000.0]);
-        m.seq_read_mib_s = Some(1e9);
-        m.cached_read_mib_s = None;
+        m[Figure::SeqRead] = Some(1e9);
+        m[Figure::CachedRead] = None;
         assert_eq!(pibenchmarks(&m, true).pibenchmarks, Some(1164));
     }
 

@@ -144,7 +144,7 @@ fn realtek_usb_reader_shows_the_card_as_mmcblk_behind_its_usb_link() {
     let mut device: storage_scoring::schema::Device = serde_json::from_value(d.clone()).expect("device");
     let ssr = storage_scoring::schema::SdSsr { speed_class: 10, uhs_grade: 3, video_class: 30, ..Default::default() };
     device.sd.as_mut().expect("sd").ssr = Some(ssr);
-    let m = storage_scoring::schema::Measurements { seq_write_mb_s: Some(20.0), ..Default::default() };
+    let m = storage_scoring::schema::Measurements::of([(storage_scoring::figure::Figure::SeqWrite, 20.0)]);
     let v = storage_scoring::verdict::verdict(Some(&device), &m);
     let v30 = v.checks.iter().find(|c| c.mark == "V30").expect("V30 check");
     assert_eq!(v30.pass, None);

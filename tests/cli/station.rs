@@ -57,12 +57,7 @@ fn station_tests_each_card_put_in_once_and_leaves_the_one_present_alone() {
     wait_for_card(&report, second.path());
     // Another look or two at the machine: nothing is tested twice.
     std::thread::sleep(std::time::Duration::from_millis(2500));
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(station.id() as i32), nix::sys::signal::Signal::SIGINT)
-        .expect("SIGINT");
-    let status = station.wait().expect("station ends");
-    let log = std::fs::read_to_string(dir.path().join("stderr")).unwrap_or_default();
-    eprintln!("{log}");
-    assert_eq!(status.code(), Some(0), "Ctrl-C ends the station with 0");
+    let log = stop_station(&mut station, dir.path());
     assert!(log.contains("##  card 1: PASS") && log.contains("stopped by SIGINT"), "{log}");
     // Each card is seen by the kernel's uevent, not by the 2 s look, where
     // netlink is open to the process (it is on any machine with a udev).
@@ -118,12 +113,7 @@ fn station_numbers_its_cards_keeps_their_labels_and_leaves_alone_what_its_filter
     let second = LoopDev::new(16);
     wait_for_card(&report, second.path());
     std::thread::sleep(std::time::Duration::from_millis(2500));
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(station.id() as i32), nix::sys::signal::Signal::SIGINT)
-        .expect("SIGINT");
-    let status = station.wait().expect("station ends");
-    let log = std::fs::read_to_string(dir.path().join("stderr")).unwrap_or_default();
-    eprintln!("{log}");
-    assert_eq!(status.code(), Some(0), "Ctrl-C ends the station with 0");
+    let log = stop_station(&mut station, dir.path());
     assert!(log.contains("station: only loop disks, of at most 41.9 MB; any other disk is left alone"), "{log}");
     let left = format!("station: {}: left alone: 50.3 MB is more than --max-size 41.9 MB", too_big.path());
     assert!(log.contains(&left), "{log}");
@@ -157,4 +147,16 @@ fn station_numbers_its_cards_keeps_their_labels_and_leaves_alone_what_its_filter
     let out = run(&["station", "--only-kind", "floppy"]);
     let line = assert_one_line_error(&out, 2);
     assert!(line.contains("\"floppy\" is not a device kind; one of: sd, emmc, usb"), "{line}");
+}
+
+/// Ctrl-C to a station: it must end with 0. Returns what it printed on
+/// stderr (to `DIR/stderr`), printed here too for a failing test's log.
+fn stop_station(station: &mut std::process::Child, dir: &std::path::Path) -> String {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(station.id() as i32), nix::sys::signal::Signal::SIGINT)
+        .expect("SIGINT");
+    let status = station.wait().expect("station ends");
+    let log = std::fs::read_to_string(dir.join("stderr")).unwrap_or_default();
+    eprintln!("{log}");
+    assert_eq!(status.code(), Some(0), "Ctrl-C ends the station with 0");
+    log
 }

@@ -30,7 +30,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 
-use crate::vm::host::{apt_get, is_root, last_lines, which};
+use crate::host::{apt_get, is_root, last_lines, which};
 
 /// The Debian release whose rustc equals the workspace's `rust-version`.
 pub const SUITE: &str = "trixie";

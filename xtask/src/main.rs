@@ -1,52 +1,36 @@
 //! `cargo xtask …`: developer chores for storage-score that need more than
 //! `cargo test` (ARCHITECTURE.md, in the manner of rust-analyzer's xtask).
 //!
-//! Tasks:
-//! - `bench`: storage-score next to hdparm, dd and fio on throttled loop
-//!   devices, and its io_uring engine next to fio's (see [`bench`]).
-//! - `fuzz`: every cargo-fuzz target for 10 million executions (see [`fuzz`]).
-//! - `lb-bench`: the leaderboard server under load (see [`lb_bench`]).
-//! - `dist`: the release files in target/dist: static binaries for x86_64 and
-//!   the Pis, man pages, completions, .deb packages (see [`dist`]).
-//! - `deb-check`: the .debs installed, used and purged on this machine (see
-//!   [`dist::deb_check`]).
-//! - `msrv`: the workspace checked with rustc 1.85 for 32-bit ARM in a trixie
-//!   chroot (see [`msrv`] and [`cross`]).
-//! - `reference`: the reference set of published results re-read from its
-//!   sources; `--write` regenerates `set.json` (see [`reference`]).
-//! - `test`: every test of the project (see [`test`]); the README's command.
-//! - `tidy`: every doc link and `docs/<page>.md#<anchor>` mention resolves, no
-//!   file points outside the project, the crates depend on each other as
-//!   ARCHITECTURE.md allows, its `unsafe` list is true, no `.rs` file is
-//!   over 600 lines of code and ARCHITECTURE.md over 350 lines (see
-//!   [`tidy`]); part of `test`.
-//! - `vm-identify`: boots a Debian kernel under QEMU with an emulated SD card
-//!   (`sdhci-pci` + `sd-card`), runs `storage-score identify /dev/mmcblk0 --json`
-//!   inside the guest and checks the report against what QEMU's card really
-//!   holds. See [`vm`] and `tests/vm/README.md`.
-//! - `vm-doctor`: `storage-score doctor` on QEMU's `nvme` (one controller
-//!   with a raised critical warning) and an `ide-hd` on `ahci`, through the
-//!   real Linux drivers, checked against what QEMU reports. See
-//!   [`vm::doctor`].
-//! - `vm-raspi`: the aarch64 release binary on an emulated Raspberry Pi 3B
-//!   (`-M raspi3b`, the Pi's own SD host): `identify` and `run --profile
-//!   quick` on its card. See [`vm::raspi`].
+//! Two crates share the work, so that a chore builds none of the product:
+//!
+//! - **xtask** (here) does the chores: `tidy` (every doc link and
+//!   `docs/<page>.md#<anchor>` mention resolves, no file points outside the
+//!   project, the crates depend on each other as ARCHITECTURE.md allows, its
+//!   `unsafe` list is true, no `.rs` file over 600 lines of code nor
+//!   ARCHITECTURE.md over 350 lines; see [`tidy`]), `dist` and `deb-check`
+//!   (the release files and the .debs tried; see [`dist`]), `msrv` (rustc
+//!   1.85 for 32-bit ARM in a trixie chroot; see [`msrv`]) and `fuzz` (every
+//!   cargo-fuzz target; see [`fuzz`]). Its dependencies are anyhow, libc and
+//!   serde_json.
+//! - **lab** (`lab/`) runs what links the product, its test support and
+//!   SQLite: `test` (every test; the README's command), `bench`,
+//!   `lb-bench`, `reference` and the QEMU runs `vm-identify`, `vm-doctor`
+//!   and `vm-raspi`. `cargo xtask TASK` hands these to `cargo run -p lab`.
 //!
 //! The exit code is 0 when every check passed (or the run was skipped because
 //! the machine cannot run QEMU at all), 1 otherwise, and 2 for bad usage.
 
-use std::process::ExitCode;
+use std::process::{Command, ExitCode};
 
-mod bench;
-mod cross;
+use xtask::{host, tidy};
+
 mod dist;
 mod fuzz;
-mod lb_bench;
 mod msrv;
-mod reference;
-mod test;
-mod tidy;
-mod vm;
+
+/// The tasks the lab crate (`lab/`) runs: they link the product, its test
+/// support and SQLite, which the chores here need not build.
+const LAB_TASKS: [&str; 7] = ["bench", "lb-bench", "test", "reference", "vm-identify", "vm-doctor", "vm-raspi"];
 
 const USAGE: &str = "\
 usage: cargo xtask <task> [options]
@@ -106,7 +90,9 @@ tasks:
       between workspace crates is in ARCHITECTURE.md's table of crates; its
       list of where `unsafe` lives names exactly the .rs files that hold it;
       no .rs file has over 600 lines of code, nor ARCHITECTURE.md over 350
-      lines. One line per failure: file:line and what is wrong.
+      lines; no figure key spelt outside figure.rs; no Result<_, String> in
+      the product's library crates. One line per failure: file:line and
+      what is wrong. Builds none of the product.
   reference [--write | --against MIRRORS]
       Re-read every published result of scoring/reference/sources/ with the
       Storage.sh importer and check scoring/reference/set.json against them
@@ -135,33 +121,30 @@ tasks:
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
-        Some("bench") => bench::main(&args[1..]),
+        Some(task) if LAB_TASKS.contains(&task) => lab(&args),
         Some("fuzz") => fuzz::main(&args[1..]),
-        Some("lb-bench") => lb_bench::main(&args[1..]),
         Some("dist") => dist::main(&args[1..]),
         Some("deb-check") => dist::deb_check::main(&args[1..]),
         Some("msrv") => msrv::main(&args[1..]),
-        Some("test") => test::main(&args[1..]),
         Some("tidy") => tidy::main(&args[1..]),
-        Some("reference") => reference::main(&args[1..]),
-        Some("vm-identify") => match vm::Options::parse(&args[1..]) {
-            Ok(opts) => vm::main(&opts),
-            Err(e) => usage_error(&format!("vm-identify: {e}")),
-        },
-        Some("vm-doctor") => match vm::Options::parse(&args[1..]) {
-            Ok(opts) => vm::doctor::main(&opts),
-            Err(e) => usage_error(&format!("vm-doctor: {e}")),
-        },
-        Some("vm-raspi") => match vm::Options::parse(&args[1..]) {
-            Ok(opts) => vm::raspi::main(&opts),
-            Err(e) => usage_error(&format!("vm-raspi: {e}")),
-        },
         Some("-h" | "--help" | "help") => {
             print!("{USAGE}");
             ExitCode::SUCCESS
         }
         Some(other) => usage_error(&format!("unknown task `{other}`")),
         None => usage_error("no task given"),
+    }
+}
+
+/// Runs a lab task: `cargo run -p lab -- TASK ARGS…`, its exit code ours.
+fn lab(args: &[String]) -> ExitCode {
+    let status = Command::new(host::cargo()).args(["run", "--quiet", "--package", "lab", "--"]).args(args).status();
+    match status {
+        Ok(status) => ExitCode::from(status.code().map_or(1, |code| code.clamp(0, 255) as u8)),
+        Err(e) => {
+            eprintln!("xtask: cannot run cargo for the lab task `{}`: {e}", args[0]);
+            ExitCode::FAILURE
+        }
     }
 }
 

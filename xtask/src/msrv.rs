@@ -1,5 +1,5 @@
 //! `cargo xtask msrv`: the workspace against rustc 1.85, its declared
-//! `rust-version`, in the trixie chroot ([`crate::cross`]).
+//! `rust-version`, in the trixie chroot ([`xtask::cross`]).
 //!
 //! One `cargo check --workspace --all-targets --locked` for
 //! `armv7-unknown-linux-gnueabihf` finds both kinds of breakage at once:
@@ -17,8 +17,8 @@ use std::time::Instant;
 
 use anyhow::Result;
 
-use crate::cross::{ARMV5TE, ARMV7, BUILD_DIR, Chroot};
-use crate::vm::host::workspace_and_target;
+use xtask::cross::{ARMV5TE, ARMV7, BUILD_DIR, Chroot};
+use xtask::host::workspace_and_target;
 
 pub fn main(args: &[String]) -> ExitCode {
     if let Some(arg) = args.first() {

@@ -29,4 +29,4 @@ pub mod suite;
 
 pub use engine::EngineChoice;
 pub use suite::dd::like_dd;
-pub use suite::{Observer, Outcome, Plan, Profile, RunError, Silent, WriteTarget, run, run_repeated};
+pub use suite::{Observer, Outcome, Plan, Profile, ReadTarget, RunError, Silent, WriteTarget, run, run_repeated};

@@ -31,11 +31,11 @@ pub mod steady;
 
 pub(crate) use figure::{Eta, Watched, Window, cycled, detail, judge, round_to, unsettled};
 pub use figure::{MIN_WINDOW, SLOW_TEST, fio_iops, iozone_kib_s};
-use plan::FILE_TESTS;
-pub use plan::{Plan, Profile, QUICK_WINDOW, RAW_OFFSET, Sizes, WriteTarget};
+pub use plan::{Plan, Profile, QUICK_WINDOW, RAW_OFFSET, ReadTarget, Sizes, WriteTarget};
+use plan::{file_tests, tool_tests};
 pub use repeat::run_repeated;
 use storage_scoring::figure::Figure;
-use storage_scoring::figure::Unit;
+use storage_scoring::figure::{Tool, Unit};
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -258,7 +258,7 @@ impl Runner<'_> {
 
     fn run_all(&mut self) -> Result<(), RunError> {
         if let WriteTarget::Scratch(dir) = &self.plan.write_target {
-            let mut writes = std::iter::once(Figure::SeqWrite).chain(FILE_TESTS.iter().copied());
+            let mut writes = std::iter::once(Figure::SeqWrite).chain(file_tests());
             if writes.any(|f| self.plan.wants(f)) {
                 let dir = ScratchDir::open(dir)?;
                 dir.check_space(self.plan.scratch_bytes())?;
@@ -292,9 +292,9 @@ impl Runner<'_> {
         if !READ_TESTS.iter().any(|&f| self.plan.wants(f)) {
             return Ok(());
         }
-        let device = match &self.plan.read_device {
-            Ok(device) => device.clone(),
-            Err(reason) => {
+        let device = match &self.plan.read_target {
+            ReadTarget::Device(device) => device.clone(),
+            ReadTarget::Unavailable(reason) => {
                 let reason = reason.clone();
                 self.skip(&READ_TESTS, &reason);
                 return Ok(());
@@ -320,7 +320,7 @@ impl Runner<'_> {
     }
 
     fn run_writes(&mut self) -> Result<(), RunError> {
-        let write_tests: Vec<Figure> = std::iter::once(Figure::SeqWrite).chain(FILE_TESTS.iter().copied()).collect();
+        let write_tests: Vec<Figure> = std::iter::once(Figure::SeqWrite).chain(file_tests()).collect();
         if !write_tests.iter().any(|&f| self.plan.wants(f)) {
             return Ok(());
         }
@@ -346,17 +346,17 @@ impl Runner<'_> {
             self.record(Figure::SeqWrite, m)?;
             // rm -f test: the file (and its blocks) go when it closes here.
         }
-        if !FILE_TESTS.iter().any(|&f| self.plan.wants(f)) {
+        if !file_tests().any(|f| self.plan.wants(f)) {
             return Ok(());
         }
         if let Place::Scratch(dir) = &place {
-            if let Err(why) = self.direct_io_refused(dir) {
+            if let Some(why) = self.direct_io_refusal(dir) {
                 self.note(why.clone());
-                self.skip(FILE_TESTS, &why);
+                self.skip(&file_tests().collect::<Vec<_>>(), &why);
                 return Ok(());
             }
         }
-        for figure in [Figure::RandWriteQd64, Figure::RandReadQd64] {
+        for figure in tool_tests(Tool::Fio) {
             if self.wants(figure) {
                 sync();
                 let file = place.new_file()?;
@@ -366,7 +366,7 @@ impl Runner<'_> {
                 self.record(figure, m)?;
             }
         }
-        if FILE_TESTS[2..].iter().any(|&f| self.plan.wants(f)) && !self.time_is_up() {
+        if tool_tests(Tool::Iozone).any(|f| self.plan.wants(f)) && !self.time_is_up() {
             sync();
             let file = place.new_file()?;
             let stat = self.stat_of(&file);
@@ -393,14 +393,18 @@ impl Runner<'_> {
         DevStat::for_file(file, &self.plan.live_sysfs, self.plan.write_device.as_deref())
     }
 
-    /// Does the filesystem of `dir` take O_DIRECT? If not, the reason in one line.
-    fn direct_io_refused(&self, dir: &ScratchDir) -> Result<(), String> {
-        let probe = dir.create().map_err(|e| e.to_string())?;
+    /// Why the filesystem of `dir` refuses O_DIRECT, in one line; `None`
+    /// when it takes it.
+    fn direct_io_refusal(&self, dir: &ScratchDir) -> Option<String> {
+        let probe = match dir.create() {
+            Ok(probe) => probe,
+            Err(e) => return Some(e.to_string()),
+        };
         match scratch::set_direct(&probe, true) {
-            Ok(()) => Ok(()),
+            Ok(()) => None,
             Err(e) => {
                 let fs = self.plan.filesystem.clone().unwrap_or_else(|| "its filesystem".to_owned());
-                Err(format!(
+                Some(format!(
                     "{} is on {fs}, which refuses O_DIRECT ({e}): the fio-like and iozone-like tests need it to reach the device past the page cache, so they were not run",
                     dir.path().display()
                 ))

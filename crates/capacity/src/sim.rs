@@ -19,6 +19,16 @@ use std::io;
 use crate::disk::Disk;
 use crate::stamp::hash64;
 
+/// How a simulated card's user data differs from what it held before a
+/// probe ([`SimDisk::intact`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Damage {
+    #[error("{count} flash sectors changed, the first at byte {first_byte}")]
+    Sectors { count: usize, first_byte: u64 },
+    #[error("the limbo's last-write buffer changed")]
+    LastWrite,
+}
+
 /// The simulated logical sector: every read and write is aligned to it.
 pub const SECTOR: u64 = 512;
 const WORDS: usize = SECTOR as usize / 8;
@@ -301,7 +311,7 @@ impl SimDisk {
     /// written holds its original pattern again, and the limbo that answers
     /// with the last write answers as before. `Err` names the first
     /// difference.
-    pub fn intact(&self) -> Result<(), String> {
+    pub fn intact(&self) -> Result<(), Damage> {
         let mut original = [0u8; SECTOR as usize];
         let mut changed: Vec<u64> = self
             .flash
@@ -314,10 +324,10 @@ impl SimDisk {
             .collect();
         changed.sort_unstable();
         if let Some(first) = changed.first() {
-            return Err(format!("{} flash sectors changed, the first at byte {}", changed.len(), first * SECTOR));
+            return Err(Damage::Sectors { count: changed.len(), first_byte: first * SECTOR });
         }
         if self.last_write != self.initial_last_write() {
-            return Err("the limbo's last-write buffer changed".into());
+            return Err(Damage::LastWrite);
         }
         Ok(())
     }

@@ -144,7 +144,7 @@ fn files(args: &VerifyCapacityArgs, watch: &Stages) -> Result<(), Failure> {
 /// line, or nothing when the error is not of that kind.
 pub fn hint_after_run_error(error: &storage_bench::RunError, plan: &storage_bench::Plan) -> String {
     use storage_bench::engine::EngineError;
-    use storage_bench::{RunError, WriteTarget};
+    use storage_bench::{ReadTarget, RunError, WriteTarget};
     let RunError::Engine { key, source } = error else { return String::new() };
     let at_offset = match source {
         EngineError::Io { source, .. } => source.raw_os_error() == Some(libc::EIO),
@@ -158,8 +158,8 @@ pub fn hint_after_run_error(error: &storage_bench::RunError, plan: &storage_benc
         storage_scoring::figure::Figure::from_key(key),
         Some(storage_scoring::figure::Figure::SeqRead | storage_scoring::figure::Figure::CachedRead)
     );
-    match (&plan.read_device, &plan.write_target) {
-        (Ok(device), _) if reads_device => format!(
+    match (&plan.read_target, &plan.write_target) {
+        (ReadTarget::Device(device), _) if reads_device => format!(
             "; a card that fails there may be smaller than it claims: check it with sudo storage-score verify-capacity {}",
             device.display()
         ),

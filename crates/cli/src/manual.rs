@@ -227,4 +227,55 @@ mod tests {
         let script = "\n        storage__subcmd__score__subcmd__verify__subcmd__capacity)\n";
         assert_eq!(fix_bash_states(script, BIN), "\n        storage__score__subcmd__verify__subcmd__capacity)\n");
     }
+
+    /// Every subcommand of the binary gets a page and appears in every
+    /// completion script, whoever adds it.
+    #[test]
+    fn every_subcommand_has_a_page_and_completions() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let out = tmp.path().to_path_buf();
+        let generated = write_all(&out).expect("generate");
+        let cmd = crate::args::Cli::command();
+        let names: Vec<String> =
+            cmd.get_subcommands().filter(|s| !s.is_hide_set()).map(|s| s.get_name().to_owned()).collect();
+        assert!(names.iter().any(|n| n == "identify"), "{names:?}");
+        for name in &names {
+            let page = out.join("man").join(format!("{BIN}-{name}.1"));
+            assert!(generated.man_pages.contains(&page), "no page for {name}: {:?}", generated.man_pages);
+            for path in &generated.completions {
+                let script = std::fs::read_to_string(path).expect("read completion");
+                assert!(script.contains(name.as_str()), "{} lacks {name}", path.display());
+            }
+        }
+        let bash = generated.completions.iter().find(|p| p.extension().is_some_and(|e| e == "bash"));
+        let bash = bash.expect("a bash completion");
+        if let Some(words) = complete_in_bash(bash, &["identify", "--"]) {
+            assert!(words.contains(&"--json".to_owned()), "identify -- completes to {words:?}");
+        }
+        // Every subcommand's own options complete, hyphenated names included.
+        for name in names.iter().filter(|n| *n != "help") {
+            if let Some(words) = complete_in_bash(bash, &[name, "--"]) {
+                assert!(words.contains(&"--help".to_owned()), "{name} -- completes to {words:?}");
+            }
+        }
+        let top = std::fs::read_to_string(out.join("man").join(format!("{BIN}.1"))).expect("top page");
+        assert!(top.contains("EXIT STATUS") && top.contains("verify\\-capacity found a fake"), "{top}");
+    }
+
+    /// What bash offers for `storage-score WORDS…<TAB>` with this script,
+    /// or `None` where there is no bash.
+    fn complete_in_bash(script: &Path, words: &[&str]) -> Option<Vec<String>> {
+        let line = format!("{BIN} {}", words.join(" "));
+        let driver = format!(
+            "source '{}'\nCOMP_WORDS=({line})\nCOMP_CWORD={}\nCOMP_LINE='{line}'\nCOMP_POINT=${{#COMP_LINE}}\n\
+             _storage__score {BIN} '{}' '{}'\nprintf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            script.display(),
+            words.len(),
+            words[words.len() - 1],
+            if words.len() > 1 { words[words.len() - 2] } else { BIN },
+        );
+        let out = std::process::Command::new("bash").arg("-c").arg(driver).output().ok()?;
+        assert!(out.status.success(), "bash: {}", String::from_utf8_lossy(&out.stderr));
+        Some(String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).collect())
+    }
 }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use storage_bench::raw::{RawDevice, RawRefusal};
-use storage_bench::{EngineChoice, Plan, Profile, WriteTarget};
+use storage_bench::{EngineChoice, Plan, Profile, ReadTarget, WriteTarget};
 use storage_platform::target::{self, Mount};
 use storage_platform::usage::{self, InUse};
 use storage_platform::{Resolved, Roots};
@@ -33,7 +33,11 @@ pub fn build(args: &RunArgs, resolved: &Resolved, roots: &Roots) -> Result<Plan,
         )));
     };
 
-    let read_device = raw_disk_node(input, input_is_block, resolved, disk, roots).and_then(|node| readable(&node));
+    let read_target = match raw_disk_node(input, input_is_block, resolved, disk, roots).and_then(|node| readable(&node))
+    {
+        Ok(node) => ReadTarget::Device(node),
+        Err(reason) => ReadTarget::Unavailable(reason),
+    };
 
     // A captured machine root's mounts never decide where a live run
     // writes: the target is resolved again on the live system for that.
@@ -60,7 +64,7 @@ pub fn build(args: &RunArgs, resolved: &Resolved, roots: &Roots) -> Result<Plan,
         }
     };
 
-    let mut plan = Plan::new(read_device, write_target);
+    let mut plan = Plan::new(read_target, write_target);
     plan.profile = match args.profile {
         ProfileArg::Compat => Profile::Compat,
         ProfileArg::Quick => Profile::Quick,

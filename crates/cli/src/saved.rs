@@ -60,6 +60,8 @@ pub fn refused(name: &str, e: &InputError) -> Failure {
 
 #[cfg(test)]
 mod tests {
+    use storage_scoring::figure::Figure;
+
     #[test]
     fn a_leaderboard_result_holds_its_report() {
         let result = serde_json::json!({"id": 3, "created_at": "2025-01-02T03:04:05Z",
@@ -67,7 +69,7 @@ mod tests {
                        "measurements": {"seq_write_mb_s": 20.5}}});
         let Ok(saved) = super::from_value("r.json", result) else { panic!("a result") };
         assert_eq!(saved.stored_at.as_deref(), Some("2025-01-02T03:04:05Z"));
-        assert_eq!(saved.report.measurements.and_then(|m| m.seq_write_mb_s), Some(20.5));
+        assert_eq!(saved.report.measurements.and_then(|m| m[Figure::SeqWrite]), Some(20.5));
         let Err(err) = super::from_value("x.json", serde_json::json!({"measurements": {}})) else {
             panic!("no schema")
         };

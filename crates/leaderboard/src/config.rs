@@ -65,6 +65,17 @@ pub struct Args {
 /// random hex or base64 string, beyond guessing at any request rate.
 pub const MIN_ADMIN_TOKEN: usize = 32;
 
+/// A setting the server cannot start with (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("--db {0:?}: expected sqlite:PATH (e.g. sqlite:./leaderboard.db) or postgres://USER@HOST/DATABASE")]
+    Database(String),
+    #[error(
+        "{ADMIN_TOKEN_ENV}: at least {MIN_ADMIN_TOKEN} characters are needed; make one with `openssl rand -hex 32`"
+    )]
+    ShortAdminToken,
+}
+
 /// Where results are stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Database {
@@ -73,16 +84,14 @@ pub enum Database {
 }
 
 impl Database {
-    pub fn parse(url: &str) -> Result<Database, String> {
+    pub fn parse(url: &str) -> Result<Database, ConfigError> {
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             return Ok(Database::Postgres(url.to_owned()));
         }
         let path = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:"));
         match path {
             Some(path) if !path.is_empty() => Ok(Database::Sqlite(PathBuf::from(path))),
-            _ => Err(format!(
-                "--db {url:?}: expected sqlite:PATH (e.g. sqlite:./leaderboard.db) or postgres://USER@HOST/DATABASE"
-            )),
+            _ => Err(ConfigError::Database(url.to_owned())),
         }
     }
 }
@@ -106,12 +115,10 @@ pub struct Config {
 }
 
 impl Config {
-    pub fn from_args(args: Args) -> Result<Config, String> {
+    pub fn from_args(args: Args) -> Result<Config, ConfigError> {
         let admin_token = std::env::var(ADMIN_TOKEN_ENV).ok().filter(|t| !t.trim().is_empty());
         if admin_token.as_deref().is_some_and(|t| t.trim().len() < MIN_ADMIN_TOKEN) {
-            return Err(format!(
-                "{ADMIN_TOKEN_ENV}: at least {MIN_ADMIN_TOKEN} characters are needed; make one with `openssl rand -hex 32`"
-            ));
+            return Err(ConfigError::ShortAdminToken);
         }
         Ok(Config {
             listen: args.listen,
@@ -138,7 +145,7 @@ mod tests {
         assert_eq!(Database::parse("sqlite:./x.db").unwrap(), Database::Sqlite("./x.db".into()));
         assert_eq!(Database::parse("sqlite:///tmp/x.db").unwrap(), Database::Sqlite("/tmp/x.db".into()));
         assert!(matches!(Database::parse("postgres://u@h/db").unwrap(), Database::Postgres(_)));
-        assert!(Database::parse("mysql://x").unwrap_err().starts_with("--db \"mysql://x\": expected"));
+        assert!(Database::parse("mysql://x").unwrap_err().to_string().starts_with("--db \"mysql://x\": expected"));
         assert!(Database::parse("sqlite:").is_err());
     }
 }

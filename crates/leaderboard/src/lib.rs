@@ -129,11 +129,11 @@ async fn log_request(request: Request, next: Next) -> Response {
 /// Binds, opens (or upgrades) the database, prints `listening on
 /// http://HOST:PORT` and serves until SIGTERM or SIGINT; then finishes the
 /// requests under way and the queued writes, and returns.
-pub async fn serve(config: Config) -> Result<(), String> {
+pub async fn serve(config: Config) -> Result<(), ServeError> {
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
-        .map_err(|e| format!("cannot listen on {}: {e}; pick another address with --listen", config.listen))?;
-    let address = listener.local_addr().map_err(|e| format!("cannot read the bound address: {e}"))?;
+        .map_err(|source| ServeError::Listen { address: config.listen, source })?;
+    let address = listener.local_addr().map_err(ServeError::BoundAddress)?;
     let limiter = (config.rate_limit > 0).then(|| RateLimiter::new(config.rate_limit));
     let (cap, warning) = server::connection_cap(config.max_connections);
     if let Some(warning) = warning {
@@ -149,14 +149,29 @@ pub async fn serve(config: Config) -> Result<(), String> {
     };
     match &config.database {
         Database::Sqlite(path) => {
-            let store = SqliteStore::open(path).map_err(|e| format!("{e}; check --db"))?;
+            let store = SqliteStore::open(path).map_err(ServeError::Sqlite)?;
             run(listener, address, limits, App::new(store, &config, limiter)).await
         }
         Database::Postgres(url) => {
-            let store = PgStore::open(url).await.map_err(|e| format!("{e}; check --db and that the server runs"))?;
+            let store = PgStore::open(url).await.map_err(ServeError::Postgres)?;
             run(listener, address, limits, App::new(store, &config, limiter)).await
         }
     }
+}
+
+/// Why the server could not start (exit 1).
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("cannot listen on {address}: {source}; pick another address with --listen")]
+    Listen { address: SocketAddr, source: std::io::Error },
+    #[error("cannot read the bound address: {0}")]
+    BoundAddress(std::io::Error),
+    #[error("{0}; check --db")]
+    Sqlite(store::StoreError),
+    #[error("{0}; check --db and that the server runs")]
+    Postgres(store::StoreError),
+    #[error("cannot handle {signal}: {source}")]
+    Signal { signal: &'static str, source: std::io::Error },
 }
 
 /// Wrong admin tokens a network may send per minute before it is answered
@@ -168,13 +183,13 @@ async fn run<S: Storage>(
     address: SocketAddr,
     limits: server::Limits,
     app: App<S>,
-) -> Result<(), String> {
+) -> Result<(), ServeError> {
     let app = Arc::new(app);
     // The handlers are in place before the line that says we are ready: a
     // SIGTERM sent right after it must drain and exit 0, not kill.
     let stop = stop_signal()?;
     eprintln!("listening on http://{address}");
-    server::serve(listener, router(Arc::clone(&app)), limits, stop).await?;
+    server::serve(listener, router(Arc::clone(&app)), limits, stop).await;
     app.store.close().await;
     eprintln!("stopped");
     Ok(())
@@ -182,10 +197,11 @@ async fn run<S: Storage>(
 
 /// Registers the SIGTERM and SIGINT handlers now; the future ends at the
 /// first of them.
-fn stop_signal() -> Result<impl std::future::Future<Output = ()>, String> {
+fn stop_signal() -> Result<impl std::future::Future<Output = ()>, ServeError> {
     use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).map_err(|e| format!("cannot handle SIGTERM: {e}"))?;
-    let mut int = signal(SignalKind::interrupt()).map_err(|e| format!("cannot handle SIGINT: {e}"))?;
+    let handle = |kind, signal_name| signal(kind).map_err(|source| ServeError::Signal { signal: signal_name, source });
+    let mut term = handle(SignalKind::terminate(), "SIGTERM")?;
+    let mut int = handle(SignalKind::interrupt(), "SIGINT")?;
     Ok(async move {
         tokio::select! {
             _ = term.recv() => {}

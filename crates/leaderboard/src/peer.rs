@@ -40,11 +40,19 @@ impl Cidr {
     }
 }
 
-impl FromStr for Cidr {
-    type Err = String;
+/// A `--trusted-proxy` that is no network.
+#[derive(Debug, thiserror::Error)]
+#[error("{text:?}: {why}; give a network such as 127.0.0.1/32 or 10.0.0.0/8")]
+pub struct CidrError {
+    text: String,
+    why: &'static str,
+}
 
-    fn from_str(text: &str) -> Result<Cidr, String> {
-        let bad = |why: &str| format!("{text:?}: {why}; give a network such as 127.0.0.1/32 or 10.0.0.0/8");
+impl FromStr for Cidr {
+    type Err = CidrError;
+
+    fn from_str(text: &str) -> Result<Cidr, CidrError> {
+        let bad = |why: &'static str| CidrError { text: text.to_owned(), why };
         let (address, prefix) = match text.trim().split_once('/') {
             Some((a, p)) => (a, Some(p)),
             None => (text.trim(), None),
@@ -239,7 +247,7 @@ mod tests {
         assert_eq!(c.to_string(), "10.0.0.0/8");
         assert!(c.contains(ip("10.200.0.1")) && !c.contains(ip("11.0.0.1")));
         assert!("::1".parse::<Cidr>().unwrap().contains(ip("::1")));
-        assert!("10.0.0.0/33".parse::<Cidr>().unwrap_err().contains("prefix length"));
+        assert!("10.0.0.0/33".parse::<Cidr>().unwrap_err().to_string().contains("prefix length"));
         assert!("example.org".parse::<Cidr>().is_err());
         assert!("0.0.0.0/0".parse::<Cidr>().unwrap().contains(ip("8.8.8.8")));
     }

@@ -107,12 +107,7 @@ impl Drop for NetworkSlot {
 }
 
 /// Serves `router` on `listener` until `stop` ends.
-pub async fn serve(
-    listener: TcpListener,
-    router: Router,
-    limits: Limits,
-    stop: impl Future<Output = ()>,
-) -> Result<(), String> {
+pub async fn serve(listener: TcpListener, router: Router, limits: Limits, stop: impl Future<Output = ()>) {
     let slots = Arc::new(Semaphore::new(limits.total));
     let per_network = Arc::new(PerNetwork::default());
     let graceful = GracefulShutdown::new();
@@ -176,7 +171,6 @@ pub async fn serve(
         () = graceful.shutdown() => {}
         () = tokio::time::sleep(DRAIN_TIMEOUT) => eprintln!("stopping: requests still under way after {} s are cut", DRAIN_TIMEOUT.as_secs()),
     }
-    Ok(())
 }
 
 const SERVER_FULL: &str =

@@ -140,11 +140,17 @@ impl Cdp {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        // SAFETY: between fork and exec only async-signal-safe dup2 runs,
-        // putting the pipe ends at the descriptors Chromium reads and writes.
+        // SAFETY: between fork and exec only async-signal-safe fcntl and
+        // dup2 run, putting the pipe ends at the descriptors Chromium reads
+        // and writes (3 and 4). Each end is first copied above 9: a pipe end
+        // that already is 3 or 4 would otherwise be clobbered by the other's
+        // dup2, or keep its close-on-exec flag (dup2 onto itself changes
+        // nothing), and Chromium would start without its pipe and exit.
         unsafe {
             command.pre_exec(move || {
-                if libc::dup2(child_in, 3) < 0 || libc::dup2(child_out, 4) < 0 {
+                let (high_in, high_out) =
+                    (libc::fcntl(child_in, libc::F_DUPFD, 10), libc::fcntl(child_out, libc::F_DUPFD, 10));
+                if high_in < 0 || high_out < 0 || libc::dup2(high_in, 3) < 0 || libc::dup2(high_out, 4) < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
                 Ok(())

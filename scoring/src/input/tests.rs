@@ -66,7 +66,7 @@ fn negative_figures() {
     assert!(e.to_string().starts_with("rand_read_4k_qd64_iops: expected a figure of 0 or more, got -5;"));
     // -0 is zero.
     let ok = parse_score_input(r#"{"rand_read_4k_qd64_iops": -0.0}"#).unwrap();
-    assert_eq!(ok.measurements.rand_read_4k_qd64_iops, Some(0.0));
+    assert_eq!(ok.measurements[Figure::RandReadQd64], Some(0.0));
 }
 
 #[test]
@@ -182,7 +182,7 @@ fn submissions_are_whole_reports_and_any_bytes_get_one_line() {
     let report = br#"{"schema": "storage-score/1", "tool": {"name": "storage-score", "version": "0.1.0"},
         "measurements": {"seq_write_mb_s": 20.0}, "notes": ["<b>markup in a note is text</b>"]}"#;
     let parsed = parse_report(report).unwrap();
-    assert_eq!(parsed.measurements.unwrap().seq_write_mb_s, Some(20.0));
+    assert_eq!(parsed.measurements.unwrap()[Figure::SeqWrite], Some(20.0));
     assert_eq!(
         parse_report(br#"{"tool": {"name": "x", "version": "1"}, "measurements": {}}"#),
         Err(InputError::MissingSchema)
@@ -222,7 +222,7 @@ fn valid_bare_object() {
     assert_eq!(input.device, None);
     assert_eq!(input.profile, None);
     assert!(input.comparable());
-    assert_eq!(input.measurements.seq_read_mib_s, None);
+    assert_eq!(input.measurements[Figure::SeqRead], None);
     assert_eq!(crate::score::pibenchmarks(&input.measurements, input.comparable()).pibenchmarks, Some(1164));
 }
 
@@ -243,7 +243,7 @@ fn valid_full_report() {
     assert!(!input.comparable());
     let device = input.device.as_ref().unwrap();
     assert_eq!(device.sd.as_ref().unwrap().class_label.as_deref(), Some("A2 Class 10 V30 U3"));
-    assert_eq!(input.measurements.rand_write_4k_qd64_iops, Some(800.0));
+    assert_eq!(input.measurements[Figure::RandWriteQd64], Some(800.0));
     let v = crate::verdict::verdict(input.device.as_ref(), &input.measurements);
     assert_eq!(v.claimed.as_deref(), Some("A2 Class 10 V30 U3"));
     assert_eq!(v.measured.as_deref(), Some("A1 Class 10 V10 U1"));

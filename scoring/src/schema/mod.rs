@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::figure::{Figure, Unit};
+pub use crate::figure::{Figure, REPORT_ORDER, Unit};
 
 pub use crate::health::{Advice, Health, Thermal};
 
@@ -161,35 +161,83 @@ pub struct Target {
     pub notes: Vec<String>,
 }
 
-/// The nine figures of docs/measurements.md#the-nine-figures. Each keeps its reference tool's unit.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Measurements {
-    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "ser_number")]
-    pub seq_read_mib_s: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "ser_number")]
-    pub cached_read_mib_s: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "ser_number")]
-    pub seq_write_mb_s: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "ser_number")]
-    pub rand_read_4k_qd64_iops: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "ser_number")]
-    pub rand_write_4k_qd64_iops: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "ser_number")]
-    pub seq_write_4k_qd1_kib_s: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "ser_number")]
-    pub seq_read_4k_qd1_kib_s: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "ser_number")]
-    pub rand_read_4k_qd1_kib_s: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "ser_number")]
-    pub rand_write_4k_qd1_kib_s: Option<f64>,
+/// The figures of docs/measurements.md#the-nine-figures, indexed by
+/// [`Figure`], each in its reference tool's unit. In JSON, an object keyed
+/// by [`Figure::key`] in [`REPORT_ORDER`], a figure not measured left out;
+/// any other key is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Measurements([Option<f64>; Figure::COUNT]);
+
+impl std::ops::Index<Figure> for Measurements {
+    type Output = Option<f64>;
+
+    fn index(&self, figure: Figure) -> &Option<f64> {
+        &self.0[figure as usize]
+    }
+}
+
+impl std::ops::IndexMut<Figure> for Measurements {
+    fn index_mut(&mut self, figure: Figure) -> &mut Option<f64> {
+        &mut self.0[figure as usize]
+    }
+}
+
+/// The keys in [`REPORT_ORDER`], as serde names the expected fields.
+const REPORT_KEYS: [&str; Figure::COUNT] = {
+    let mut keys = [""; Figure::COUNT];
+    let mut i = 0;
+    while i < Figure::COUNT {
+        keys[i] = REPORT_ORDER[i].key();
+        i += 1;
+    }
+    keys
+};
+
+impl Serialize for Measurements {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let measured: Vec<(Figure, f64)> = REPORT_ORDER.iter().filter_map(|&f| self[f].map(|v| (f, v))).collect();
+        let mut map = s.serialize_map(Some(measured.len()))?;
+        for (figure, value) in measured {
+            map.serialize_entry(figure.key(), &Number(value))?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Measurements {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Measurements;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object of measurements")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Measurements, A::Error> {
+                use serde::de::Error;
+                let mut out = Measurements::default();
+                let mut seen = [false; Figure::COUNT];
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    let figure = Figure::from_key(&key).ok_or_else(|| A::Error::unknown_field(&key, &REPORT_KEYS))?;
+                    if std::mem::replace(&mut seen[figure as usize], true) {
+                        return Err(A::Error::duplicate_field(figure.key()));
+                    }
+                    out[figure] = map.next_value()?;
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_map(Visitor)
+    }
 }
 
 /// The measurement keys, in the order the table prints them ([`Figure::ALL`]).
-pub const MEASUREMENT_KEYS: [&str; 9] = {
-    let mut keys = [""; 9];
+pub const MEASUREMENT_KEYS: [&str; Figure::COUNT] = {
+    let mut keys = [""; Figure::COUNT];
     let mut i = 0;
-    while i < 9 {
+    while i < Figure::COUNT {
         keys[i] = Figure::ALL[i].key();
         i += 1;
     }
@@ -215,44 +263,25 @@ impl Measurements {
 
     /// One figure, when it was measured.
     pub fn figure(&self, figure: Figure) -> Option<f64> {
-        *self.slot(figure)
+        self[figure]
     }
 
     pub fn set_figure(&mut self, figure: Figure, value: f64) {
-        *self.slot_mut(figure) = Some(value);
+        self[figure] = Some(value);
     }
 
     /// The measured figures, in table order.
     pub fn iter(&self) -> impl Iterator<Item = (Figure, f64)> + '_ {
-        Figure::ALL.into_iter().filter_map(|f| self.figure(f).map(|v| (f, v)))
+        Figure::ALL.into_iter().filter_map(|f| self[f].map(|v| (f, v)))
     }
 
-    fn slot(&self, figure: Figure) -> &Option<f64> {
-        match figure {
-            Figure::SeqRead => &self.seq_read_mib_s,
-            Figure::CachedRead => &self.cached_read_mib_s,
-            Figure::SeqWrite => &self.seq_write_mb_s,
-            Figure::RandReadQd64 => &self.rand_read_4k_qd64_iops,
-            Figure::RandWriteQd64 => &self.rand_write_4k_qd64_iops,
-            Figure::SeqWrite4kQd1 => &self.seq_write_4k_qd1_kib_s,
-            Figure::SeqRead4kQd1 => &self.seq_read_4k_qd1_kib_s,
-            Figure::RandRead4kQd1 => &self.rand_read_4k_qd1_kib_s,
-            Figure::RandWrite4kQd1 => &self.rand_write_4k_qd1_kib_s,
+    /// Measurements of the given figures, the others not measured.
+    pub fn of(figures: impl IntoIterator<Item = (Figure, f64)>) -> Measurements {
+        let mut out = Measurements::default();
+        for (figure, value) in figures {
+            out[figure] = Some(value);
         }
-    }
-
-    fn slot_mut(&mut self, figure: Figure) -> &mut Option<f64> {
-        match figure {
-            Figure::SeqRead => &mut self.seq_read_mib_s,
-            Figure::CachedRead => &mut self.cached_read_mib_s,
-            Figure::SeqWrite => &mut self.seq_write_mb_s,
-            Figure::RandReadQd64 => &mut self.rand_read_4k_qd64_iops,
-            Figure::RandWriteQd64 => &mut self.rand_write_4k_qd64_iops,
-            Figure::SeqWrite4kQd1 => &mut self.seq_write_4k_qd1_kib_s,
-            Figure::SeqRead4kQd1 => &mut self.seq_read_4k_qd1_kib_s,
-            Figure::RandRead4kQd1 => &mut self.rand_read_4k_qd1_kib_s,
-            Figure::RandWrite4kQd1 => &mut self.rand_write_4k_qd1_kib_s,
-        }
+        out
     }
 }
 

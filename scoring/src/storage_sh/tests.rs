@@ -61,7 +61,7 @@ fn the_console_table_is_read_to_its_printed_score() {
         ]
     );
     let s = parse(NVME).expect("parses");
-    assert_eq!((s.score, s.measurements.seq_read_mib_s), (39018, Some(391.16)));
+    assert_eq!((s.score, s.measurements[Figure::SeqRead]), (39018, Some(391.16)));
 }
 
 /// `text` as a Markdown table: `| HDParm | Disk Read | 40.97 MB/s |`.
@@ -132,13 +132,13 @@ fn dd_in_gb_s_is_1000_mb_s_and_scored_as_printed() {
     // (3901850) and 1.2 × 1024 = 1228.8 enters: 3598950.8 → 35989.
     let gb = NVME.replace("297 MB/s", "1.2 GB/s").replace("Score: 39018", "Score: 35989");
     let s = parse(&gb).expect("GB/s");
-    assert_eq!((s.measurements.seq_write_mb_s, s.score), (Some(1200.0), 35989));
+    assert_eq!((s.measurements[Figure::SeqWrite], s.score), (Some(1200.0), 35989));
     // Storage.sh before 2024 printed MB/s after dd's GB/s number; dd's own
     // console line keeps the unit.
     let old = NVME.replace("297 MB/s", "1.2 MB/s").replace("Score: 39018", "Score: 35989");
-    assert_eq!(parse(&old).expect("old").measurements.seq_write_mb_s, Some(1.2));
+    assert_eq!(parse(&old).expect("old").measurements[Figure::SeqWrite], Some(1.2));
     let with_console = format!("DD Write Speed: 1.2 GB/s\n{old}");
-    assert_eq!(parse(&with_console).expect("console").measurements.seq_write_mb_s, Some(1200.0));
+    assert_eq!(parse(&with_console).expect("console").measurements[Figure::SeqWrite], Some(1200.0));
 }
 
 #[test]
@@ -176,7 +176,7 @@ fn partial_and_inconsistent_texts_are_refused_in_one_line() {
     // A failed hdparm (Storage.sh printed its unit alone) is only a note:
     // hdparm is not in the score.
     let s = parse(&CONSOLE.replace("39.58 MB/s", "MB/sec MB/s")).expect("hdparm cached missing");
-    assert_eq!(s.measurements.cached_read_mib_s, None);
+    assert_eq!(s.measurements[Figure::CachedRead], None);
     assert_eq!(s.notes.len(), 1);
     let err = parse(&CONSOLE.replace("2807 IOPS (11228 KB/s)", "2807000000000 IOPS (11228000000000 KB/s)"))
         .expect_err("implausible")
@@ -206,7 +206,7 @@ fn a_markdown_copy_with_fio_bandwidth_on_rows_of_its_own() {
     let fixed =
         fixed.replace("48,530 KB/s", "TMP").replace("167,868 KB/s", "48,530 KB/s").replace("TMP", "167,868 KB/s");
     let s = parse(&fixed).expect("parses");
-    assert_eq!((s.score, s.measurements.rand_read_4k_qd64_iops), (16407, Some(41967.0)));
+    assert_eq!((s.score, s.measurements[Figure::RandReadQd64]), (16407, Some(41967.0)));
     // A bandwidth that does not match its IOPS is still caught.
     let err = parse(&fixed.replace("48,530 KB/s", "58,530 KB/s")).expect_err("mismatch");
     assert!(matches!(err, ImportError::FioMismatch { .. }), "{err}");
@@ -227,7 +227,7 @@ fn a_score_written_in_the_sentence_before_a_markdown_table() {
         )
     };
     let s = parse(&card("Samsung Evo Plus 64 GB", "1430")).expect("parses");
-    assert_eq!((s.score, s.measurements.cached_read_mib_s), (1430, Some(37.32)));
+    assert_eq!((s.score, s.measurements[Figure::CachedRead]), (1430, Some(37.32)));
     // Each sentence scores the table after it, not the one before.
     let two = format!("{}{}", card("A", "1430"), card("B", "1431"));
     let all: Vec<_> = parse_all(&two).into_iter().map(|r| r.map(|s| s.score)).collect();

@@ -4,15 +4,14 @@ use std::collections::BTreeSet;
 
 use super::wording::{fmt_clock, fmt_measured, fmt_plain};
 use super::*;
-use crate::schema::{Check, DeviceKind, HostIos, SdInfo, SdSsr, UsbInfo};
+use crate::schema::{Check, DeviceKind, Figure, HostIos, SdInfo, SdSsr, UsbInfo};
 
 fn meas(seq: Option<f64>, rr: Option<f64>, rw: Option<f64>) -> Measurements {
-    Measurements {
-        seq_write_mb_s: seq,
-        rand_read_4k_qd64_iops: rr,
-        rand_write_4k_qd64_iops: rw,
-        ..Measurements::default()
-    }
+    let mut m = Measurements::default();
+    m[Figure::SeqWrite] = seq;
+    m[Figure::RandReadQd64] = rr;
+    m[Figure::RandWriteQd64] = rw;
+    m
 }
 
 fn ssr(app: u8, speed: u8, video: u8, uhs: u8) -> SdSsr {

@@ -3,7 +3,7 @@
 //! figures are written as JSON integers.
 
 use serde_json::{Value, json};
-use storage_scoring::schema::{Device, Measurements, Report, SCHEMA, Score};
+use storage_scoring::schema::{Device, Figure, Measurements, Report, SCHEMA, Score};
 use storage_scoring::{score, verdict};
 
 /// The docs/report.md example, completed where the schema types need more than
@@ -58,8 +58,8 @@ fn full_report_round_trips() {
     assert_eq!(serde_json::to_string_pretty(&again).unwrap(), text);
     // The figures keep their values.
     let m = report.measurements.unwrap();
-    assert_eq!(m.seq_read_mib_s, Some(43.1));
-    assert_eq!(m.rand_write_4k_qd64_iops, Some(800.0));
+    assert_eq!(m[Figure::SeqRead], Some(43.1));
+    assert_eq!(m[Figure::RandWriteQd64], Some(800.0));
     assert_eq!(report.score.unwrap().pibenchmarks, Some(1164));
 }
 
@@ -81,7 +81,7 @@ fn keys_without_value_are_omitted() {
     let v = serde_json::to_value(Device::default()).unwrap();
     assert_eq!(v, json!({"kind": "other"}));
 
-    let m = Measurements { seq_write_mb_s: Some(20.1), ..Measurements::default() };
+    let m = Measurements::of([(Figure::SeqWrite, 20.1)]);
     assert_eq!(serde_json::to_value(m).unwrap(), json!({"seq_write_mb_s": 20.1}));
 
     // A score that could not be computed says which keys were missing.
@@ -99,13 +99,13 @@ fn keys_without_value_are_omitted() {
 
 #[test]
 fn whole_measurements_serialize_as_integers() {
-    let m = Measurements {
-        seq_read_mib_s: Some(43.1),
-        seq_write_mb_s: Some(20.0),
-        rand_read_4k_qd64_iops: Some(3000.0),
-        rand_write_4k_qd1_kib_s: Some(0.0),
-        ..Measurements::default()
-    };
+    // Given out of report order: written in it.
+    let m = Measurements::of([
+        (Figure::RandWrite4kQd1, 0.0),
+        (Figure::SeqWrite, 20.0),
+        (Figure::SeqRead, 43.1),
+        (Figure::RandReadQd64, 3000.0),
+    ]);
     let text = serde_json::to_string(&m).unwrap();
     assert_eq!(
         text,

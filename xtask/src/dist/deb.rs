@@ -16,7 +16,7 @@ use anyhow::{Context, Result, bail};
 
 use super::docs::Generated;
 use super::{Built, Product};
-use crate::vm::host::{cargo, last_lines, which};
+use xtask::host::{cargo, last_lines, which};
 
 /// The rustc target whose name cargo-deb turns into `deb_arch`. For armhf
 /// this is the ARMv7 triple whatever binary is staged for it (see

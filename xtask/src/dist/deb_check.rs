@@ -31,8 +31,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use crate::vm::checks::Check;
-use crate::vm::host::{apt_get, is_root, which, workspace_and_target};
+use xtask::check::Check;
+use xtask::host::{apt_get, is_root, which, workspace_and_target};
 
 const CLI: &str = "storage-score";
 const SERVER: &str = "storage-score-leaderboard";

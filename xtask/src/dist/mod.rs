@@ -2,7 +2,7 @@
 //!
 //! 1. [`docs`]: man pages and shell completions from the clap definitions.
 //! 2. The x86_64 binary on the host; the ARM binaries ([`targets`]) in the
-//!    trixie chroot ([`crate::cross`]) with rustc 1.85, all in one cargo run.
+//!    trixie chroot ([`xtask::cross`]) with rustc 1.85, all in one cargo run.
 //!    Every binary is linked statically (`+crt-static`) and stripped, so it
 //!    is one file that runs on a fresh OS: the chroot's glibc (2.41) is newer
 //!    than Debian 12's and Raspberry Pi OS bookworm's (2.36), which a dynamic
@@ -26,9 +26,9 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-use crate::cross::{Chroot, CrossTarget};
-use crate::vm::host::cargo;
 use targets::DistTarget;
+use xtask::cross::{Chroot, CrossTarget};
+use xtask::host::cargo;
 
 mod deb;
 pub mod deb_check;

@@ -20,7 +20,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
 use super::targets::{DistTarget, PI_32_V7};
-use crate::vm::host::{apt_get, is_root, which};
+use xtask::host::{apt_get, is_root, which};
 
 /// One binary's result.
 #[derive(Debug, Clone)]

@@ -1,6 +1,6 @@
 //! The binaries `cargo xtask dist` makes, and for which Pis.
 
-use crate::cross::{AARCH64, ARMV5TE, ARMV7, CrossTarget};
+use xtask::cross::{AARCH64, ARMV5TE, ARMV7, CrossTarget};
 
 /// One binary of the release.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,7 +11,9 @@
 //! - [`size`]: no `.rs` file has more than 600 lines of code, and
 //!   ARCHITECTURE.md no more than 350 lines;
 //! - [`figure_keys`]: no string literal in production code spells a figure
-//!   key outside `scoring/src/figure.rs`.
+//!   key outside `scoring/src/figure.rs`;
+//! - [`typed_errors`]: no `Result<_, String>` in the product's library
+//!   crates.
 //!
 //! Each failure is one line, `file:line: what is wrong`.
 
@@ -23,6 +25,7 @@ pub mod figure_keys;
 mod lexer;
 pub mod links;
 pub mod size;
+pub mod typed_errors;
 pub mod unsafe_list;
 
 /// The file types scanned, by extension.
@@ -139,6 +142,7 @@ pub fn check(root: &Path, files: &[PathBuf]) -> Outcome {
     unsafe_list::check(root, files, &mut outcome);
     size::check(root, files, &mut outcome);
     figure_keys::check(root, files, &mut outcome);
+    typed_errors::check(root, files, &mut outcome);
     outcome
 }
 

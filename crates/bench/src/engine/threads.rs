@@ -42,16 +42,15 @@ pub(super) fn run(
             })
             .collect();
         let start = gate.wait() + work.ramp;
-        let results: Vec<Result<Part, String>> =
-            workers.into_iter().map(|w| w.join().map_err(|panic| panic_message(&*panic))).collect();
+        let results: Vec<Result<Part, EngineError>> = workers
+            .into_iter()
+            .map(|w| w.join().map_err(|panic| EngineError::Panicked(panic_message(&*panic))))
+            .collect();
         (start, results)
     });
     let mut parts = Vec::with_capacity(results.len());
     for result in results {
-        match result {
-            Ok(part) => parts.push(part),
-            Err(message) => return Err(EngineError::Panicked(message)),
-        }
+        parts.push(result?);
     }
     if let Some(e) = failure.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner()) {
         return Err(e);

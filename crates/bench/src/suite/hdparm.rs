@@ -219,14 +219,14 @@ mod tests {
     use std::io::Write;
 
     use super::*;
-    use crate::suite::{Plan, Profile, Silent, WriteTarget};
+    use crate::suite::{Plan, Profile, ReadTarget, Silent, WriteTarget};
 
     /// The quick profile's `-t` on a file of `mib` MiB, read from the page
     /// cache: far faster than the 0.15 s ramp.
     fn quick_read(mib: u64) -> (f64, TestDetail, bool) {
         let mut file = tempfile::tempfile().expect("tempfile");
         file.write_all(&vec![7u8; (mib * MIB) as usize]).expect("write");
-        let mut plan = Plan::new(Err(String::new()), WriteTarget::Unavailable(String::new()));
+        let mut plan = Plan::new(ReadTarget::Unavailable(String::new()), WriteTarget::Unavailable(String::new()));
         plan.profile = Profile::Quick;
         let ctx = Ctx { plan: &plan, observer: &Silent, sizes: plan.profile.sizes(), deadline: None };
         let cap = mib * MIB / CHUNK as u64;

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 use std::time::Duration;
-use storage_scoring::figure::Figure;
+use storage_scoring::figure::{Figure, Tool};
 
 use super::steady::Steady;
 use crate::engine::EngineChoice;
@@ -110,11 +110,20 @@ pub enum WriteTarget {
     Unavailable(String),
 }
 
+/// Where the read tests read.
+#[derive(Debug, Clone)]
+pub enum ReadTarget {
+    /// The raw device, opened `O_DIRECT` read-only.
+    Device(PathBuf),
+    /// The read tests cannot run; the reason goes into the report.
+    Unavailable(String),
+}
+
 /// What to run, and where.
 #[derive(Debug, Clone)]
 pub struct Plan {
     /// The raw device for the read tests, or why they cannot run.
-    pub read_device: Result<PathBuf, String>,
+    pub read_target: ReadTarget,
     pub write_target: WriteTarget,
     pub profile: Profile,
     /// The figures to measure, in any order; they run in Storage.sh's order.
@@ -134,9 +143,9 @@ pub struct Plan {
 
 impl Plan {
     /// A plan with the defaults: compat profile, every figure, automatic engine.
-    pub fn new(read_device: Result<PathBuf, String>, write_target: WriteTarget) -> Self {
+    pub fn new(read_target: ReadTarget, write_target: WriteTarget) -> Self {
         Plan {
-            read_device,
+            read_target,
             write_target,
             profile: Profile::Compat,
             figures: Figure::ALL.to_vec(),
@@ -156,15 +165,22 @@ impl Plan {
     pub fn scratch_bytes(&self) -> u64 {
         let sizes = self.profile.sizes();
         let dd = if self.wants(Figure::SeqWrite) { sizes.dd_bytes } else { 0 };
-        let file = if FILE_TESTS.iter().any(|&f| self.wants(f)) { sizes.test_file_bytes } else { 0 };
+        let file = if file_tests().any(|f| self.wants(f)) { sizes.test_file_bytes } else { 0 };
         // Each file is gone (rm -f test) before the next one is made.
         dd.max(file)
     }
 }
 
-/// The tests on 80 MiB files, in run order: every figure after the
-/// hdparm-like and dd-like ones.
-pub(super) const FILE_TESTS: &[Figure] = Figure::ALL.split_at(3).1;
+/// The tests on 80 MiB files, in run order: fio's, then iozone's (by the
+/// tool each figure names, whatever its place in the table).
+pub(super) fn file_tests() -> impl Iterator<Item = Figure> {
+    Figure::ALL.into_iter().filter(|f| matches!(f.tool(), Tool::Fio | Tool::Iozone))
+}
+
+/// The figures one tool's run measures, in table order.
+pub(super) fn tool_tests(tool: Tool) -> impl Iterator<Item = Figure> {
+    Figure::ALL.into_iter().filter(move |f| f.tool() == tool)
+}
 
 #[cfg(test)]
 mod tests {
@@ -172,13 +188,14 @@ mod tests {
 
     #[test]
     fn file_tests_are_the_six_4k_tests() {
-        assert_eq!(FILE_TESTS.len(), 6);
-        assert!(FILE_TESTS.iter().all(|f| f.key().contains("_4k_")));
+        assert_eq!(file_tests().count(), 6);
+        assert!(file_tests().all(|f| f.key().contains("_4k_")));
+        assert_eq!(tool_tests(Tool::Iozone).count(), 4);
     }
 
     #[test]
     fn scratch_need_is_the_larger_test() {
-        let plan = Plan::new(Err(String::new()), WriteTarget::Unavailable(String::new()));
+        let plan = Plan::new(ReadTarget::Unavailable(String::new()), WriteTarget::Unavailable(String::new()));
         assert_eq!(plan.scratch_bytes(), 520 * MIB);
         let only_file = Plan { figures: vec![Figure::RandReadQd64], ..plan };
         assert_eq!(only_file.scratch_bytes(), 80 * MIB);

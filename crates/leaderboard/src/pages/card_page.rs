@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use storage_scoring::figure::Figure;
 
 use axum::extract::{Path, State};
 use axum::response::Response;
@@ -179,9 +180,9 @@ fn rows_table(shown: &[&Row]) -> Markup {
                     tr {
                         td { (row.board) span.sub { (row.bus) " · " (row.formula) } }
                         td.n.score { (row.median_score) }
-                        td.n { (figure_text(f.rand_write_4k_qd64_iops)) }
-                        td.n.wide { (figure_text(f.rand_read_4k_qd64_iops)) }
-                        td.n.wide { (figure_text(f.seq_write_mb_s)) }
+                        td.n { (figure_text(f[Figure::RandWriteQd64])) }
+                        td.n.wide { (figure_text(f[Figure::RandReadQd64])) }
+                        td.n.wide { (figure_text(f[Figure::SeqWrite])) }
                         td.n.wide { (row.p10_score) "–" (row.p90_score) }
                         td.n { (row.submitters) @if row.held > 0 { " (+" (row.held) " held)" } }
                         td.n.wide { (row.samples) }

@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use storage_scoring::figure::Figure;
 
 use axum::extract::{Query, State};
 use axum::response::Response;
@@ -162,10 +163,10 @@ fn table(query: &LeaderboardQuery, page: &Page) -> Markup {
                             }
                         }
                         td."n"."score" { (row.median_score) }
-                        td.n { (figure_text(f.rand_write_4k_qd64_iops)) }
-                        td."n"."wide" { (figure_text(f.rand_read_4k_qd64_iops)) }
-                        td."n"."wide" { (figure_text(f.seq_write_mb_s)) }
-                        td."n"."wide" { (figure_text(f.seq_read_mib_s)) }
+                        td.n { (figure_text(f[Figure::RandWriteQd64])) }
+                        td."n"."wide" { (figure_text(f[Figure::RandReadQd64])) }
+                        td."n"."wide" { (figure_text(f[Figure::SeqWrite])) }
+                        td."n"."wide" { (figure_text(f[Figure::SeqRead])) }
                         td."n"."wide" { (row.submitters) }
                         td."n"."wide" { (row.samples) }
                         td."n"."wide" { (row.latest) }

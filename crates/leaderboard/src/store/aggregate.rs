@@ -20,6 +20,7 @@
 //! interpolation or a mean).
 
 use std::collections::BTreeMap;
+use storage_scoring::figure::Figure;
 
 use super::held::counted;
 use super::{Figures, Standing};
@@ -125,10 +126,10 @@ fn median_figures<'a>(all: impl Iterator<Item = &'a Figures> + Clone) -> Figures
         quantile(&mut values, 0.5)
     };
     Figures {
-        seq_read_mib_s: pick(|f| f.seq_read_mib_s),
-        seq_write_mb_s: pick(|f| f.seq_write_mb_s),
-        rand_read_4k_qd64_iops: pick(|f| f.rand_read_4k_qd64_iops),
-        rand_write_4k_qd64_iops: pick(|f| f.rand_write_4k_qd64_iops),
+        seq_read_mib_s: pick(|f| f[Figure::SeqRead]),
+        seq_write_mb_s: pick(|f| f[Figure::SeqWrite]),
+        rand_read_4k_qd64_iops: pick(|f| f[Figure::RandReadQd64]),
+        rand_write_4k_qd64_iops: pick(|f| f[Figure::RandWriteQd64]),
     }
 }
 
@@ -368,7 +369,7 @@ pub(crate) mod tests {
         // One sample above the median: the median is the old third value or,
         // at most, the next one up.
         assert!((1134..=1150).contains(&stats.median), "{}", stats.median);
-        assert_eq!(stats.figures.rand_write_4k_qd64_iops, Some(1134.0));
+        assert_eq!(stats.figures[Figure::RandWriteQd64], Some(1134.0));
     }
 
     #[test]

@@ -24,6 +24,7 @@ pub mod sqlite;
 pub mod wear;
 
 use std::future::Future;
+use storage_scoring::figure::Figure;
 
 use serde::{Deserialize, Serialize};
 
@@ -91,13 +92,33 @@ pub struct Figures {
     pub rand_write_4k_qd64_iops: Option<f64>,
 }
 
+/// A figure of the four; any other is not kept here, so it reads as `None`.
+impl std::ops::Index<Figure> for Figures {
+    type Output = Option<f64>;
+
+    fn index(&self, figure: Figure) -> &Option<f64> {
+        const NOT_KEPT: Option<f64> = None;
+        match figure {
+            Figure::SeqRead => &self.seq_read_mib_s,
+            Figure::SeqWrite => &self.seq_write_mb_s,
+            Figure::RandReadQd64 => &self.rand_read_4k_qd64_iops,
+            Figure::RandWriteQd64 => &self.rand_write_4k_qd64_iops,
+            Figure::CachedRead
+            | Figure::SeqWrite4kQd1
+            | Figure::SeqRead4kQd1
+            | Figure::RandRead4kQd1
+            | Figure::RandWrite4kQd1 => &NOT_KEPT,
+        }
+    }
+}
+
 impl Figures {
     pub fn of(m: &storage_scoring::schema::Measurements) -> Figures {
         Figures {
-            seq_read_mib_s: m.seq_read_mib_s,
-            seq_write_mb_s: m.seq_write_mb_s,
-            rand_read_4k_qd64_iops: m.rand_read_4k_qd64_iops,
-            rand_write_4k_qd64_iops: m.rand_write_4k_qd64_iops,
+            seq_read_mib_s: m[Figure::SeqRead],
+            seq_write_mb_s: m[Figure::SeqWrite],
+            rand_read_4k_qd64_iops: m[Figure::RandReadQd64],
+            rand_write_4k_qd64_iops: m[Figure::RandWriteQd64],
         }
     }
 }

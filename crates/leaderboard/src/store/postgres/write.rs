@@ -16,6 +16,7 @@
 //! flush, and the next write to the card recomputes it anyway.
 
 use std::collections::BTreeMap;
+use storage_scoring::figure::Figure;
 
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, GenericClient, Statement};
@@ -144,10 +145,10 @@ pub(super) async fn recompute(
                         &e.card_key,
                         &e.results,
                         &e.score,
-                        &e.figures.seq_read_mib_s,
-                        &e.figures.seq_write_mb_s,
-                        &e.figures.rand_read_4k_qd64_iops,
-                        &e.figures.rand_write_4k_qd64_iops,
+                        &e.figures[Figure::SeqRead],
+                        &e.figures[Figure::SeqWrite],
+                        &e.figures[Figure::RandReadQd64],
+                        &e.figures[Figure::RandWriteQd64],
                         &e.class_label,
                         &e.label,
                         &e.label_key,
@@ -216,10 +217,10 @@ pub(super) async fn recompute(
             &stats.median,
             &stats.p10,
             &stats.p90,
-            &stats.figures.seq_read_mib_s,
-            &stats.figures.seq_write_mb_s,
-            &stats.figures.rand_read_4k_qd64_iops,
-            &stats.figures.rand_write_4k_qd64_iops,
+            &stats.figures[Figure::SeqRead],
+            &stats.figures[Figure::SeqWrite],
+            &stats.figures[Figure::RandReadQd64],
+            &stats.figures[Figure::RandWriteQd64],
             &stats.latest,
             &stats.held,
         ],

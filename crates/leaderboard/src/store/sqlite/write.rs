@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::mpsc;
+use storage_scoring::figure::Figure;
 
 use rusqlite::{Connection, OptionalExtension, ToSql, params};
 use tokio::sync::oneshot;
@@ -321,10 +322,10 @@ fn recompute_submitter(conn: &Connection, group: &str, submitter: &str) -> Store
                 e.card_key,
                 e.results,
                 e.score,
-                e.figures.seq_read_mib_s,
-                e.figures.seq_write_mb_s,
-                e.figures.rand_read_4k_qd64_iops,
-                e.figures.rand_write_4k_qd64_iops,
+                e.figures[Figure::SeqRead],
+                e.figures[Figure::SeqWrite],
+                e.figures[Figure::RandReadQd64],
+                e.figures[Figure::RandWriteQd64],
                 e.class_label,
                 e.label,
                 e.label_key,
@@ -382,10 +383,10 @@ fn recompute_group(conn: &Connection, group: &str) -> StoreResult<()> {
         stats.median,
         stats.p10,
         stats.p90,
-        stats.figures.seq_read_mib_s,
-        stats.figures.seq_write_mb_s,
-        stats.figures.rand_read_4k_qd64_iops,
-        stats.figures.rand_write_4k_qd64_iops,
+        stats.figures[Figure::SeqRead],
+        stats.figures[Figure::SeqWrite],
+        stats.figures[Figure::RandReadQd64],
+        stats.figures[Figure::RandWriteQd64],
         stats.latest,
         stats.held,
     ])?;

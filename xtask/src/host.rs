@@ -1,58 +1,10 @@
-//! The host side: tools the VM run needs, installed with apt-get when they
-//! are missing, and the workspace paths.
+//! The host machine, for every task: apt-get, cargo and the workspace's
+//! paths, programs on `PATH`, whether we are root.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
-
-use super::{Paths, skip};
-
-/// The Debian packages that provide [`Tools`].
-const PACKAGES: &[&str] = &["qemu-system-x86", "busybox-static", "cpio"];
-
-/// Host programs the run uses.
-#[derive(Debug, Clone)]
-pub struct Tools {
-    pub qemu: PathBuf,
-    /// A statically linked busybox (Debian's busybox-static puts it here).
-    pub busybox: PathBuf,
-    pub cpio: PathBuf,
-}
-
-/// Finds QEMU, a static busybox and cpio, installing the packages once with
-/// apt-get if any is missing. Returns a [`Skip`](super::Skip) when they are
-/// missing and cannot be installed here.
-pub fn ensure_prerequisites() -> Result<Tools> {
-    if let Some(tools) = find_tools() {
-        return Ok(tools);
-    }
-    if which("apt-get").is_none() {
-        return Err(skip(
-            "qemu-system-x86_64, /bin/busybox or cpio is missing and there is no apt-get to install them",
-        ));
-    }
-    if !is_root() {
-        return Err(skip(format!(
-            "qemu-system-x86_64, /bin/busybox or cpio is missing; run as root or `apt-get install {}`",
-            PACKAGES.join(" ")
-        )));
-    }
-    super::step(&format!("installing {} with apt-get", PACKAGES.join(" ")));
-    apt_get(&["update"])?;
-    let mut install = vec!["install", "-y", "--no-install-recommends"];
-    install.extend_from_slice(PACKAGES);
-    apt_get(&install)?;
-    find_tools().context("apt-get install succeeded but qemu-system-x86_64, /bin/busybox or cpio is still missing")
-}
-
-fn find_tools() -> Option<Tools> {
-    let busybox = PathBuf::from("/bin/busybox");
-    if !busybox.is_file() {
-        return None;
-    }
-    Some(Tools { qemu: which("qemu-system-x86_64")?, busybox, cpio: which("cpio")? })
-}
 
 /// Runs `apt-get ARGS`. It is only called as root on a machine with
 /// apt-get, which can install what the run needs: a failure (no network, no
@@ -80,14 +32,6 @@ pub fn apt_get(args: &[&str]) -> Result<()> {
 pub fn apt_errors(stderr: &str) -> String {
     let errors: Vec<&str> = stderr.lines().map(str::trim).filter(|l| l.starts_with("E:")).collect();
     if errors.is_empty() { last_lines(stderr, 3) } else { errors.join(" / ") }
-}
-
-/// The workspace root and `target/vm/…`, asking cargo where `target/` is (it
-/// may be moved by `CARGO_TARGET_DIR` or a config file).
-pub fn paths() -> Result<Paths> {
-    let (workspace, target) = workspace_and_target()?;
-    let vm = target.join("vm");
-    Ok(Paths { workspace, kernel: vm.join("kernel"), run: vm.join("run") })
 }
 
 /// The workspace root and its target directory, from `cargo metadata`.

@@ -21,7 +21,7 @@ use anyhow::{Context, Result, bail};
 
 use super::host::{apt_errors, apt_get, is_root, last_lines, which};
 use super::{Paths, skip};
-use crate::cross::Chroot;
+use xtask::cross::Chroot;
 
 /// Which apt fetches the packages.
 #[derive(Debug, Clone, Copy)]

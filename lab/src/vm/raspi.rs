@@ -9,7 +9,7 @@
 //! for the run and removed after it).
 //!
 //! - The kernel and a static busybox are trixie's arm64 packages, fetched by
-//!   the trixie chroot's apt ([`crate::cross`]), which knows arm64; the host's
+//!   the trixie chroot's apt ([`xtask::cross`]), which knows arm64; the host's
 //!   dpkg is left with its own architectures. Cached in
 //!   `target/vm/raspi/kernel/`.
 //! - The binary is the one `cargo xtask dist` ships
@@ -40,7 +40,7 @@ use super::host::{apt_get, is_root, which, workspace_and_target};
 use super::kernel::{self, Apt, Kernel, Source};
 use super::runner::{self, Prepared, Task};
 use super::{Options, Paths, qemu, step};
-use crate::cross::{AARCH64, Chroot};
+use xtask::cross::{AARCH64, Chroot};
 
 /// The emulated card: a power of two (QEMU refuses others), and over 2 GiB
 /// so that it is a high-capacity card like every card sold today.

@@ -11,32 +11,11 @@
 //!   back unchanged in `device.sd.registers`, and the host's debugfs `ios`
 //!   must match `device.sd.host`.
 
-use std::fmt;
-
 use serde_json::{Value, json};
 
 use super::guest::GuestOutput;
 
-/// One check's result.
-#[derive(Debug, Clone)]
-pub struct Check {
-    pub name: String,
-    pub passed: bool,
-    pub detail: String,
-}
-
-impl fmt::Display for Check {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let verdict = if self.passed { "PASS" } else { "FAIL" };
-        write!(f, "{verdict} {}: {}", self.name, self.detail)
-    }
-}
-
-impl Check {
-    pub fn new(name: impl Into<String>, passed: bool, detail: impl Into<String>) -> Check {
-        Check { name: name.into(), passed, detail: detail.into() }
-    }
-}
+pub use xtask::check::Check;
 
 /// What QEMU's card holds, as JSON values at report paths.
 #[derive(Debug, Clone)]
