@@ -135,7 +135,8 @@ impl Probe<'_> {
         };
         let run = (start, if stamped { run_end } else { self.top });
         let lattice = lattice(FLOOR - BLOCK, start, FIRST_LATTICE);
-        let place = if stamped { format!("{} MiB below the top", (self.top - run_end) >> 20) } else { "at the top".into() };
+        let place =
+            if stamped { format!("{} MiB below the top", (self.top - run_end) >> 20) } else { "at the top".into() };
         self.io.stage(&format!(
             "a {} KiB run {place}, then reads every {} KiB for where the run really is",
             (run.1 - start) >> 10,
