@@ -69,6 +69,11 @@ impl<'a> Io<'a> {
         self.disk.size()
     }
 
+    /// Whether what is written is backed up first (no `--destructive`).
+    pub fn journaled(&self) -> bool {
+        self.journal.is_some()
+    }
+
     pub fn check_stop(&self) -> Result<(), ProbeError> {
         match self.watch.stop() {
             Some(signal) => Err(ProbeError::Interrupted(signal)),

@@ -194,6 +194,11 @@ struct Probe<'a> {
     decoy: Option<u64>,
     /// Where the next flush starts.
     cursor: u64,
+    /// `--destructive`, while the top's cache is measured: the flush
+    /// writes stamped blocks downwards from the second number to the
+    /// first instead of rewriting the card's data, then the block of the
+    /// third once more (see [`Probe::flush_now`]).
+    stamped_flush: Option<(u64, u64, u64)>,
     rounds: u32,
     /// Blocks above a limbo boundary that held their stamp: islands of a chain.
     islands: Vec<u64>,
@@ -226,6 +231,7 @@ impl<'a> Probe<'a> {
             cache: None,
             decoy: None,
             cursor: FLOOR,
+            stamped_flush: None,
             rounds: 0,
             islands: Vec::new(),
             island_shift: None,

@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 
 use super::evidence::{Access, Bad, Hit, block_of, within};
-use super::geometry::{BLOCK, FLOOR, carve, lattice, read_points, round_size, shuffle};
+use super::geometry::{BLOCK, CHUNK, FLOOR, carve, lattice, read_points, round_size, shuffle};
 use super::{MAX_ROUNDS, Probe, ProbeError};
 use crate::stamp::{Foreign, Seen};
 
@@ -422,6 +422,10 @@ impl Probe<'_> {
         let mut holes: Vec<u64> = keep.iter().map(|&b| block_of(b)).collect();
         holes.sort_unstable();
         holes.dedup();
+        let bytes = self.stamped_flush_now(bytes, &holes)?;
+        if bytes == 0 {
+            return Ok(());
+        }
         // Room for twice the cache that is flushed out (one flush after
         // another must keep finding addresses it did not rewrite lately).
         let past = (block_of(self.ev.hi()) + BLOCK).min(self.top);
@@ -455,5 +459,37 @@ impl Probe<'_> {
             self.ev.seen_elsewhere(hit.at, hit.of);
         }
         Ok(())
+    }
+
+    /// `--destructive`, while the top's cache is measured: nothing needs
+    /// keeping, so the flush need not read what it writes. It writes this
+    /// run's stamps between the top run and the top blocks, from the top
+    /// down, skipping `holes`, then the block written last before it once
+    /// more (where limbo answers with the last write, it still answers
+    /// with that one). The run and these stamps are then one stretch whose
+    /// image, on a wrap, the reads across the card find (a read that finds
+    /// a stamp where it was not written is evidence whichever block it
+    /// names), and nothing below the run is overwritten. Returns the bytes
+    /// still to flush (all of them when this flush is not on, the rest
+    /// when its room ran out).
+    fn stamped_flush_now(&mut self, bytes: u64, holes: &[u64]) -> Result<u64, ProbeError> {
+        let Some((low, mut end, last)) = self.stamped_flush else { return Ok(bytes) };
+        let mut need = bytes;
+        let mut pieces = Vec::new();
+        while need > 0 && end > low {
+            let start = (end.saturating_sub(need) / BLOCK * BLOCK).max(low);
+            for piece in carve(&[(start, end)], holes).into_iter().rev() {
+                need = need.saturating_sub(piece.1 - piece.0);
+                pieces.push(piece);
+            }
+            end = start;
+        }
+        self.stamped_flush = Some((low, end, last));
+        let none = HashSet::new();
+        for (start, end) in pieces {
+            self.io.write_extent_down(start, end, CHUNK, &none)?;
+        }
+        let _ = self.io.write_block(last);
+        Ok(need)
     }
 }

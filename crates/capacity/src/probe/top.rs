@@ -113,29 +113,49 @@ impl Probe<'_> {
     /// blocks, the scan for the run's storage, the cache measurement.
     fn holds_phase(&mut self, top_blocks: &[u64], tail: &[u64]) -> Result<Next, ProbeError> {
         let first_top = top_blocks.first().copied().unwrap_or(self.top);
-        let len = run_len(self.top, self.opts.scan_balance, self.opts.max_run);
-        let start = self.top.saturating_sub(len).max(FLOOR + BLOCK).min(first_top);
-        let run = (start, self.top);
+        // With `--destructive`, nothing needs reading before it is written,
+        // so the rewriting that measures the cache writes stamps instead,
+        // between the run and the top blocks (`room`, see
+        // [`Probe::flush_now`]): run, those stamps and the top blocks are
+        // one stretch, and the run, written first, is out of any cache
+        // once they are written. The reads across the card then wait for
+        // them, and are done once: they find a wrap whose writes reach the
+        // storage at once as well as one behind a cache that holds them
+        // back. The card must have room for that, and more below it. The
+        // run is written once, not three times (backup, stamp, restore):
+        // it is longer, and there are fewer reads.
+        let room = self.bound().div_ceil(BLOCK) * BLOCK;
+        let long = run_len(self.top, 2 * self.opts.scan_balance, self.opts.max_run);
+        let stamped = !self.io.journaled() && first_top >= FLOOR + 8 * room + 4 * long;
+        let (len, start, run_end) = if stamped {
+            (long, first_top - room - long, first_top - room)
+        } else {
+            let len = run_len(self.top, self.opts.scan_balance, self.opts.max_run);
+            (len, self.top.saturating_sub(len).max(FLOOR + BLOCK).min(first_top), first_top)
+        };
+        let run = (start, if stamped { run_end } else { self.top });
         let lattice = lattice(FLOOR - BLOCK, start, FIRST_LATTICE);
+        let place =
+            if stamped { format!("{} MiB below the top", (self.top - run_end) >> 20) } else { "at the top".into() };
         self.io.stage(&format!(
-            "a {} KiB run at the top, then reads every {} KiB for where the run really is",
-            (self.top - start) >> 10,
+            "a {} KiB run {place}, then reads every {} KiB for where the run really is",
+            (run.1 - start) >> 10,
             len >> 11
         ));
-        let unreadable = self.io.backup_extents(&[(start, first_top)])?;
+        let unreadable = self.io.backup_extents(&[(start, run_end)])?;
         for &b in &unreadable {
             self.ev.mark_bad(b, Bad::Io(Access::Read));
         }
-        self.io.write_extent(start, first_top, &unreadable)?;
+        self.io.write_extent(start, run_end, &unreadable)?;
         // The block written last: where limbo answers with the last write,
         // every read there names this one.
         let decoy = top_blocks.last().copied().unwrap_or(self.top - BLOCK);
         if self.io.write_block(decoy).is_err() {
             self.ev.mark_bad(decoy, Bad::Io(Access::Write));
         }
-        let mut check: Vec<u64> = sample(start, self.top, RUN_SAMPLE);
+        let mut check: Vec<u64> = sample(start, run.1, RUN_SAMPLE);
 
-        let hits = self.scan(0, start, len / 2, run)?;
+        let hits = if stamped { Vec::new() } else { self.scan(0, start, len / 2, run)? };
         if !last_write_answers(&hits, run, decoy) {
             if let Some(pair) = self.absorb_run_hits(&hits, run)? {
                 // A wrap: the cache matters only to blocks that vanish.
@@ -154,7 +174,14 @@ impl Probe<'_> {
         check.extend(self.write_probes(&lattice)?);
         let marker = decoy;
         let second = top_blocks.iter().rev().nth(1).copied().unwrap_or(decoy.saturating_sub(BLOCK));
-        match self.measure_plain(marker, second, &check)? {
+        if stamped {
+            self.stamped_flush = Some((run_end, first_top, second));
+        }
+        let measured = self.measure_plain(marker, second, &check);
+        self.stamped_flush = None;
+        // The run, the stamps above it and the top blocks.
+        let stretch = if stamped { (start, self.top) } else { run };
+        match measured? {
             Measured::Evicted(seen) => {
                 if seen == Ok(Seen::Alias(second)) {
                     self.decoy = Some(second);
@@ -168,9 +195,12 @@ impl Probe<'_> {
                 // Again, now that no cache up to the bound holds the run:
                 // one that keeps writes back from the storage (write-back)
                 // hid its image from the first scan.
-                self.io.stage(&format!("reads every {} KiB again, past any write cache, for the run", len >> 11));
-                let hits = self.scan(0, start, len / 2, run)?;
-                if let Some(pair) = self.absorb_run_hits(&hits, run)? {
+                let again = if stamped { "" } else { " again" };
+                self.io.stage(&format!("reads every {} KiB{again}, past any write cache, for the run", len >> 11));
+                // The stamps above the run are read too: a few reads more.
+                let to = if stamped { first_top } else { start };
+                let hits = self.scan(0, to, len / 2, run)?;
+                if let Some(pair) = self.absorb_run_hits(&hits, stretch)? {
                     self.measure_pair(pair, &[])?;
                     return Ok(Next::Search);
                 }

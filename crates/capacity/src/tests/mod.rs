@@ -203,6 +203,23 @@ fn destructive_keeps_no_journal_and_still_finds_the_fake() {
     assert!(std::fs::read_dir(dir.path()).expect("dir").next().is_none());
 }
 
+#[test]
+fn destructive_reads_nothing_before_it_writes_on_a_genuine_card() {
+    // The rewriting that looks past a cache writes stamps above the run
+    // instead of reading the card's data first, and the reads across the
+    // card are made once, after it: written, the bound and one run (5.66
+    // MiB here); read, those reads (362 of 8 KiB) and a few hundred blocks.
+    let options = Options { cache_bound: 16 * MIB, ..Options::default() };
+    let mut disk = SimDisk::of(Card::genuine(GIB));
+    let report = verify(&mut disk, "/dev/sim", &Safety::Destructive, options, &Quiet).expect("verify");
+    assert_eq!((report.verdict, report.usable_bytes), (Verdict::Genuine, GIB), "{report:#?}");
+    assert!(report.bytes_written < 23 * MIB, "{} bytes written", report.bytes_written);
+    assert!(report.bytes_read < 5 * MIB, "{} bytes read", report.bytes_read);
+    let mut disk = SimDisk::of(Card::wrap(GIB, 300 * MIB + 7 * 512));
+    let report = verify(&mut disk, "/dev/sim", &Safety::Destructive, options, &Quiet).expect("verify");
+    assert_fake(&report, Verdict::Wraparound, 300 * MIB + 7 * 512);
+}
+
 /// Stops at the n-th stage.
 struct StopAt {
     n: usize,
