@@ -14,11 +14,13 @@ pub struct Lines {
     /// Each string literal's text between its quotes (escapes as written),
     /// with the line it starts on.
     pub strings: Vec<(usize, String)>,
+    /// The lines where a `let` follows `&&`: a let chain.
+    pub let_chains: Vec<usize>,
 }
 
 /// Scans a source file's text.
 pub fn scan(text: &str) -> Lines {
-    let mut lx = Lexer { chars: text.chars().collect(), i: 0, line: 1, out: Lines::default() };
+    let mut lx = Lexer { chars: text.chars().collect(), i: 0, line: 1, last_two: [' '; 2], out: Lines::default() };
     while let Some(c) = lx.peek(0) {
         match (c, lx.peek(1)) {
             ('/', Some('/')) => {
@@ -44,6 +46,8 @@ struct Lexer {
     chars: Vec<char>,
     i: usize,
     line: usize,
+    /// The last two characters of code that are not whitespace.
+    last_two: [char; 2],
     out: Lines,
 }
 
@@ -58,8 +62,11 @@ impl Lexer {
         self.i += 1;
         if c == '\n' {
             self.line += 1;
-        } else if !c.is_whitespace() && self.out.code.last() != Some(&self.line) {
-            self.out.code.push(self.line);
+        } else if !c.is_whitespace() {
+            self.last_two = [self.last_two[1], c];
+            if self.out.code.last() != Some(&self.line) {
+                self.out.code.push(self.line);
+            }
         }
     }
 
@@ -138,6 +145,7 @@ impl Lexer {
     /// An identifier, keyword or number; a raw string when it is `r`, `br`
     /// or `cr` before `"` or `#"`.
     fn word(&mut self) {
+        let after_and = self.last_two == ['&', '&'];
         let start = self.i;
         while self.peek(0).is_some_and(is_ident) {
             self.code();
@@ -145,6 +153,9 @@ impl Lexer {
         let word: String = self.chars[start..self.i].iter().collect();
         if word == "unsafe" {
             self.out.unsafe_at.push(self.line);
+        }
+        if word == "let" && after_and {
+            self.out.let_chains.push(self.line);
         }
         if matches!(word.as_str(), "r" | "br" | "cr") {
             let hashes = (0..).take_while(|&n| self.peek(n) == Some('#')).count();
@@ -184,5 +195,20 @@ mod tests {
         assert_eq!(lines.code, [3, 4, 7, 8, 9, 10, 11, 12, 13]);
         let strings: Vec<(usize, &str)> = lines.strings.iter().map(|(n, s)| (*n, s.as_str())).collect();
         assert_eq!(strings, [(4, "unsafe { } // no"), (9, "a \" unsafe\n    "), (10, "")]);
+        assert!(lines.let_chains.is_empty());
+    }
+
+    #[test]
+    fn let_after_and_and_is_a_let_chain() {
+        let text = concat!(
+            "if a && let Some(x) = y {}\n",    // 1
+            "if let Some(x) = y\n",            // 2
+            "    && // why\n",                 // 3
+            "    let Some(z) = x {}\n",        // 4
+            "let s = \"&& let\"; // && let\n", // 5
+            "if a && b { let c = 1; }\n",      // 6
+            "let t = a & &let_it;\n",          // 7
+        );
+        assert_eq!(scan(text).let_chains, [1, 4]);
     }
 }

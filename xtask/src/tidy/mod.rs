@@ -13,7 +13,9 @@
 //! - [`figure_keys`]: no string literal in production code spells a figure
 //!   key outside `scoring/src/figure.rs`;
 //! - [`typed_errors`]: no `Result<_, String>` in the product's library
-//!   crates.
+//!   crates;
+//! - [`msrv_syntax`]: no let chains, which the oldest supported compiler
+//!   refuses.
 //!
 //! Each failure is one line, `file:line: what is wrong`.
 
@@ -24,6 +26,7 @@ pub mod deps;
 pub mod figure_keys;
 mod lexer;
 pub mod links;
+pub mod msrv_syntax;
 pub mod size;
 pub mod typed_errors;
 pub mod unsafe_list;
@@ -143,6 +146,7 @@ pub fn check(root: &Path, files: &[PathBuf]) -> Outcome {
     size::check(root, files, &mut outcome);
     figure_keys::check(root, files, &mut outcome);
     typed_errors::check(root, files, &mut outcome);
+    msrv_syntax::check(root, files, &mut outcome);
     outcome
 }
 

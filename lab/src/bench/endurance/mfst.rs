@@ -189,10 +189,10 @@ pub fn run(mfst: &Mfst, device: &str, dir: &Path, limit: Duration, max_rounds: u
         std::thread::sleep(Duration::from_millis(20));
     };
     let wall = ended.map_or(started.elapsed(), |e| e.duration_since(started));
-    if stopped_after.is_none()
-        && let Some(stdin) = child.stdin.as_mut()
-    {
-        let _ = stdin.write_all(b"\n");
+    if stopped_after.is_none() {
+        if let Some(stdin) = child.stdin.as_mut() {
+            let _ = stdin.write_all(b"\n");
+        }
     }
     // Stopped short, or not ending after its Enter: SIGTERM to `script`,
     // which hands it on to mfst (mfst has no handler of its own).
@@ -298,9 +298,8 @@ impl Log {
         // `[Mon Dec  7 12:17:00 2026] [INFO] text`
         let Some(text) = line.splitn(3, "] ").nth(2) else { return };
         if text.starts_with("Data verification failure") || text.contains(" error on sector ") {
-            if let Some(&(_, name)) = KINDS.iter().find(|(words, _)| text.contains(words))
-                && let Some(kind) = self.kinds.iter_mut().find(|(k, _)| *k == name)
-            {
+            let name = KINDS.iter().find(|(words, _)| text.contains(words)).map(|&(_, name)| name);
+            if let Some(kind) = name.and_then(|name| self.kinds.iter_mut().find(|(k, _)| *k == name)) {
                 kind.1 += 1;
             }
         } else if let Some(rest) = text.strip_prefix("  Total sectors (derived)  : ") {
@@ -320,11 +319,11 @@ impl Log {
             self.ended = true;
         } else if let Some(rest) = text.strip_prefix("  Reason for aborting test             : ") {
             self.reason = Some(rest.trim().to_owned());
-        } else if let Some(rest) = text.strip_prefix("  Read/write cycles to ")
-            && let Some((name, value)) = rest.split_once(':')
-            && let Some(value) = number(value)
-        {
-            self.milestones.push((name.trim().trim_end_matches(" failure").to_owned(), value));
+        } else if let Some(rest) = text.strip_prefix("  Read/write cycles to ") {
+            let milestone = rest.split_once(':').and_then(|(name, value)| Some((name, number(value)?)));
+            if let Some((name, value)) = milestone {
+                self.milestones.push((name.trim().trim_end_matches(" failure").to_owned(), value));
+            }
         }
     }
 
