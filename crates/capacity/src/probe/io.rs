@@ -40,6 +40,8 @@ pub struct Io<'a> {
     window: AlignedBuf,
     small: AlignedBuf,
     chunk: AlignedBuf,
+    /// The blocks of a scan's reads.
+    probes: AlignedBuf,
     pub notes: Vec<String>,
 }
 
@@ -61,6 +63,7 @@ impl<'a> Io<'a> {
             window: AlignedBuf::new(2 * BLOCK as usize),
             small: AlignedBuf::new(sector as usize),
             chunk: AlignedBuf::new(CHUNK as usize),
+            probes: AlignedBuf::new(0),
             notes: Vec::new(),
         }
     }
@@ -355,6 +358,35 @@ impl<'a> Io<'a> {
         Ok(find_stamp(&self.stamp, offset, &self.window.as_slice()[..len as usize], self.sector))
     }
 
+    /// Reads one block at each of `points` (a scan's), a few in flight at
+    /// once, and says for each what stamp of this run it holds that was
+    /// written elsewhere ([`prefix_stamp`]): `Err` for a read that failed,
+    /// `None` past the last whole block.
+    pub fn read_probes(&mut self, points: &[u64]) -> Vec<Result<Option<Hit>, ()>> {
+        let size = self.size();
+        let inside: Vec<u64> = points.iter().copied().filter(|&at| at + BLOCK <= size).collect();
+        let len = (inside.len() as u64 * BLOCK) as usize;
+        if self.probes.len() < len {
+            self.probes = AlignedBuf::new(len);
+        }
+        let buf = &mut self.probes.as_mut_slice()[..len];
+        let results = self.disk.read_each(&inside, buf);
+        self.read += len as u64;
+        let mut seen = inside.iter().zip(results).zip(self.probes.as_slice()[..len].chunks(BLOCK as usize));
+        points
+            .iter()
+            .map(|&at| {
+                if at + BLOCK > size {
+                    return Ok(None);
+                }
+                match seen.next() {
+                    Some(((_, Ok(())), data)) => Ok(prefix_stamp(&self.stamp, at, data, self.sector)),
+                    _ => Err(()),
+                }
+            })
+            .collect()
+    }
+
     /// Rewrites `extents` with what they hold, a chunk at a time: the cache
     /// flush. Returns the bytes rewritten and every stamp of this run found
     /// at an address it was not written to.
@@ -432,6 +464,26 @@ pub fn find_stamp(stamp: &Stamp, at: u64, data: &[u8], sector: u64) -> Option<Hi
     stamps_in(stamp, at, data, sector).next()
 }
 
+/// The stamp of this run, written to another address, whose first sector
+/// starts in `data` (one block read at `at`) at a sector offset, with
+/// every byte of it that `data` holds as written: at least its first
+/// sector, header and checksum field included, and the whole block when
+/// it starts at `at`. A block's worth of reads finds the stamp of any
+/// block whose storage it lies in, at whatever sector offset.
+pub fn prefix_stamp(stamp: &Stamp, at: u64, data: &[u8], sector: u64) -> Option<Hit> {
+    let mut expected = Vec::new();
+    (0..data.len()).step_by(sector as usize).find_map(|o| {
+        let of = stamp.header_offset(&data[o..])?;
+        if of == at + o as u64 {
+            return None;
+        }
+        expected.resize(BLOCK as usize, 0);
+        stamp.fill(of, &mut expected);
+        let seen = &data[o..];
+        (seen.len() <= expected.len() && *seen == expected[..seen.len()]).then_some(Hit { at: at + o as u64, of })
+    })
+}
+
 fn collect_stamps(stamp: &Stamp, at: u64, data: &[u8], sector: u64, hits: &mut Vec<Hit>) {
     hits.extend(stamps_in(stamp, at, data, sector));
 }
@@ -462,5 +514,39 @@ mod tests {
         // Its own stamp is no hit; another run's neither.
         assert_eq!(find_stamp(&stamp, (1 << 30) - 1536, &data, 512), None);
         assert_eq!(find_stamp(&Stamp::new(6), 4096, &data, 512), None);
+    }
+
+    #[test]
+    fn a_block_read_finds_the_stamp_that_starts_in_it() {
+        let stamp = Stamp::new(5);
+        // Two stamps side by side, read a block at a time from every sector.
+        let mut data = vec![0u8; 3 * 4096];
+        stamp.fill(1 << 30, &mut data[..4096]);
+        stamp.fill((1 << 30) + 4096, &mut data[4096..8192]);
+        let at = 1 << 20;
+        for o in (0..=4096).step_by(512) {
+            let seen = prefix_stamp(&stamp, at + o as u64, &data[o..o + 4096], 512);
+            let next = o.div_ceil(4096) * 4096;
+            assert_eq!(seen, Some(Hit { at: at + next as u64, of: (1 << 30) + next as u64 }), "{o}");
+        }
+        // After the second stamp, zeros: a stamp cut short is no stamp.
+        assert_eq!(prefix_stamp(&stamp, at + 4608, &data[4608 + 4096..], 512), None);
+        assert_eq!(prefix_stamp(&stamp, at + 8192, &data[8192..], 512), None);
+        // One byte changed anywhere that was read: none (but for bytes
+        // that were not read).
+        for byte in [0, 24, 100, 4095] {
+            let mut bad = data.clone();
+            bad[1024 + byte % 3072] ^= 1;
+            assert_eq!(prefix_stamp(&stamp, at + 4096, &bad[4096..8192], 512).map(|h| h.of), Some((1 << 30) + 4096));
+            bad[4096 + byte] ^= 1;
+            assert_eq!(prefix_stamp(&stamp, at + 4096, &bad[4096..8192], 512), None);
+        }
+        // Its own stamp is no hit; another run's neither.
+        assert_eq!(prefix_stamp(&stamp, 1 << 30, &data[..4096], 512), None);
+        assert_eq!(prefix_stamp(&Stamp::new(6), at, &data[..4096], 512), None);
+        // A sector's stamp is not a block's.
+        let mut small = vec![0u8; 4096];
+        stamp.fill(1 << 30, &mut small[..512]);
+        assert_eq!(prefix_stamp(&stamp, at, &small, 512), None);
     }
 }

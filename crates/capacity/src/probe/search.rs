@@ -12,6 +12,8 @@ use crate::stamp::{Foreign, Seen};
 
 /// How many blocks above a suspect's reader a decoy is looked for.
 const DECOY_REACH: u64 = 1024;
+/// A scan's reads between two looks at whether to stop.
+const SCAN_BATCH: usize = 64;
 
 impl Probe<'_> {
     /// Rounds of probe blocks between the highest block seen good and the
@@ -386,20 +388,22 @@ impl Probe<'_> {
         self.read_phase(&[], &written)
     }
 
-    /// Reads every `step` bytes of `[from, to)`, outside `run`, and returns
-    /// every stamp of this run found where it was not written. A read that
-    /// fails marks its block bad.
+    /// Reads a block every `step` bytes of `[from, to)`, outside `run`, a
+    /// few in flight at once, and returns every stamp of this run found
+    /// where it was not written (one that starts in a block read is seen
+    /// by the bytes of it the block holds). A read that fails marks its
+    /// block bad.
     pub(super) fn scan(&mut self, from: u64, to: u64, step: u64, run: (u64, u64)) -> Result<Vec<Hit>, ProbeError> {
+        let points: Vec<u64> = read_points(from, to, step).into_iter().filter(|&at| !within(at, run)).collect();
         let mut hits = Vec::new();
-        for at in read_points(from, to, step) {
-            if within(at, run) {
-                continue;
-            }
+        for batch in points.chunks(SCAN_BATCH) {
             self.io.check_stop()?;
-            match self.io.read_window(at) {
-                Ok(Some(hit)) => hits.push(hit),
-                Ok(None) => {}
-                Err(()) => self.ev.mark_bad(at, Bad::Io(Access::Read)),
+            for (&at, seen) in batch.iter().zip(self.io.read_probes(batch)) {
+                match seen {
+                    Ok(Some(hit)) => hits.push(hit),
+                    Ok(None) => {}
+                    Err(()) => self.ev.mark_bad(at, Bad::Io(Access::Read)),
+                }
             }
         }
         Ok(hits)
