@@ -40,6 +40,8 @@ pub struct Io<'a> {
     window: AlignedBuf,
     small: AlignedBuf,
     chunk: AlignedBuf,
+    /// The next chunk of stamps, made while the last one is written.
+    spare: AlignedBuf,
     /// The blocks of a scan's reads.
     probes: AlignedBuf,
     pub notes: Vec<String>,
@@ -63,6 +65,7 @@ impl<'a> Io<'a> {
             window: AlignedBuf::new(2 * BLOCK as usize),
             small: AlignedBuf::new(sector as usize),
             chunk: AlignedBuf::new(CHUNK as usize),
+            spare: AlignedBuf::new(CHUNK as usize),
             probes: AlignedBuf::new(0),
             notes: Vec::new(),
         }
@@ -242,34 +245,7 @@ impl<'a> Io<'a> {
     /// Writes stamped blocks over `[start, end)` in ascending order,
     /// skipping `unreadable` ones. Returns the bytes the device accepted.
     pub fn write_extent(&mut self, start: u64, end: u64, unreadable: &HashSet<u64>) -> Result<u64, ProbeError> {
-        // Stamps come in whole blocks: a partial one would write what the
-        // buffer held before, over bytes that were never backed up.
-        debug_assert!(start % BLOCK == 0 && end % BLOCK == 0, "run {start}..{end} off the block grid");
-        let end = start + (end.saturating_sub(start)) / BLOCK * BLOCK;
-        let mut accepted = 0;
-        let mut at = start;
-        while at < end {
-            self.check_stop()?;
-            let len = (end - at).min(CHUNK);
-            let clean =
-                unreadable.is_empty() || (at..at + len).step_by(BLOCK as usize).all(|b| !unreadable.contains(&b));
-            if clean {
-                let buf = &mut self.chunk.as_mut_slice()[..len as usize];
-                self.stamp.fill_run(at, BLOCK as usize, buf);
-                self.note_write(at, len);
-                if self.disk.write_at(at, &self.chunk.as_slice()[..len as usize]).is_ok() {
-                    accepted += len;
-                }
-            } else {
-                for b in (at..at + len).step_by(BLOCK as usize).filter(|b| !unreadable.contains(b)) {
-                    if self.write_block(b).is_ok() {
-                        accepted += BLOCK;
-                    }
-                }
-            }
-            at += len;
-        }
-        Ok(accepted)
+        self.write_chunks(&chunks(start, end), unreadable)
     }
 
     /// Writes stamped blocks over `[start, end)` from the top down, `step`
@@ -283,12 +259,58 @@ impl<'a> Io<'a> {
         unreadable: &HashSet<u64>,
     ) -> Result<u64, ProbeError> {
         let step = step.max(BLOCK) / BLOCK * BLOCK;
-        let mut accepted = 0;
+        let mut pieces = Vec::new();
         let mut top = end;
         while top > start {
             let from = top.saturating_sub(step).max(start);
-            accepted += self.write_extent(from, top, unreadable)?;
+            pieces.extend(chunks(from, top));
             top = from;
+        }
+        self.write_chunks(&pieces, unreadable)
+    }
+
+    /// Writes stamped blocks over each chunk (at most [`CHUNK`] bytes, on
+    /// the block grid), in the order given, skipping `unreadable` blocks.
+    /// The next chunk's stamps are made while the device takes this one.
+    fn write_chunks(&mut self, pieces: &[(u64, u64)], unreadable: &HashSet<u64>) -> Result<u64, ProbeError> {
+        let clean = |&(at, end): &(u64, u64)| {
+            unreadable.is_empty() || (at..end).step_by(BLOCK as usize).all(|b| !unreadable.contains(&b))
+        };
+        let stamp = self.stamp;
+        let mut accepted = 0;
+        // Whether `self.chunk` holds the stamps of the piece about to be written.
+        let mut ready = false;
+        for (i, &(at, end)) in pieces.iter().enumerate() {
+            self.check_stop()?;
+            let len = (end - at) as usize;
+            if !clean(&(at, end)) {
+                for b in (at..end).step_by(BLOCK as usize).filter(|b| !unreadable.contains(b)) {
+                    if self.write_block(b).is_ok() {
+                        accepted += BLOCK;
+                    }
+                }
+                ready = false;
+                continue;
+            }
+            if !ready {
+                stamp.fill_run(at, BLOCK as usize, &mut self.chunk.as_mut_slice()[..len]);
+            }
+            let next = pieces.get(i + 1).filter(|p| clean(p)).copied();
+            self.note_write(at, len as u64);
+            let disk = &mut *self.disk;
+            let (now, spare) = (&self.chunk, &mut self.spare);
+            let wrote = std::thread::scope(|scope| {
+                if let Some((next_at, next_end)) = next {
+                    let buf = &mut spare.as_mut_slice()[..(next_end - next_at) as usize];
+                    scope.spawn(move || stamp.fill_run(next_at, BLOCK as usize, buf));
+                }
+                disk.write_at(at, &now.as_slice()[..len])
+            });
+            if wrote.is_ok() {
+                accepted += len as u64;
+            }
+            ready = next.is_some();
+            std::mem::swap(&mut self.chunk, &mut self.spare);
         }
         Ok(accepted)
     }
@@ -456,6 +478,15 @@ impl<'a> Io<'a> {
         }
         Ok(())
     }
+}
+
+/// `[start, end)` in pieces of at most [`CHUNK`] bytes, ascending, on the
+/// block grid (stamps come in whole blocks: a partial one would write what
+/// the buffer held before, over bytes that were never backed up).
+fn chunks(start: u64, end: u64) -> Vec<(u64, u64)> {
+    debug_assert!(start % BLOCK == 0 && end % BLOCK == 0, "run {start}..{end} off the block grid");
+    let end = start + end.saturating_sub(start) / BLOCK * BLOCK;
+    (start..end).step_by(CHUNK as usize).map(|at| (at, (at + CHUNK).min(end))).collect()
 }
 
 /// The first stamp of this run in `data` (read at `at`) that names another
