@@ -29,7 +29,9 @@
 //!    bench capacity` runs this step alone; `--sweep [N]` compares on N
 //!    counterfeits drawn at random (real 3.5–32 GiB, announced 16–512 GiB;
 //!    `capacity-sweep.json`), `--slow` on a 20 MB/s card (`capacity-slow.json`,
-//!    and the genuine card's floor in `capacity-floor.json`).
+//!    and the genuine card's floor in `capacity-floor.json`), `--destructive
+//!    [N]` the slow genuine card alone, `--destructive` against its write
+//!    floor, N times (`capacity-destructive.json`).
 //! 5. **profile vs fio** ([`profile`]). `storage-score profile`'s sweep
 //!    cells and transfer-size points against fio jobs with the same offsets,
 //!    sizes, job counts and time boxes, on a throttled raw loop device;
@@ -115,13 +117,16 @@ pub fn main(args: &[String]) -> ExitCode {
     }
 }
 
-/// `cargo xtask bench capacity [--sweep [N] [--seed S] | --slow]`: step 4
-/// alone, on the standard cards, the sweep or the slow card.
+/// `cargo xtask bench capacity [--sweep [N] [--seed S] | --slow | --destructive [N]]`:
+/// step 4 alone, on the standard cards, the sweep or the slow card; or the
+/// slow genuine card `--destructive` against its write floor.
 fn capacity_only(args: &[String]) -> ExitCode {
     let set = match capacity::Set::parse(args) {
         Ok(set) => set,
         Err(e) => {
-            eprintln!("xtask bench capacity: {e}\nusage: cargo xtask bench capacity [--sweep [N] [--seed S] | --slow]");
+            eprintln!(
+                "xtask bench capacity: {e}\nusage: cargo xtask bench capacity [--sweep [N] [--seed S] | --slow | --destructive [N]]"
+            );
             return ExitCode::from(2);
         }
     };
@@ -173,6 +178,15 @@ fn endurance_only(args: &[String]) -> ExitCode {
 fn run_capacity(binary: &std::path::Path, paths: &Paths, set: &capacity::Set) -> Result<()> {
     std::fs::create_dir_all(&paths.out_dir).with_context(|| format!("creating {}", paths.out_dir.display()))?;
     let out = paths.out_dir.join(set.file());
+    if let capacity::Set::Destructive { trials } = set {
+        let (card, done) = capacity::destructive(binary, &paths.workspace, *trials)?;
+        print!("{}", capacity::destructive::table(&done, &card));
+        let text =
+            serde_json::to_string_pretty(&capacity::destructive::to_json(&done, &card)).context("serializing")?;
+        std::fs::write(&out, text + "\n").with_context(|| format!("writing {}", out.display()))?;
+        println!("bench: capacity --destructive results in {}", out.display());
+        return Ok(());
+    }
     let write = |rows: &[capacity::Row]| -> Result<()> {
         let text = serde_json::to_string_pretty(&capacity::to_json(rows)).context("serializing")?;
         std::fs::write(&out, text + "\n").with_context(|| format!("writing {}", out.display()))

@@ -21,9 +21,13 @@
 //!   1000 MiB of limbo announced as 4 GiB behind a 128 MiB cache, writing
 //!   at 20 MB/s and reading at 40 MB/s and at most 2000 requests a second
 //!   (`capacity-slow.json`), and the genuine card's floor ([`floor`]):
-//!   what reading and writing back the cache bound costs on it.
+//!   what reading and writing back the cache bound costs on it;
+//! - `--destructive [N]`: the slow genuine card alone, `--destructive`
+//!   against its write floor, N times (default 3; [`destructive`],
+//!   `capacity-destructive.json`).
 
 mod card;
+pub mod destructive;
 mod floor;
 mod report;
 mod sweep;
@@ -49,18 +53,32 @@ const GIB: u64 = 1 << 30;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Set {
     Standard,
-    Sweep { cases: usize, seed: u64 },
+    Sweep {
+        cases: usize,
+        seed: u64,
+    },
     Slow,
+    /// The slow genuine card, `--destructive` against its write floor.
+    Destructive {
+        trials: usize,
+    },
 }
 
 impl Set {
-    /// `[--sweep [N] [--seed S] | --slow]`.
+    /// `[--sweep [N] [--seed S] | --slow | --destructive [N]]`.
     pub fn parse(args: &[String]) -> Result<Set> {
         let mut set = Set::Standard;
         let mut i = 0;
         while i < args.len() {
             match args[i].as_str() {
                 "--slow" => set = Set::Slow,
+                "--destructive" => {
+                    let trials = args.get(i + 1).and_then(|n| n.parse().ok());
+                    if trials.is_some() {
+                        i += 1;
+                    }
+                    set = Set::Destructive { trials: trials.unwrap_or(3) };
+                }
                 "--sweep" => {
                     let cases = args.get(i + 1).and_then(|n| n.parse().ok());
                     if cases.is_some() {
@@ -88,6 +106,7 @@ impl Set {
             Set::Standard => "capacity.json",
             Set::Sweep { .. } => "capacity-sweep.json",
             Set::Slow => "capacity-slow.json",
+            Set::Destructive { .. } => "capacity-destructive.json",
         }
     }
 }
@@ -247,10 +266,20 @@ pub fn genuine_time(rows: &[Row]) -> Option<Duration> {
     rows.iter().find(|r| r.case.expect == "genuine").map(|r| r.ours.wall)
 }
 
-/// Installs f3 (f3probe) and fusepy (the fake cards) when missing.
-fn ensure_tools() -> Result<()> {
+/// The slow genuine card, `--destructive` against its write floor,
+/// `trials` times ([`destructive`]).
+pub fn destructive(binary: &Path, workspace: &Path, trials: usize) -> Result<(Case, Vec<destructive::Trial>)> {
+    ensure_tools(false)?;
+    let script = workspace.join("tests/support/fake_flash.py");
+    let genuine = slow().into_iter().find(|c| c.expect == "genuine").context("the slow set has a genuine card")?;
+    let done = destructive::run(binary, &script, &genuine, trials)?;
+    Ok((genuine, done))
+}
+
+/// Installs f3 (f3probe, when `f3`) and fusepy (the fake cards) when missing.
+fn ensure_tools(f3: bool) -> Result<()> {
     let mut missing = Vec::new();
-    if sys::find_program("f3probe").is_none() {
+    if f3 && sys::find_program("f3probe").is_none() {
         missing.push("f3");
     }
     if !Path::new("/usr/lib/python3/dist-packages/fusepy.py").exists() {
@@ -269,12 +298,13 @@ fn ensure_tools() -> Result<()> {
 
 /// Runs every case of `set` with both tools; `done` is given the rows so far after each case.
 pub fn run(binary: &Path, workspace: &Path, set: &Set, done: &dyn Fn(&[Row]) -> Result<()>) -> Result<Vec<Row>> {
-    ensure_tools()?;
+    ensure_tools(true)?;
     let script = workspace.join("tests/support/fake_flash.py");
     let cases = match set {
         Set::Standard => standard(),
         Set::Sweep { cases, seed } => sweep::draw(*cases, *seed),
         Set::Slow => slow(),
+        Set::Destructive { .. } => bail!("the --destructive set runs through capacity::destructive"),
     };
     let limit = if *set == Set::Slow { Duration::from_secs(4 * 3600) } else { Duration::from_secs(1800) };
     let journals = journal_base("journals")?;
@@ -427,6 +457,8 @@ mod tests {
         assert_eq!(Set::parse(&args(&["--sweep"])).ok(), Some(Set::Sweep { cases: 270, seed: 17 }));
         assert_eq!(Set::parse(&args(&["--sweep", "20", "--seed", "3"])).ok(), Some(Set::Sweep { cases: 20, seed: 3 }));
         assert_eq!(Set::parse(&args(&["--slow"])).ok(), Some(Set::Slow));
+        assert_eq!(Set::parse(&args(&["--destructive"])).ok(), Some(Set::Destructive { trials: 3 }));
+        assert_eq!(Set::parse(&args(&["--destructive", "5"])).ok(), Some(Set::Destructive { trials: 5 }));
         assert!(Set::parse(&args(&["--fast"])).is_err());
     }
 }
