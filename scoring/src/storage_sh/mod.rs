@@ -17,8 +17,8 @@ mod tests;
 use crate::figure::{Figure, STORAGE_SH, Unit};
 use crate::schema::{ImportedFrom, Measurements, Report, System};
 
-use rows::{Line, Rate};
 pub use rows::row_name;
+use rows::{Line, Rate};
 
 /// The `imported_from.format` of a report read from a Storage.sh summary.
 pub const FORMAT: &str = "storage-sh";
@@ -301,12 +301,10 @@ fn read_figure(figure: Figure, result: &str, dd_console: Option<&str>) -> Result
             }
             Ok(Some(value))
         }
-        Unit::KibPerS => {
-            match (word, rows::rate(word)) {
-                ("", _) | (_, Some(Rate::Kilo)) => Ok(Some(value)),
-                _ => Err(bad("KB/s")),
-            }
-        }
+        Unit::KibPerS => match (word, rows::rate(word)) {
+            ("", _) | (_, Some(Rate::Kilo)) => Ok(Some(value)),
+            _ => Err(bad("KB/s")),
+        },
     }
 }
 
