@@ -100,8 +100,9 @@ fn a_burst_inside_the_band_moves_the_median_at_most_five_percent() {
         scores.push(arrival);
         honest_only.push(arrival);
         let (with, without) = (median_of(&settled(&scores)), median_of(&settled(&honest_only)));
-        // One nearest-rank step more at most while the row grows (5.3% on day 4).
-        assert!(moved(without, with) <= 6.0, "day {day}: {without} -> {with}");
+        // The counted median took a nearest-rank step more (5.3% on day 4);
+        // the published one is bounded.
+        assert!(moved(without, with) <= 5.0, "day {day}: {without} -> {with}");
     }
 }
 
