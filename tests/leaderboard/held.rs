@@ -168,7 +168,8 @@ fn one_burst(
     let gaps = |board: &Board, honest: &[(i64, i64)]| {
         let with = board.row(product)["median_score"].as_i64().unwrap();
         let twin = board.row(twin)["median_score"].as_i64().unwrap();
-        let counted = honest.iter().filter(|(id, _)| board.server.get(&format!("/api/v1/results/{id}")).json()["held"] != true);
+        let counted =
+            honest.iter().filter(|(id, _)| board.server.get(&format!("/api/v1/results/{id}")).json()["held"] != true);
         [moved(twin, with), moved(median(counted.map(|(_, s)| *s).collect()), with)]
     };
     let [now, own_now] = gaps(board, &honest);

@@ -450,7 +450,11 @@ pub fn settle_group(entries: &mut [SubmitterEntry]) -> (Option<GroupStats>, Vec<
         .map(|e| (e.submitter.clone(), code_of(e)))
         .collect();
     let median = published_median(entries);
-    let stats = group_stats(&counted(entries)).map(|stats| GroupStats { held, median: median.unwrap_or(stats.median), ..stats });
+    let stats = group_stats(&counted(entries)).map(|stats| GroupStats {
+        held,
+        median: median.unwrap_or(stats.median),
+        ..stats
+    });
     (stats, changed)
 }
 

@@ -177,8 +177,11 @@ fn no_burst_of_ten_or_fewer_moves_an_established_median_more_than_five_percent()
     for size in [1, 2, 3, 5, 7, 10, 11, 15, 20] {
         table.push_str(&format!("\n{size}"));
         for (name, factor, edge) in &positions {
-            let [raw_now, raw_later, now, later, own_now, own_later] = worst_move(size, *factor, *edge, 40, size as u64);
-            table.push_str(&format!(" | {raw_now:.1}/{raw_later:.1} → {now:.1}/{later:.1} ({own_now:.1}/{own_later:.1})"));
+            let [raw_now, raw_later, now, later, own_now, own_later] =
+                worst_move(size, *factor, *edge, 40, size as u64);
+            table.push_str(&format!(
+                " | {raw_now:.1}/{raw_later:.1} → {now:.1}/{later:.1} ({own_now:.1}/{own_later:.1})"
+            ));
             // The rule's own bounds: the walk's at arrival (for bursts of up
             // to ten), the published median's always (for any burst).
             if (size <= BURST && raw_now > 5.0) || own_now > 5.0 || own_later > 5.0 {
