@@ -1,11 +1,11 @@
 //! The nine figures of a report (docs/measurements.md#the-nine-figures), as
 //! one closed type declared as one table ([`figures!`]): each row owns its
 //! JSON key, its unit, the words every surface labels it with, the
-//! reference tool it stands in for and whether its test writes; the largest
-//! value any device could measure in it follows from its unit. No other
-//! module spells a figure's key, unit or label: a new figure is a new row
-//! here and a place in [`REPORT_ORDER`] (and the test that measures it, and
-//! the score's weight if it has one).
+//! reference tool it stands in for, whether its test writes, its term in
+//! the score and how the leaderboard keeps it; the largest value any device
+//! could measure in it follows from its unit. No other module spells a
+//! figure's key, unit, label, weight or column: a new figure is a new row
+//! here and a place in [`REPORT_ORDER`] (and the test that measures it).
 
 use std::fmt;
 
@@ -23,7 +23,9 @@ macro_rules! figures {
             writes: $writes:literal,
             short: $short:literal,
             label: $label:literal,
-            reference: $reference:literal $(,)?
+            reference: $reference:literal,
+            score: $score:tt,
+            board: $board:tt $(,)?
         }
     )*) => {
         /// One of the figures, in the order every table prints them (the
@@ -76,8 +78,48 @@ macro_rules! figures {
             pub const fn reference(self) -> &'static str {
                 match self { $(Figure::$variant => $reference,)* }
             }
+
+            /// Its term in the score, if it has one.
+            pub const fn score_term(self) -> Option<ScoreTerm> {
+                match self { $(Figure::$variant => figures!(@score $score),)* }
+            }
+
+            /// How the leaderboard keeps it, if it does.
+            pub const fn board(self) -> Option<BoardColumn> {
+                match self { $(Figure::$variant => figures!(@board $board),)* }
+            }
         }
     };
+    (@score -) => { None };
+    (@score ($place:literal, $weight:literal)) => { Some(ScoreTerm { place: $place, weight: $weight }) };
+    (@board -) => { None };
+    (@board ($column:literal, $place:literal, $title:literal)) => {
+        Some(BoardColumn { column: $column, place: $place, title: $title })
+    };
+}
+
+/// A figure's term in the score: `weight × figure`, added as the
+/// `place`-th term (1-based; PiBenchmarks' order, which the sum's last
+/// digit depends on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScoreTerm {
+    pub place: usize,
+    pub weight: u32,
+}
+
+/// A figure the leaderboard keeps: a column of its own in every table that
+/// holds figures, shown on its pages, and a key the leaderboard can be
+/// sorted and ranked by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BoardColumn {
+    /// The database column (`DOUBLE PRECISION`, NULL when not measured).
+    pub column: &'static str,
+    /// Its place among the leaderboard's figure columns (1-based, left to
+    /// right).
+    pub place: usize,
+    /// The column's title on the pages; a `|` splits off the words shown
+    /// only on wide screens.
+    pub title: &'static str,
 }
 
 figures! {
@@ -89,6 +131,8 @@ figures! {
         short: "seq read",
         label: "Sequential read (hdparm -t --direct)",
         reference: "hdparm -t --direct",
+        score: -,
+        board: ("seq_read", 4, "Seq. read"),
     }
     CachedRead {
         key: "cached_read_mib_s",
@@ -98,6 +142,8 @@ figures! {
         short: "cached read",
         label: "Cached read (hdparm -T --direct)",
         reference: "hdparm -T --direct",
+        score: -,
+        board: -,
     }
     SeqWrite {
         key: "seq_write_mb_s",
@@ -107,6 +153,8 @@ figures! {
         short: "seq write",
         label: "Sequential write (dd, 4 KiB, fsync)",
         reference: "dd bs=4k count=130k conv=fsync",
+        score: (1, 1024),
+        board: ("seq_write", 3, "Seq. write"),
     }
     RandWriteQd64 {
         key: "rand_write_4k_qd64_iops",
@@ -116,6 +164,8 @@ figures! {
         short: "rand write QD64",
         label: "Random write 4 KiB, QD64 (fio)",
         reference: "fio randwrite 4k QD64",
+        score: (3, 10),
+        board: ("rand_write", 1, "Random|write"),
     }
     RandReadQd64 {
         key: "rand_read_4k_qd64_iops",
@@ -125,6 +175,8 @@ figures! {
         short: "rand read QD64",
         label: "Random read 4 KiB, QD64 (fio)",
         reference: "fio randread 4k QD64",
+        score: (2, 4),
+        board: ("rand_read", 2, "Random read"),
     }
     SeqWrite4kQd1 {
         key: "seq_write_4k_qd1_kib_s",
@@ -134,6 +186,8 @@ figures! {
         short: "seq write QD1",
         label: "Sequential write 4 KiB, QD1 (iozone)",
         reference: "iozone write 4k",
+        score: (5, 1),
+        board: -,
     }
     SeqRead4kQd1 {
         key: "seq_read_4k_qd1_kib_s",
@@ -143,6 +197,8 @@ figures! {
         short: "seq read QD1",
         label: "Sequential read 4 KiB, QD1 (iozone)",
         reference: "iozone read 4k",
+        score: (4, 1),
+        board: -,
     }
     RandRead4kQd1 {
         key: "rand_read_4k_qd1_kib_s",
@@ -152,6 +208,8 @@ figures! {
         short: "rand read QD1",
         label: "Random read 4 KiB, QD1 (iozone)",
         reference: "iozone random read 4k",
+        score: (6, 4),
+        board: -,
     }
     RandWrite4kQd1 {
         key: "rand_write_4k_qd1_kib_s",
@@ -161,7 +219,83 @@ figures! {
         short: "rand write QD1",
         label: "Random write 4 KiB, QD1 (iozone)",
         reference: "iozone random write 4k",
+        score: (7, 10),
+        board: -,
     }
+}
+
+/// The score's terms, in the order they are added: each figure with a
+/// [`ScoreTerm`], by its place.
+pub const SCORE_TERMS: [(Figure, u32); count(Has::ScoreTerm)] = score_terms();
+
+/// The figures the leaderboard keeps, by their place on its pages.
+pub const BOARD: [Figure; count(Has::Board)] = board_figures();
+
+/// What [`count`] counts the figures with.
+enum Has {
+    ScoreTerm,
+    Board,
+}
+
+/// How many figures have it (a `const` array's length).
+const fn count(has: Has) -> usize {
+    let mut n = 0;
+    let mut i = 0;
+    while i < Figure::COUNT {
+        let yes = match has {
+            Has::ScoreTerm => Figure::ALL[i].score_term().is_some(),
+            Has::Board => Figure::ALL[i].board().is_some(),
+        };
+        if yes {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+}
+
+/// [`SCORE_TERMS`]; a place missing or given twice fails the build.
+const fn score_terms<const N: usize>() -> [(Figure, u32); N] {
+    let mut terms = [(Figure::SeqRead, 0); N];
+    let mut place = 1;
+    while place <= N {
+        let mut found = 0;
+        let mut i = 0;
+        while i < Figure::COUNT {
+            if let Some(term) = Figure::ALL[i].score_term() {
+                if term.place == place {
+                    terms[place - 1] = (Figure::ALL[i], term.weight);
+                    found += 1;
+                }
+            }
+            i += 1;
+        }
+        assert!(found == 1, "every score term needs a place of its own, 1 to the number of terms");
+        place += 1;
+    }
+    terms
+}
+
+/// [`BOARD`]; a place missing or given twice fails the build.
+const fn board_figures<const N: usize>() -> [Figure; N] {
+    let mut figures = [Figure::SeqRead; N];
+    let mut place = 1;
+    while place <= N {
+        let mut found = 0;
+        let mut i = 0;
+        while i < Figure::COUNT {
+            if let Some(column) = Figure::ALL[i].board() {
+                if column.place == place {
+                    figures[place - 1] = Figure::ALL[i];
+                    found += 1;
+                }
+            }
+            i += 1;
+        }
+        assert!(found == 1, "every leaderboard column needs a place of its own, 1 to the number of columns");
+        place += 1;
+    }
+    figures
 }
 
 /// The figures in the order a report's `measurements` object lists them
@@ -326,6 +460,25 @@ mod tests {
         }
         assert_eq!(Figure::from_key("seq_write_mib_s"), None);
         assert!(serde_json::from_str::<Figure>("\"bogus\"").is_err());
+    }
+
+    #[test]
+    fn the_score_and_the_board_are_read_from_the_table() {
+        use Figure::*;
+        let terms = [
+            (SeqWrite, 1024),
+            (RandReadQd64, 4),
+            (RandWriteQd64, 10),
+            (SeqRead4kQd1, 1),
+            (SeqWrite4kQd1, 1),
+            (RandRead4kQd1, 4),
+            (RandWrite4kQd1, 10),
+        ];
+        assert_eq!(SCORE_TERMS, terms);
+        assert_eq!(BOARD, [RandWriteQd64, RandReadQd64, SeqWrite, SeqRead]);
+        let columns: std::collections::BTreeSet<_> = BOARD.iter().filter_map(|f| f.board()).map(|b| b.column).collect();
+        assert_eq!(columns.len(), BOARD.len(), "one column each");
+        assert!(columns.iter().all(|c| c.chars().all(|c| c.is_ascii_lowercase() || c == '_')), "{columns:?}");
     }
 
     #[test]

@@ -30,16 +30,8 @@ use crate::figure::Figure;
 use crate::schema::{Measurements, Score};
 
 /// The terms of the formula: a figure and its whole-number weight, in the
-/// order PiBenchmarks adds them.
-pub const SCORE_TERMS: [(Figure, u32); 7] = [
-    (Figure::SeqWrite, 1024),
-    (Figure::RandReadQd64, 4),
-    (Figure::RandWriteQd64, 10),
-    (Figure::SeqRead4kQd1, 1),
-    (Figure::SeqWrite4kQd1, 1),
-    (Figure::RandRead4kQd1, 4),
-    (Figure::RandWrite4kQd1, 10),
-];
+/// order PiBenchmarks adds them (declared in the figures' table).
+pub use crate::figure::SCORE_TERMS;
 
 /// The formula as people read it, from [`SCORE_TERMS`], in lines for a
 /// `<pre>` (`×` between weight and key, the dd term's weight after it, as

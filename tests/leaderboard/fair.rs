@@ -415,7 +415,44 @@ on_both_backends!(
     networks_and_trusted_proxies,
     any_bytes_get_one_line_and_every_answer_its_headers,
     migration_keeps_every_result,
+    a_figure_kept_later_is_filled_from_the_reports,
 );
+
+/// A figure the leaderboard starts keeping after its database was made (a
+/// new row of the figures' table in a later release): on start its column
+/// is added to every table that holds figures, filled from the stored
+/// reports, and every row's medians computed again. Dropping the
+/// `rand_read` columns makes such a database out of a current one.
+fn a_figure_kept_later_is_filled_from_the_reports(backend: Backend) {
+    let mut server = start(backend, Options::default());
+    for n in 1..=3u8 {
+        assert_eq!(post(&server, n, &pi4_ddr50(1.0 + f64::from(n) / 10.0)).status, 201);
+    }
+    let key = "rand_read_4k_qd64_iops";
+    let before = sd64g_row(&server)["median_figures"][key].clone();
+    assert!(before.as_f64().is_some_and(|v| v > 0.0), "{before}");
+    let db = server_db(&server);
+    server.stop();
+    let drop_columns = "ALTER TABLE results DROP COLUMN rand_read; ALTER TABLE submitters DROP COLUMN rand_read; \
+        ALTER TABLE groups DROP COLUMN rand_read;";
+    let mut again = Options::default();
+    match backend {
+        Backend::Sqlite => {
+            let path = server.sqlite_path.clone().expect("sqlite");
+            rusqlite::Connection::open(&path).unwrap().execute_batch(drop_columns).unwrap();
+            again.sqlite_path = Some(path);
+        }
+        Backend::Postgres => {
+            let url = db.expect("url");
+            cluster().psql(postgres::PgCluster::database_of(&url), drop_columns).unwrap();
+            again.db = Some(url);
+        }
+    }
+    let restarted = Leaderboard::start_with(again);
+    assert_eq!(sd64g_row(&restarted)["median_figures"][key], before, "{}", restarted.log());
+    let sorted = rows(&restarted, &format!("sort={key}"));
+    assert_eq!(sorted[0]["median_figures"][key], before);
+}
 
 // ---------------------------------------------------------------------------
 // A database of the first schema (tests/fixtures/leaderboard/v1-*.sql,

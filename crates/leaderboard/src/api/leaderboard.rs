@@ -59,7 +59,7 @@ pub fn leaderboard_query(params: &HashMap<String, String>, default_limit: i64) -
     query.bus = text("bus")?;
     if let Some(sort) = text("sort")? {
         query.sort = SortKey::parse(&sort).ok_or_else(|| {
-            let names: Vec<&str> = SortKey::ALL.iter().map(|k| k.as_str()).collect();
+            let names: Vec<&str> = SortKey::all().map(|k| k.as_str()).collect();
             ApiError::bad_request(format!("sort: expected one of {}, got {:?}", names.join(", "), clip(&sort)))
         })?;
     }

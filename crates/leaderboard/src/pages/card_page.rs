@@ -5,15 +5,15 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use storage_scoring::figure::Figure;
+use storage_scoring::figure::BOARD;
 
 use axum::extract::{Path, State};
 use axum::response::Response;
 use maud::{Markup, PreEscaped, html};
 use storage_report::plot::strip::{StripPlot, StripRow};
 
-use super::figure_text;
 use super::{error_page, layout};
+use super::{figure_class, figure_text, figure_title};
 use crate::App;
 use crate::card::format_capacity;
 use crate::error::ApiError;
@@ -170,8 +170,11 @@ fn rows_table(shown: &[&Row]) -> Markup {
         h3 { "By board and bus mode" }
         div.scroll { table #rows {
             thead { tr {
-                th { "Board" } th.n { "Median score" } th.n { "Random write IOPS" } th.n.wide { "Random read IOPS" }
-                th.n.wide { "Seq. write MB/s" } th.n.wide { "p10–p90" } th.n { "Networks" } th.n.wide { "Results" }
+                th { "Board" } th.n { "Median score" }
+                @for figure in BOARD {
+                    th class=(figure_class(figure)) { (figure_title(figure)) }
+                }
+                th.n.wide { "p10–p90" } th.n { "Networks" } th.n.wide { "Results" }
                 th.wide { "Latest" }
             } }
             tbody {
@@ -180,9 +183,9 @@ fn rows_table(shown: &[&Row]) -> Markup {
                     tr {
                         td { (row.board) span.sub { (row.bus) " · " (row.formula) } }
                         td.n.score { (row.median_score) }
-                        td.n { (figure_text(f[Figure::RandWriteQd64])) }
-                        td.n.wide { (figure_text(f[Figure::RandReadQd64])) }
-                        td.n.wide { (figure_text(f[Figure::SeqWrite])) }
+                        @for figure in BOARD {
+                            td class=(figure_class(figure)) { (figure_text(f[figure])) }
+                        }
                         td.n.wide { (row.p10_score) "–" (row.p90_score) }
                         td.n { (row.submitters) @if row.held > 0 { " (+" (row.held) " held)" } }
                         td.n.wide { (row.samples) }

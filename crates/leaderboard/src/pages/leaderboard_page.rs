@@ -1,7 +1,7 @@
 //! `/`: find a card and read how it does. A search box (maker, product
 //! name, the name on the label), filters in a plain GET form (kind, board
 //! family or model, claimed class, bus mode), a table sortable by its
-//! header links (the median score or any of the four figures people pick
+//! header links (the median score or any of the figures people pick
 //! cards by), the true number of rows and links to the pages around.
 //!
 //! On a phone the columns one can do without are dropped (`.wide`), so
@@ -9,13 +9,13 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use storage_scoring::figure::Figure;
+use storage_scoring::figure::BOARD;
 
 use axum::extract::{Query, State};
 use axum::response::Response;
 use maud::{Markup, html};
 
-use super::{error_page, figure_text, layout};
+use super::{error_page, figure_class, figure_text, layout};
 use crate::App;
 use crate::api::{leaderboard_query, query_string};
 use crate::error::ApiError;
@@ -29,17 +29,20 @@ const CLASSES: [&str; 13] =
 const PAGE_ROWS: i64 = 100;
 
 /// The sortable columns after the card: key, title (its first word shown
-/// only on wide screens), unit, shown on a phone.
-const COLUMNS: [(SortKey, &str, &str, bool); 8] = [
-    (SortKey::Score, "Median|score", "", true),
-    (SortKey::RandWrite, "Random|write", "IOPS", true),
-    (SortKey::RandRead, "Random read", "IOPS", false),
-    (SortKey::SeqWrite, "Seq. write", "MB/s", false),
-    (SortKey::SeqRead, "Seq. read", "MiB/s", false),
-    (SortKey::Submitters, "Submitters", "", false),
-    (SortKey::Samples, "Results", "", false),
-    (SortKey::Latest, "Latest", "", false),
-];
+/// only on wide screens), unit, shown on a phone. The figures' come from
+/// their table, the first of them shown on a phone too.
+fn columns() -> Vec<(SortKey, &'static str, &'static str, bool)> {
+    let figures =
+        BOARD.iter().filter_map(|&f| f.board().map(|b| (SortKey::Figure(f), b.title, f.unit().symbol(), b.place == 1)));
+    let mut columns = vec![(SortKey::Score, "Median|score", "", true)];
+    columns.extend(figures);
+    columns.extend([
+        (SortKey::Submitters, "Submitters", "", false),
+        (SortKey::Samples, "Results", "", false),
+        (SortKey::Latest, "Latest", "", false),
+    ]);
+    columns
+}
 
 pub async fn leaderboard<S: Storage>(
     State(app): State<Arc<App<S>>>,
@@ -139,7 +142,7 @@ fn table(query: &LeaderboardQuery, page: &Page) -> Markup {
             thead { tr {
                 th.n { "#" }
                 (header_link(query, SortKey::Card, "Card", "", false, true))
-                @for (key, title, unit, narrow) in COLUMNS {
+                @for (key, title, unit, narrow) in columns() {
                     (header_link(query, key, title, unit, true, narrow))
                 }
                 th."n"."wide" { "p10–p90" }
@@ -163,10 +166,9 @@ fn table(query: &LeaderboardQuery, page: &Page) -> Markup {
                             }
                         }
                         td."n"."score" { (row.median_score) }
-                        td.n { (figure_text(f[Figure::RandWriteQd64])) }
-                        td."n"."wide" { (figure_text(f[Figure::RandReadQd64])) }
-                        td."n"."wide" { (figure_text(f[Figure::SeqWrite])) }
-                        td."n"."wide" { (figure_text(f[Figure::SeqRead])) }
+                        @for figure in BOARD {
+                            td class=(figure_class(figure)) { (figure_text(f[figure])) }
+                        }
                         td."n"."wide" { (row.submitters) }
                         td."n"."wide" { (row.samples) }
                         td."n"."wide" { (row.latest) }

@@ -24,6 +24,7 @@ pub use result_page::result;
 use axum::http::{HeaderValue, header};
 use axum::response::{Html, IntoResponse, Response};
 use maud::{DOCTYPE, Markup, html};
+use storage_scoring::figure::Figure;
 
 use crate::error::ApiError;
 
@@ -127,6 +128,18 @@ fn clip(text: &str) -> String {
 /// A score, or a dash.
 pub fn score_text(score: Option<i64>) -> String {
     score.map_or("–".to_owned(), |s| s.to_string())
+}
+
+/// A figure column's cell classes: numeric, and dropped on a phone unless
+/// it is the leaderboard's first figure.
+pub fn figure_class(figure: Figure) -> &'static str {
+    if figure.board().is_some_and(|b| b.place == 1) { "n" } else { "n wide" }
+}
+
+/// A figure column's title in full, with its unit (`Random write IOPS`).
+pub fn figure_title(figure: Figure) -> String {
+    let title = figure.board().map_or(figure.short_label(), |b| b.title).replace('|', " ");
+    format!("{title} {}", figure.unit().symbol())
 }
 
 /// A figure for a table: whole numbers from 100 up, one decimal below.

@@ -20,7 +20,7 @@
 //! interpolation or a mean).
 
 use std::collections::BTreeMap;
-use storage_scoring::figure::Figure;
+use storage_scoring::figure::{BOARD, Figure};
 
 use super::held::counted;
 use super::{Figures, Standing};
@@ -121,16 +121,15 @@ pub(super) fn quantile<T: Copy + PartialOrd>(values: &mut [T], q: f64) -> Option
 }
 
 fn median_figures<'a>(all: impl Iterator<Item = &'a Figures> + Clone) -> Figures {
-    let pick = |get: fn(&Figures) -> Option<f64>| {
-        let mut values: Vec<f64> = all.clone().filter_map(get).filter(|v| v.is_finite()).collect();
+    let pick = |figure: Figure| {
+        let mut values: Vec<f64> = all.clone().filter_map(|f| f[figure]).filter(|v| v.is_finite()).collect();
         quantile(&mut values, 0.5)
     };
-    Figures {
-        seq_read_mib_s: pick(|f| f[Figure::SeqRead]),
-        seq_write_mb_s: pick(|f| f[Figure::SeqWrite]),
-        rand_read_4k_qd64_iops: pick(|f| f[Figure::RandReadQd64]),
-        rand_write_4k_qd64_iops: pick(|f| f[Figure::RandWriteQd64]),
+    let mut figures = Figures::default();
+    for figure in BOARD {
+        figures.set(figure, pick(figure));
     }
+    figures
 }
 
 /// The value most often given, ties to the one given last (`values` in the
@@ -334,7 +333,11 @@ pub(crate) mod tests {
             id,
             created_at: id,
             score,
-            figures: Figures { rand_write_4k_qd64_iops: Some(score as f64), ..Figures::default() },
+            figures: {
+                let mut figures = Figures::default();
+                figures.set(Figure::RandWriteQd64, Some(score as f64));
+                figures
+            },
             class_label: Some("A2 Class 10 V30 U3".into()),
             label: None,
             label_key: None,

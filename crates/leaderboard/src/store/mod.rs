@@ -24,7 +24,7 @@ pub mod sqlite;
 pub mod wear;
 
 use std::future::Future;
-use storage_scoring::figure::Figure;
+use storage_scoring::figure::{BOARD, Figure, REPORT_ORDER};
 
 use serde::{Deserialize, Serialize};
 
@@ -83,43 +83,52 @@ pub struct ModerationNote {
     pub reason: String,
 }
 
-/// The four figures the leaderboard shows and sorts by besides the score.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
-pub struct Figures {
-    pub seq_read_mib_s: Option<f64>,
-    pub seq_write_mb_s: Option<f64>,
-    pub rand_read_4k_qd64_iops: Option<f64>,
-    pub rand_write_4k_qd64_iops: Option<f64>,
+/// The figures the leaderboard keeps, shows and sorts by besides the score
+/// (those with a [`storage_scoring::figure::BoardColumn`] in the figures'
+/// table); any other reads as `None`. Serialized as an object of the kept
+/// figures' keys, in the order a report lists them.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Figures([Option<f64>; BOARD.len()]);
+
+impl Figures {
+    pub fn of(m: &storage_scoring::schema::Measurements) -> Figures {
+        let mut figures = Figures::default();
+        for figure in BOARD {
+            figures.set(figure, m[figure]);
+        }
+        figures
+    }
+
+    /// Sets a kept figure; one the leaderboard does not keep stays `None`.
+    pub fn set(&mut self, figure: Figure, value: Option<f64>) {
+        if let Some(slot) = Figures::slot(figure) {
+            self.0[slot] = value;
+        }
+    }
+
+    fn slot(figure: Figure) -> Option<usize> {
+        figure.board().map(|b| b.place - 1)
+    }
 }
 
-/// A figure of the four; any other is not kept here, so it reads as `None`.
 impl std::ops::Index<Figure> for Figures {
     type Output = Option<f64>;
 
     fn index(&self, figure: Figure) -> &Option<f64> {
         const NOT_KEPT: Option<f64> = None;
-        match figure {
-            Figure::SeqRead => &self.seq_read_mib_s,
-            Figure::SeqWrite => &self.seq_write_mb_s,
-            Figure::RandReadQd64 => &self.rand_read_4k_qd64_iops,
-            Figure::RandWriteQd64 => &self.rand_write_4k_qd64_iops,
-            Figure::CachedRead
-            | Figure::SeqWrite4kQd1
-            | Figure::SeqRead4kQd1
-            | Figure::RandRead4kQd1
-            | Figure::RandWrite4kQd1 => &NOT_KEPT,
-        }
+        Figures::slot(figure).map_or(&NOT_KEPT, |slot| &self.0[slot])
     }
 }
 
-impl Figures {
-    pub fn of(m: &storage_scoring::schema::Measurements) -> Figures {
-        Figures {
-            seq_read_mib_s: m[Figure::SeqRead],
-            seq_write_mb_s: m[Figure::SeqWrite],
-            rand_read_4k_qd64_iops: m[Figure::RandReadQd64],
-            rand_write_4k_qd64_iops: m[Figure::RandWriteQd64],
+impl Serialize for Figures {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let kept = REPORT_ORDER.iter().filter(|f| f.board().is_some());
+        let mut map = serializer.serialize_map(Some(BOARD.len()))?;
+        for &figure in kept {
+            map.serialize_entry(figure.key(), &self[figure])?;
         }
+        map.end()
     }
 }
 

@@ -4,7 +4,7 @@
 //! and a card's data ([`CardData`]).
 
 use serde::Serialize;
-use storage_scoring::figure::Figure;
+use storage_scoring::figure::{BOARD, Figure};
 
 use super::Figures;
 use super::held::{Hold, WITNESS_DAYS};
@@ -68,10 +68,9 @@ pub struct Page {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SortKey {
     Score,
-    SeqRead,
-    SeqWrite,
-    RandRead,
-    RandWrite,
+    /// A figure the leaderboard keeps (one with a column): built only by
+    /// [`SortKey::parse`] and [`SortKey::all`].
+    Figure(Figure),
     P10,
     P90,
     Samples,
@@ -82,36 +81,33 @@ pub enum SortKey {
 }
 
 impl SortKey {
-    pub const ALL: [SortKey; 12] = [
-        SortKey::Score,
-        SortKey::SeqRead,
-        SortKey::SeqWrite,
-        SortKey::RandRead,
-        SortKey::RandWrite,
-        SortKey::P10,
-        SortKey::P90,
-        SortKey::Samples,
-        SortKey::Submitters,
-        SortKey::Latest,
-        SortKey::Card,
-        SortKey::Board,
-    ];
+    /// Every key: the score, each kept figure in the leaderboard's order,
+    /// then the rest.
+    pub fn all() -> impl Iterator<Item = SortKey> {
+        let rest = [
+            SortKey::P10,
+            SortKey::P90,
+            SortKey::Samples,
+            SortKey::Submitters,
+            SortKey::Latest,
+            SortKey::Card,
+            SortKey::Board,
+        ];
+        std::iter::once(SortKey::Score).chain(BOARD.into_iter().map(SortKey::Figure)).chain(rest)
+    }
 
     /// The key named in a URL; `median` is the score, as before.
     pub fn parse(text: &str) -> Option<SortKey> {
         if text == "median" {
             return Some(SortKey::Score);
         }
-        SortKey::ALL.into_iter().find(|k| k.as_str() == text)
+        SortKey::all().find(|k| k.as_str() == text)
     }
 
     pub fn as_str(self) -> &'static str {
         match self {
             SortKey::Score => "score",
-            SortKey::SeqRead => Figure::SeqRead.key(),
-            SortKey::SeqWrite => Figure::SeqWrite.key(),
-            SortKey::RandRead => Figure::RandReadQd64.key(),
-            SortKey::RandWrite => Figure::RandWriteQd64.key(),
+            SortKey::Figure(figure) => figure.key(),
             SortKey::P10 => "p10",
             SortKey::P90 => "p90",
             SortKey::Samples => "samples",
@@ -131,10 +127,9 @@ impl SortKey {
     pub fn column(self) -> &'static str {
         match self {
             SortKey::Score => "median",
-            SortKey::SeqRead => "seq_read",
-            SortKey::SeqWrite => "seq_write",
-            SortKey::RandRead => "rand_read",
-            SortKey::RandWrite => "rand_write",
+            // Only kept figures are built (`parse`, `all`); the score stands
+            // in for any other.
+            SortKey::Figure(figure) => super::sql::figure_column(figure).unwrap_or("median"),
             SortKey::P10 => "p10",
             SortKey::P90 => "p90",
             SortKey::Samples => "samples",
@@ -148,8 +143,15 @@ impl SortKey {
     /// The column rows are ranked by: the figure sorted by, else the score.
     pub fn rank_column(self) -> &'static str {
         match self {
-            SortKey::SeqRead | SortKey::SeqWrite | SortKey::RandRead | SortKey::RandWrite => self.column(),
-            _ => "median",
+            SortKey::Figure(_) => self.column(),
+            SortKey::Score
+            | SortKey::P10
+            | SortKey::P90
+            | SortKey::Samples
+            | SortKey::Submitters
+            | SortKey::Latest
+            | SortKey::Card
+            | SortKey::Board => "median",
         }
     }
 }
@@ -338,11 +340,14 @@ mod tests {
 
     #[test]
     fn sort_keys_round_trip() {
-        for key in SortKey::ALL {
+        for key in SortKey::all() {
             assert_eq!(SortKey::parse(key.as_str()), Some(key));
         }
         assert_eq!(SortKey::parse("median"), Some(SortKey::Score));
-        assert_eq!(SortKey::RandWrite.rank_column(), "rand_write");
+        assert_eq!(SortKey::parse("rand_write_4k_qd64_iops"), Some(SortKey::Figure(Figure::RandWriteQd64)));
+        // A figure the leaderboard does not keep is not a key.
+        assert_eq!(SortKey::parse("cached_read_mib_s"), None);
+        assert_eq!(SortKey::Figure(Figure::RandWriteQd64).rank_column(), "rand_write");
         assert_eq!(SortKey::Card.rank_column(), "median");
     }
 }

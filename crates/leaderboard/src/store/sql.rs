@@ -7,8 +7,65 @@
 //! the only text that varies is a column name chosen from a closed enum
 //! ([`super::SortKey`]). Texts built from shared column lists are built
 //! once (`LazyLock`): they are asked for on every submission.
+//!
+//! The figure columns (`seq_read`, `rand_write`, …) are not spelled here:
+//! every table, column list, parameter list and update that holds figures
+//! is built from the figures' table ([`BOARD`], each figure's
+//! [`Figure::board`]), with the figures last in each list, so a figure the
+//! table adds to the leaderboard needs no SQL written ([`super::migrate`]
+//! adds its columns to an existing database).
 
 use std::sync::LazyLock;
+
+use storage_scoring::figure::{BOARD, Figure};
+
+/// The database column of a figure the leaderboard keeps.
+pub fn figure_column(figure: Figure) -> Option<&'static str> {
+    figure.board().map(|b| b.column)
+}
+
+/// The figure columns, each with `prefix` (`r.`, `excluded.`), joined by `, `.
+fn figure_columns(prefix: &str) -> String {
+    BOARD.iter().filter_map(|&f| figure_column(f)).map(|c| format!("{prefix}{c}")).collect::<Vec<_>>().join(", ")
+}
+
+/// The figure columns as lines of a `CREATE TABLE`, each ending in a comma.
+fn figure_definitions() -> String {
+    BOARD.iter().filter_map(|&f| figure_column(f)).map(|c| format!("    {c} DOUBLE PRECISION,\n")).collect()
+}
+
+/// Parameters `$first`, `$first + 1`, … one per figure column, with a
+/// leading `, `.
+fn figure_params(first: usize) -> String {
+    (first..first + BOARD.len()).map(|i| format!(", ${i}")).collect()
+}
+
+/// `column = excluded.column` for each figure column, with a leading `, `.
+fn figure_updates() -> String {
+    BOARD.iter().filter_map(|&f| figure_column(f)).map(|c| format!(", {c} = excluded.{c}")).collect()
+}
+
+/// The tables that hold figure columns: every figure the leaderboard keeps
+/// has a column in each.
+pub const FIGURE_TABLES: [&str; 3] = ["results", "submitters", "groups"];
+
+/// Adds a kept figure's column to a table made before the figures' table
+/// kept it.
+pub fn add_figure_column(table: &str, column: &str) -> String {
+    format!("ALTER TABLE {table} ADD COLUMN {column} DOUBLE PRECISION")
+}
+
+/// Every network with a public result in a row, by row.
+pub const PUBLIC_PAIRS: &str =
+    "SELECT DISTINCT group_key, submitter FROM results WHERE status = 'public' ORDER BY group_key, submitter";
+
+/// Fills a figure column just added to `results` from each stored report,
+/// with `number` the backend's expression for the report's
+/// `measurements.{key}` as a number (NULL when it is not one). The
+/// aggregates (`submitters`, `groups`) are then computed again.
+pub fn backfill_figure(column: &str, number: &str) -> String {
+    format!("UPDATE results SET {column} = {number}")
+}
 
 /// The schema's version, kept in `meta`; [`super::migrate`] brings an older
 /// database up to it on start.
@@ -33,7 +90,7 @@ pub const META: &str = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, v
 /// (`results_card_points`, `results_card_classes`), so a card with ten
 /// thousand results never reads its reports.
 pub fn schema(id: &str) -> String {
-    format!("{};\n{INDEXES_AND_AGGREGATES}", results_table("results", id))
+    format!("{};\n{}", results_table("results", id), indexes_and_aggregates())
 }
 
 /// The `results` table under `name` (a migration builds it beside the old one).
@@ -71,15 +128,12 @@ pub fn results_table(name: &str, id: &str) -> String {
     formula TEXT NOT NULL,
     verdict_version TEXT NOT NULL,
     score BIGINT,
-    seq_read DOUBLE PRECISION,
-    seq_write DOUBLE PRECISION,
-    rand_read DOUBLE PRECISION,
-    rand_write DOUBLE PRECISION,
     claimed TEXT,
     measured TEXT,
     report TEXT NOT NULL,
-    verdict TEXT NOT NULL
-)"
+{figures}    verdict TEXT NOT NULL
+)",
+        figures = figure_definitions()
     )
 }
 
@@ -88,7 +142,14 @@ pub fn results_table(name: &str, id: &str) -> String {
 /// the two indexes over a card's results that it once walked are dropped
 /// (`CREATE`/`DROP … IF EXISTS`, run on every start, bring an existing
 /// database along).
-pub const INDEXES_AND_AGGREGATES: &str = "
+pub fn indexes_and_aggregates() -> &'static str {
+    static TEXT: LazyLock<String> =
+        LazyLock::new(|| INDEXES_AND_AGGREGATES.replace("{figures}", &figure_definitions()));
+    &TEXT
+}
+
+/// [`indexes_and_aggregates`] with `{figures}` where the figure columns go.
+const INDEXES_AND_AGGREGATES: &str = "
 DROP INDEX IF EXISTS results_group_submitter;
 CREATE INDEX IF NOT EXISTS results_network_newest ON results (group_key, submitter, status, id);
 CREATE INDEX IF NOT EXISTS results_group_content ON results (group_key, content_hash, status, id);
@@ -104,11 +165,7 @@ CREATE TABLE IF NOT EXISTS submitters (
     card_key TEXT NOT NULL,
     results BIGINT NOT NULL,
     score BIGINT NOT NULL,
-    seq_read DOUBLE PRECISION,
-    seq_write DOUBLE PRECISION,
-    rand_read DOUBLE PRECISION,
-    rand_write DOUBLE PRECISION,
-    class_label TEXT,
+{figures}    class_label TEXT,
     label TEXT,
     label_key TEXT,
     board TEXT NOT NULL,
@@ -144,11 +201,7 @@ CREATE TABLE IF NOT EXISTS groups (
     median BIGINT NOT NULL,
     p10 BIGINT NOT NULL,
     p90 BIGINT NOT NULL,
-    seq_read DOUBLE PRECISION,
-    seq_write DOUBLE PRECISION,
-    rand_read DOUBLE PRECISION,
-    rand_write DOUBLE PRECISION,
-    latest BIGINT NOT NULL,
+{figures}    latest BIGINT NOT NULL,
     held BIGINT NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS groups_median ON groups (median);
@@ -160,39 +213,61 @@ CREATE INDEX IF NOT EXISTS groups_card ON groups (card_key);
 pub const V1_INDEXES: [&str; 4] =
     ["results_group_score", "results_card_points", "results_card_classes", "results_status_id"];
 
-/// The columns of a result, in the order the mappers read them.
-pub const RESULT_COLUMNS: &str = "id, created_at, status, auto_reasons, moderation, group_key, card_key, kind, \
-    manufacturer_id, manufacturer, oem_id, product_name, product_revision, capacity_bytes, class_label, board, bus, \
-    formula, verdict_version, score, claimed, measured, report, verdict, submitter, label, board_key, board_revision, \
-    family, family_key, seq_read, seq_write, rand_read, rand_write, content_hash";
+/// The columns of a result (the mappers read them by name).
+pub fn result_columns() -> &'static str {
+    static TEXT: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "id, created_at, status, auto_reasons, moderation, group_key, card_key, kind, manufacturer_id, \
+             manufacturer, oem_id, product_name, product_revision, capacity_bytes, class_label, board, bus, formula, \
+             verdict_version, score, claimed, measured, report, verdict, submitter, label, board_key, \
+             board_revision, family, family_key, content_hash, {}",
+            figure_columns("")
+        )
+    });
+    &TEXT
+}
 
-/// The columns a new result is written with, in the order of its parameters.
+/// The columns a new result is written with, in the order of its
+/// parameters, before the figures'.
 const INSERT_COLUMNS: &str = "created_at, status, auto_reasons, moderation, idem_key, body_hash, content_hash, \
     delete_hash, submitter, group_key, card_key, kind, manufacturer_id, manufacturer, oem_id, product_name, \
     product_revision, capacity_bytes, class_label, label, label_key, board, board_key, board_revision, family, \
-    family_key, bus, formula, verdict_version, score, seq_read, seq_write, rand_read, rand_write, claimed, \
-    measured, report, verdict";
+    family_key, bus, formula, verdict_version, score, claimed, measured, report, verdict";
 
-/// How many parameters [`insert_result`] takes (one more with the id).
-pub const INSERT_PARAMS: usize = 38;
+/// How many parameters [`insert_result`] takes (one more with the id): its
+/// columns', then one per figure column.
+pub const INSERT_PARAMS: usize = 34 + BOARD.len();
 
 /// Inserts a result into `table`. The backend gives the id, except in a
-/// migration, which keeps the old one (`with_id`: it comes last, as `$39`).
+/// migration, which keeps the old one (`with_id`: it comes last, as
+/// `$INSERT_PARAMS + 1`).
 pub fn insert_result(table: &str, with_id: bool) -> String {
     let params: Vec<String> = (1..=INSERT_PARAMS + usize::from(with_id)).map(|i| format!("${i}")).collect();
     let id = if with_id { ", id" } else { "" };
-    format!("INSERT INTO {table} ({INSERT_COLUMNS}{id}) VALUES ({})", params.join(", "))
+    format!("INSERT INTO {table} ({INSERT_COLUMNS}, {}{id}) VALUES ({})", figure_columns(""), params.join(", "))
 }
 
+/// Appends one boxed parameter per figure column, from `figures`, to
+/// `params` (the statements built here take the figures last).
+macro_rules! push_figure_params {
+    ($params:expr, $figures:expr) => {{
+        let figures: &$crate::store::Figures = $figures;
+        for figure in storage_scoring::figure::BOARD {
+            $params.push(Box::new(figures[figure]));
+        }
+    }};
+}
+pub(crate) use push_figure_params;
+
 /// The values of [`insert_result`]'s parameters for a `NewResult`, in its
-/// column order, each in a `Box` that the caller's type makes its driver's
-/// `ToSql`: the two backends bind the same values, listed once here beside
-/// the columns they fill.
+/// column order, each in a `Box` of the driver's `ToSql` that the caller
+/// names (`$boxed`): the two backends bind the same values, listed once
+/// here beside the columns they fill.
 macro_rules! insert_result_params {
-    ($new:expr) => {{
+    ($boxed:ty, $new:expr) => {{
         let new: &$crate::store::NewResult = $new;
         let card = &new.card;
-        vec![
+        let mut params: Vec<Box<$boxed>> = vec![
             Box::new(new.created_at),
             Box::new(new.status().as_str().to_owned()),
             Box::new($crate::store::reasons_json(&new.reasons)),
@@ -223,15 +298,13 @@ macro_rules! insert_result_params {
             Box::new(new.formula.clone()),
             Box::new(new.verdict_version.clone()),
             Box::new(new.score),
-            Box::new(new.figures[Figure::SeqRead]),
-            Box::new(new.figures[Figure::SeqWrite]),
-            Box::new(new.figures[Figure::RandReadQd64]),
-            Box::new(new.figures[Figure::RandWriteQd64]),
             Box::new(new.claimed.clone()),
             Box::new(new.measured.clone()),
             Box::new(new.report_json.clone()),
             Box::new(new.verdict_json.clone()),
-        ]
+        ];
+        $crate::store::sql::push_figure_params!(params, &new.figures);
+        params
     }};
 }
 pub(crate) use insert_result_params;
@@ -259,11 +332,19 @@ pub const FIND_KEY: &str = "SELECT id, body_hash, status, auto_reasons, moderati
 /// A group and submitter's counted results: public, scored, and each the
 /// first public result of the group with its content (the same report sent
 /// again, under any key or from any address, counts once).
-pub const COUNTED: &str = "SELECT r.id, r.created_at, r.score, r.seq_read, r.seq_write, r.rand_read, \
-    r.rand_write, r.class_label, r.label, r.label_key, r.board, r.card_key, r.moderation FROM results r \
-    WHERE r.group_key = $1 AND r.submitter = $2 AND r.status = 'public' AND r.score IS NOT NULL \
-    AND r.id = (SELECT MIN(e.id) FROM results e WHERE e.group_key = r.group_key \
-    AND e.content_hash = r.content_hash AND e.status = 'public')";
+pub fn counted() -> &'static str {
+    static TEXT: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "SELECT r.id, r.created_at, r.score, r.class_label, r.label, r.label_key, r.board, r.card_key, \
+             r.moderation, {} FROM results r \
+             WHERE r.group_key = $1 AND r.submitter = $2 AND r.status = 'public' AND r.score IS NOT NULL \
+             AND r.id = (SELECT MIN(e.id) FROM results e WHERE e.group_key = r.group_key \
+             AND e.content_hash = r.content_hash AND e.status = 'public')",
+            figure_columns("r.")
+        )
+    });
+    &TEXT
+}
 
 /// Submitters whose counted results may change when a result with this
 /// content changes state (it, or a copy of it, becomes or stops being the
@@ -271,14 +352,50 @@ pub const COUNTED: &str = "SELECT r.id, r.created_at, r.score, r.seq_read, r.seq
 pub const SUBMITTERS_OF_CONTENT: &str =
     "SELECT DISTINCT submitter FROM results WHERE group_key = $1 AND content_hash = $2";
 
-pub const UPSERT_SUBMITTER: &str = "INSERT INTO submitters (group_key, submitter, card_key, results, score, \
-    seq_read, seq_write, rand_read, rand_write, class_label, label, label_key, board, latest, first_id, accepted) \
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
-    ON CONFLICT (group_key, submitter) DO UPDATE SET card_key = excluded.card_key, results = excluded.results, \
-    score = excluded.score, seq_read = excluded.seq_read, seq_write = excluded.seq_write, \
-    rand_read = excluded.rand_read, rand_write = excluded.rand_write, class_label = excluded.class_label, \
-    label = excluded.label, label_key = excluded.label_key, board = excluded.board, latest = excluded.latest, \
-    first_id = excluded.first_id, accepted = excluded.accepted";
+/// A network's entry in a row: 12 parameters ([`upsert_submitter_params`]),
+/// then the figures.
+pub fn upsert_submitter() -> &'static str {
+    static TEXT: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "INSERT INTO submitters (group_key, submitter, card_key, results, score, class_label, label, label_key, \
+             board, latest, first_id, accepted, {}) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12{}) \
+             ON CONFLICT (group_key, submitter) DO UPDATE SET card_key = excluded.card_key, \
+             results = excluded.results, score = excluded.score, class_label = excluded.class_label, \
+             label = excluded.label, label_key = excluded.label_key, board = excluded.board, \
+             latest = excluded.latest, first_id = excluded.first_id, accepted = excluded.accepted{}",
+            figure_columns(""),
+            figure_params(13),
+            figure_updates()
+        )
+    });
+    &TEXT
+}
+
+/// The values of [`upsert_submitter`]'s parameters for a `SubmitterEntry`,
+/// boxed as the caller's driver wants them (see [`insert_result_params`]).
+macro_rules! upsert_submitter_params {
+    ($boxed:ty, $entry:expr) => {{
+        let e: &$crate::store::aggregate::SubmitterEntry = $entry;
+        let mut params: Vec<Box<$boxed>> = vec![
+            Box::new(e.group_key.clone()),
+            Box::new(e.submitter.clone()),
+            Box::new(e.card_key.clone()),
+            Box::new(e.results),
+            Box::new(e.score),
+            Box::new(e.class_label.clone()),
+            Box::new(e.label.clone()),
+            Box::new(e.label_key.clone()),
+            Box::new(e.board.clone()),
+            Box::new(e.latest),
+            Box::new(e.first_id),
+            Box::new(i64::from(e.accepted)),
+        ];
+        $crate::store::sql::push_figure_params!(params, &e.figures);
+        params
+    }};
+}
+pub(crate) use upsert_submitter_params;
 
 /// Whether a network is held back from its row, and why: 0 counted, else
 /// the code of its [`super::held::Hold`].
@@ -288,19 +405,24 @@ pub const DELETE_SUBMITTER: &str = "DELETE FROM submitters WHERE group_key = $1 
 
 /// The columns of a submitter row, in the order the mappers read them; the
 /// last is when the network joined the row (its first counted result's time).
-pub const SUBMITTER_COLUMNS: &str = "group_key, submitter, card_key, results, score, seq_read, seq_write, \
-    rand_read, rand_write, class_label, label, label_key, board, latest, first_id, accepted, held, \
-    COALESCE((SELECT j.created_at FROM results j WHERE j.id = submitters.first_id), 0)";
+fn submitter_columns() -> String {
+    format!(
+        "group_key, submitter, card_key, results, score, class_label, label, label_key, board, latest, first_id, \
+         accepted, held, COALESCE((SELECT j.created_at FROM results j WHERE j.id = submitters.first_id), 0) \
+         AS joined_at, {}",
+        figure_columns("")
+    )
+}
 
 pub fn group_submitters() -> &'static str {
     static TEXT: LazyLock<String> =
-        LazyLock::new(|| format!("SELECT {SUBMITTER_COLUMNS} FROM submitters WHERE group_key = $1"));
+        LazyLock::new(|| format!("SELECT {} FROM submitters WHERE group_key = $1", submitter_columns()));
     &TEXT
 }
 
 pub fn card_submitters() -> &'static str {
     static TEXT: LazyLock<String> =
-        LazyLock::new(|| format!("SELECT {SUBMITTER_COLUMNS} FROM submitters WHERE card_key = $1"));
+        LazyLock::new(|| format!("SELECT {} FROM submitters WHERE card_key = $1", submitter_columns()));
     &TEXT
 }
 
@@ -308,7 +430,10 @@ pub fn card_submitters() -> &'static str {
 /// row's identity never changes with a later result).
 pub fn group_sample() -> &'static str {
     static TEXT: LazyLock<String> = LazyLock::new(|| {
-        format!("SELECT {RESULT_COLUMNS} FROM results WHERE group_key = $1 AND status = 'public' ORDER BY id LIMIT 1")
+        format!(
+            "SELECT {} FROM results WHERE group_key = $1 AND status = 'public' ORDER BY id LIMIT 1",
+            result_columns()
+        )
     });
     &TEXT
 }
@@ -316,20 +441,81 @@ pub fn group_sample() -> &'static str {
 /// The first public result of a card: how its name is spelled.
 pub fn card_first() -> &'static str {
     static TEXT: LazyLock<String> = LazyLock::new(|| {
-        format!("SELECT {RESULT_COLUMNS} FROM results WHERE card_key = $1 AND status = 'public' ORDER BY id LIMIT 1")
+        format!(
+            "SELECT {} FROM results WHERE card_key = $1 AND status = 'public' ORDER BY id LIMIT 1",
+            result_columns()
+        )
     });
     &TEXT
 }
 
-pub const UPSERT_GROUP: &str = "INSERT INTO groups (group_key, card_key, kind, manufacturer_id, manufacturer, \
-    oem_id, product_name, product_revision, capacity_bytes, class_label, name, label, search, board, board_key, \
-    family, family_key, bus, formula, samples, submitters, median, p10, p90, seq_read, seq_write, rand_read, \
-    rand_write, latest, held) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-    $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30) \
-    ON CONFLICT (group_key) DO UPDATE SET board = excluded.board, samples = excluded.samples, \
-    submitters = excluded.submitters, median = excluded.median, p10 = excluded.p10, p90 = excluded.p90, \
-    seq_read = excluded.seq_read, seq_write = excluded.seq_write, rand_read = excluded.rand_read, \
-    rand_write = excluded.rand_write, latest = excluded.latest, held = excluded.held";
+/// A leaderboard row: 26 parameters (the row's identity, display and
+/// counts), then the figures' medians.
+pub fn upsert_group() -> &'static str {
+    static TEXT: LazyLock<String> = LazyLock::new(|| {
+        let params: String = (1..=26).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
+        format!(
+            "INSERT INTO groups (group_key, card_key, kind, manufacturer_id, manufacturer, oem_id, product_name, \
+             product_revision, capacity_bytes, class_label, name, label, search, board, board_key, family, \
+             family_key, bus, formula, samples, submitters, median, p10, p90, latest, held, {}) \
+             VALUES ({params}{}) \
+             ON CONFLICT (group_key) DO UPDATE SET board = excluded.board, samples = excluded.samples, \
+             submitters = excluded.submitters, median = excluded.median, p10 = excluded.p10, p90 = excluded.p90, \
+             latest = excluded.latest, held = excluded.held{}",
+            figure_columns(""),
+            figure_params(27),
+            figure_updates()
+        )
+    });
+    &TEXT
+}
+
+/// The values of [`upsert_group`]'s parameters, boxed as the caller's
+/// driver wants them (see [`insert_result_params`]): the row's key and
+/// card key, the card it is of (`card`: its CID fields) and the card as
+/// shown (`display`: the class, name and search text, which the card's
+/// other rows may have settled), where it was measured (`place`: anything
+/// with `board_key`, `family`, `family_key`, `bus` and `formula`), and its
+/// [`super::aggregate::GroupStats`].
+macro_rules! upsert_group_params {
+    ($boxed:ty, $group:expr, $card_key:expr, $card:expr, $display:expr, $place:expr, $stats:expr) => {{
+        let card: &$crate::card::Card = $card;
+        let display: &$crate::card::Card = $display;
+        let stats: &$crate::store::aggregate::GroupStats = $stats;
+        let place = $place;
+        let mut params: Vec<Box<$boxed>> = vec![
+            Box::new($group.to_owned()),
+            Box::new($card_key.clone()),
+            Box::new(card.kind.clone()),
+            Box::new(card.manufacturer_id.map(i64::from)),
+            Box::new(card.manufacturer.clone()),
+            Box::new(card.oem_id.clone()),
+            Box::new(card.product_name.clone()),
+            Box::new(card.product_revision.clone()),
+            Box::new(card.capacity_bytes.and_then(|c| i64::try_from(c).ok())),
+            Box::new(display.class_label.clone()),
+            Box::new(display.display_name()),
+            Box::new(None::<String>),
+            Box::new(display.search_text()),
+            Box::new(stats.board.clone()),
+            Box::new(place.board_key.clone()),
+            Box::new(place.family.clone()),
+            Box::new(place.family_key.clone()),
+            Box::new(place.bus.clone()),
+            Box::new(place.formula.clone()),
+            Box::new(stats.samples),
+            Box::new(stats.submitters),
+            Box::new(stats.median),
+            Box::new(stats.p10),
+            Box::new(stats.p90),
+            Box::new(stats.latest),
+            Box::new(stats.held),
+        ];
+        $crate::store::sql::push_figure_params!(params, &stats.figures);
+        params
+    }};
+}
+pub(crate) use upsert_group_params;
 
 pub const DELETE_GROUP: &str = "DELETE FROM groups WHERE group_key = $1";
 
@@ -349,10 +535,18 @@ pub const DELETE_RESULT: &str = "DELETE FROM results WHERE id = $1";
 pub const FIND_FOR_CHANGE: &str = "SELECT delete_hash, group_key, card_key, submitter, content_hash, auto_reasons, score, formula FROM results \
      WHERE id = $1";
 
-/// The columns of a group row, in the order the mappers read them.
-pub const GROUP_COLUMNS: &str = "group_key, card_key, kind, manufacturer_id, manufacturer, oem_id, product_name, \
-    product_revision, capacity_bytes, class_label, name, label, board, family, bus, formula, samples, submitters, \
-    median, p10, p90, seq_read, seq_write, rand_read, rand_write, latest, held";
+/// The columns of a group row (the mappers read them by name).
+fn group_columns() -> &'static str {
+    static TEXT: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "group_key, card_key, kind, manufacturer_id, manufacturer, oem_id, product_name, product_revision, \
+             capacity_bytes, class_label, name, label, board, family, bus, formula, samples, submitters, median, \
+             p10, p90, latest, held, {}",
+            figure_columns("")
+        )
+    });
+    &TEXT
+}
 
 /// The leaderboard: filtered groups, ranked among rows with enough
 /// submitters by `rank_by` (highest first), ranked rows before unranked
@@ -365,8 +559,9 @@ pub const GROUP_COLUMNS: &str = "group_key, card_key, kind, manufacturer_id, man
 pub fn leaderboard(rank_by: &str, order_by: &str, descending: bool, min_submitters: i64) -> String {
     let dir = if descending { "DESC" } else { "ASC" };
     let ranked = format!("(submitters >= {min_submitters} AND {rank_by} IS NOT NULL)");
+    let columns = group_columns();
     format!(
-        "SELECT {GROUP_COLUMNS}, \
+        "SELECT {columns}, \
          CASE WHEN {ranked} THEN RANK() OVER (PARTITION BY {ranked} ORDER BY {rank_by} DESC) END AS rank, \
          COUNT(*) OVER () AS total \
          FROM groups \
@@ -387,8 +582,9 @@ pub fn leaderboard(rank_by: &str, order_by: &str, descending: bool, min_submitte
 pub fn card_groups() -> &'static str {
     static TEXT: LazyLock<String> = LazyLock::new(|| {
         format!(
-            "SELECT {GROUP_COLUMNS}, CAST(NULL AS BIGINT) AS rank, CAST(0 AS BIGINT) AS total FROM groups \
-             WHERE card_key = $1 ORDER BY submitters DESC, samples DESC, group_key"
+            "SELECT {}, CAST(NULL AS BIGINT) AS rank, CAST(0 AS BIGINT) AS total FROM groups \
+             WHERE card_key = $1 ORDER BY submitters DESC, samples DESC, group_key",
+            group_columns()
         )
     });
     &TEXT
@@ -446,20 +642,21 @@ pub const CARD_FLAGGED: &str = "SELECT id, submitter, auto_reasons, moderation F
 pub fn card_any() -> &'static str {
     static TEXT: LazyLock<String> = LazyLock::new(|| {
         format!(
-            "SELECT {RESULT_COLUMNS} FROM results WHERE card_key = $1 AND status <> 'hidden' ORDER BY id DESC LIMIT 1"
+            "SELECT {} FROM results WHERE card_key = $1 AND status <> 'hidden' ORDER BY id DESC LIMIT 1",
+            result_columns()
         )
     });
     &TEXT
 }
 
 pub fn get_result() -> &'static str {
-    static TEXT: LazyLock<String> = LazyLock::new(|| format!("SELECT {RESULT_COLUMNS} FROM results WHERE id = $1"));
+    static TEXT: LazyLock<String> = LazyLock::new(|| format!("SELECT {} FROM results WHERE id = $1", result_columns()));
     &TEXT
 }
 
 pub fn export_page() -> &'static str {
     static TEXT: LazyLock<String> = LazyLock::new(|| {
-        format!("SELECT {RESULT_COLUMNS} FROM results WHERE status = 'public' AND id > $1 ORDER BY id LIMIT $2")
+        format!("SELECT {} FROM results WHERE status = 'public' AND id > $1 ORDER BY id LIMIT $2", result_columns())
     });
     &TEXT
 }

@@ -8,9 +8,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use storage_scoring::figure::BOARD;
 use tokio_postgres::Client;
-use tokio_postgres::types::ToSql;
 
+use super::rows::{borrowed, result_from_row};
 use super::write::{GroupIdentity, Prepared, insert_params, recompute, update_card_display};
 use crate::card::Card;
 use crate::store::migrate::{
@@ -60,6 +61,7 @@ async fn prepare_locked(client: &mut Client) -> StoreResult<String> {
         .transpose()?
         .and_then(|v| v.parse().ok());
     let has_results: bool = tx.query_one("SELECT to_regclass('results') IS NOT NULL", &[]).await?.try_get(0)?;
+    let added = has_results && add_figure_columns(&tx).await?;
     if version.is_none() && has_results {
         let count = from_v1(&tx).await?;
         announce(1, count);
@@ -68,6 +70,9 @@ async fn prepare_locked(client: &mut Client) -> StoreResult<String> {
         announce(2, count);
     } else {
         tx.batch_execute(&sql::schema(ID)).await?;
+        if added {
+            rebuild_aggregates(&tx).await?;
+        }
     }
     tx.execute(
         "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -84,10 +89,65 @@ async fn prepare_locked(client: &mut Client) -> StoreResult<String> {
     Ok(salt)
 }
 
+/// Adds the column of each figure the leaderboard keeps that an existing
+/// database lacks (a figure kept since it was made), and fills it in
+/// `results` from the stored reports; whether it added any.
+async fn add_figure_columns(tx: &tokio_postgres::Transaction<'_>) -> StoreResult<bool> {
+    let mut added = false;
+    for table in sql::FIGURE_TABLES {
+        let have: Vec<String> = tx
+            .query("SELECT column_name::text FROM information_schema.columns WHERE table_name = $1", &[&table])
+            .await?
+            .iter()
+            .map(|r| r.try_get(0))
+            .collect::<Result<_, _>>()?;
+        if have.is_empty() {
+            continue; // Not made yet: it is made with every column.
+        }
+        for figure in BOARD {
+            let Some(column) = sql::figure_column(figure) else { continue };
+            if have.iter().any(|c| c == column) {
+                continue;
+            }
+            tx.batch_execute(&sql::add_figure_column(table, column)).await?;
+            added = true;
+            if table == "results" {
+                let number = format!(
+                    "CASE WHEN jsonb_typeof(CAST(report AS jsonb) -> 'measurements' -> '{key}') = 'number' \
+                     THEN CAST(CAST(report AS jsonb) -> 'measurements' ->> '{key}' AS DOUBLE PRECISION) END",
+                    key = figure.key()
+                );
+                tx.batch_execute(&sql::backfill_figure(column, &number)).await?;
+            }
+        }
+    }
+    Ok(added)
+}
+
+/// Every public result's sample, row and card computed again (a figure
+/// column was added: its medians).
+async fn rebuild_aggregates(tx: &tokio_postgres::Transaction<'_>) -> StoreResult<()> {
+    let p = Prepared::new(tx.client()).await?;
+    let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for row in tx.query(sql::PUBLIC_PAIRS, &[]).await? {
+        groups.entry(row.try_get(0)?).or_default().push(row.try_get(1)?);
+    }
+    let mut cards = BTreeMap::new();
+    for (group, submitters) in groups {
+        let sample = result_from_row(&tx.query_one(&p.group_sample, &[&group]).await?)?;
+        recompute(tx, &p, &group, &sample.card, &submitters, None).await?;
+        cards.insert(sample.card_key, sample.card);
+    }
+    for (card_key, card) in cards {
+        update_card_display(tx, &p, &card_key, &card).await?;
+    }
+    Ok(())
+}
+
 /// Version 2 to 3, in place: every result keyed again, the aggregates rebuilt.
 async fn from_v2(tx: &tokio_postgres::Transaction<'_>) -> StoreResult<usize> {
     tx.batch_execute("DROP TABLE IF EXISTS submitters; DROP TABLE IF EXISTS groups;").await?;
-    tx.batch_execute(sql::INDEXES_AND_AGGREGATES).await?;
+    tx.batch_execute(sql::indexes_and_aggregates()).await?;
     let update = tx.prepare(SET_KEYS).await?;
     let read = tx.prepare(&format!("SELECT {REKEY_COLUMNS} FROM results ORDER BY id")).await?;
     let cursor = tx.bind(&read, &[]).await?;
@@ -187,7 +247,7 @@ async fn from_v1(tx: &tokio_postgres::Transaction<'_>) -> StoreResult<usize> {
                 note_json(note.as_ref()).unwrap_or(m)
             }));
             params.push(Box::new(id));
-            let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|b| b.as_ref() as &(dyn ToSql + Sync)).collect();
+            let refs = borrowed(&params);
             tx.execute(&insert, &refs).await?;
             if status == Status::Public {
                 let entry = touched
@@ -208,7 +268,7 @@ async fn from_v1(tx: &tokio_postgres::Transaction<'_>) -> StoreResult<usize> {
             tx.batch_execute(&format!("ALTER TABLE results ALTER COLUMN {column} SET NOT NULL")).await?;
         }
     }
-    tx.batch_execute(sql::INDEXES_AND_AGGREGATES).await?;
+    tx.batch_execute(sql::indexes_and_aggregates()).await?;
     // Every public result's sample, row and card.
     let p = Prepared::new(tx.client()).await?;
     let mut cards = BTreeMap::new();

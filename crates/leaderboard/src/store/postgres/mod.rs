@@ -20,7 +20,7 @@ use tokio::sync::Semaphore;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls, Row as PgRow, Statement};
 
-use self::rows::{all, entry_from_row, group_from_row, result_from_row};
+use self::rows::{all, borrowed, entry_from_row, group_from_row, result_from_row};
 use self::write::{GroupIdentity, Prepared, insert_params, recompute, refresh_card, standing};
 use crate::card::Card;
 use crate::store::held;
@@ -227,7 +227,7 @@ impl Storage for PgStore {
         let p = &conn.prepared;
         let status = new.status();
         let params = insert_params(&new);
-        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|b| b.as_ref() as &(dyn ToSql + Sync)).collect();
+        let refs = borrowed(&params);
         let tx = conn.client.transaction().await?;
         let Some(row) = tx.query_opt(&p.insert, &refs).await? else {
             // The key is taken (perhaps by a concurrent request that has now committed).

@@ -16,12 +16,11 @@
 //! flush, and the next write to the card recomputes it anyway.
 
 use std::collections::BTreeMap;
-use storage_scoring::figure::Figure;
 
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, GenericClient, Statement};
 
-use super::rows::{all, counted_from_row, entry_from_row, result_from_row};
+use super::rows::{all, borrowed, counted_from_row, entry_from_row, result_from_row};
 use crate::card::Card;
 use crate::store::aggregate::{self, CardDisplay, SubmitterEntry};
 use crate::store::held;
@@ -55,16 +54,17 @@ pub(super) struct Prepared {
 impl Prepared {
     pub async fn new(client: &Client) -> StoreResult<Prepared> {
         let insert = format!(
-            "{} ON CONFLICT (idem_key) DO NOTHING RETURNING id, (SELECT 1 FROM pg_advisory_xact_lock(hashtext($39)))",
-            sql::insert_result("results", false)
+            "{} ON CONFLICT (idem_key) DO NOTHING RETURNING id, (SELECT 1 FROM pg_advisory_xact_lock(hashtext(${})))",
+            sql::insert_result("results", false),
+            sql::INSERT_PARAMS + 1
         );
-        let upsert_group = format!("{} RETURNING class_label, name, label, search", sql::UPSERT_GROUP);
+        let upsert_group = format!("{} RETURNING class_label, name, label, search", sql::upsert_group());
         let find_for_change = format!("{} FOR UPDATE", sql::FIND_FOR_CHANGE);
         Ok(Prepared {
             insert: client.prepare(&insert).await?,
             find_key: client.prepare(sql::FIND_KEY).await?,
-            counted: client.prepare(sql::COUNTED).await?,
-            upsert_submitter: client.prepare(sql::UPSERT_SUBMITTER).await?,
+            counted: client.prepare(sql::counted()).await?,
+            upsert_submitter: client.prepare(sql::upsert_submitter()).await?,
             delete_submitter: client.prepare(sql::DELETE_SUBMITTER).await?,
             card_submitters: client.prepare(sql::card_submitters()).await?,
             group_sample: client.prepare(sql::group_sample()).await?,
@@ -88,7 +88,7 @@ impl Prepared {
 
 /// The parameters of [`sql::insert_result`], then the group key to lock.
 pub(super) fn insert_params(new: &NewResult) -> Vec<Box<dyn ToSql + Sync + Send>> {
-    let mut params: Vec<Box<dyn ToSql + Sync + Send>> = sql::insert_result_params!(new);
+    let mut params: Vec<Box<dyn ToSql + Sync + Send>> = sql::insert_result_params!(dyn ToSql + Sync + Send, new);
     params.push(Box::new(new.group_key.clone()));
     params
 }
@@ -137,28 +137,9 @@ pub(super) async fn recompute(
         let rows = all(&tx.query(&p.counted, &[&group, submitter]).await?, counted_from_row)?;
         match aggregate::submitter_entry(group, submitter, &rows) {
             Some(e) => {
-                tx.execute(
-                    &p.upsert_submitter,
-                    &[
-                        &e.group_key,
-                        &e.submitter,
-                        &e.card_key,
-                        &e.results,
-                        &e.score,
-                        &e.figures[Figure::SeqRead],
-                        &e.figures[Figure::SeqWrite],
-                        &e.figures[Figure::RandReadQd64],
-                        &e.figures[Figure::RandWriteQd64],
-                        &e.class_label,
-                        &e.label,
-                        &e.label_key,
-                        &e.board,
-                        &e.latest,
-                        &e.first_id,
-                        &i64::from(e.accepted),
-                    ],
-                )
-                .await?;
+                let params: Vec<Box<dyn ToSql + Sync + Send>> =
+                    sql::upsert_submitter_params!(dyn ToSql + Sync + Send, &e);
+                tx.execute(&p.upsert_submitter, &borrowed(&params)).await?;
             }
             None => {
                 tx.execute(&p.delete_submitter, &[&group, submitter]).await?;
@@ -189,43 +170,16 @@ pub(super) async fn recompute(
             }
         }
     };
-    let c = &identity.card;
-    tx.execute(
-        &p.upsert_group,
-        &[
-            &group,
-            &identity.card_key,
-            &c.kind,
-            &c.manufacturer_id.map(i64::from),
-            &c.manufacturer,
-            &c.oem_id,
-            &c.product_name,
-            &c.product_revision,
-            &c.capacity_bytes.and_then(|v| i64::try_from(v).ok()),
-            &card.class_label,
-            &card.display_name(),
-            &None::<String>,
-            &card.search_text(),
-            &stats.board,
-            &identity.board_key,
-            &identity.family,
-            &identity.family_key,
-            &identity.bus,
-            &identity.formula,
-            &stats.samples,
-            &stats.submitters,
-            &stats.median,
-            &stats.p10,
-            &stats.p90,
-            &stats.figures[Figure::SeqRead],
-            &stats.figures[Figure::SeqWrite],
-            &stats.figures[Figure::RandReadQd64],
-            &stats.figures[Figure::RandWriteQd64],
-            &stats.latest,
-            &stats.held,
-        ],
-    )
-    .await?;
+    let params: Vec<Box<dyn ToSql + Sync + Send>> = sql::upsert_group_params!(
+        dyn ToSql + Sync + Send,
+        group,
+        identity.card_key,
+        &identity.card,
+        card,
+        &identity,
+        &stats
+    );
+    tx.execute(&p.upsert_group, &borrowed(&params)).await?;
     Ok(entries)
 }
 

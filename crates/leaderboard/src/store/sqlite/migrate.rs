@@ -10,8 +10,11 @@
 
 use rusqlite::{Connection, OptionalExtension, ToSql, TransactionBehavior};
 
+use super::rows::result_from_row;
 use super::write::{Touched, insert_params, recompute};
 use crate::card::Card;
+use storage_scoring::figure::BOARD;
+
 use crate::store::migrate::{
     LEGACY_COLUMNS, LegacyRow, REKEY_COLUMNS, Rekeyed, SALT_KEY, SET_KEYS, VERSION_KEY, announce, new_salt, upgrade,
 };
@@ -32,6 +35,7 @@ pub fn prepare(conn: &mut Connection) -> StoreResult<String> {
         tx.query_row("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'results'", [], |r| {
             r.get::<_, i64>(0)
         })? > 0;
+    let added = has_results && add_figure_columns(&tx)?;
     match (version, has_results) {
         (None, true) => {
             let count = from_v1(&tx)?;
@@ -41,7 +45,12 @@ pub fn prepare(conn: &mut Connection) -> StoreResult<String> {
             let count = from_v2(&tx)?;
             announce(2, count);
         }
-        _ => tx.execute_batch(&sql::schema(ID))?,
+        _ => {
+            tx.execute_batch(&sql::schema(ID))?;
+            if added {
+                rebuild_aggregates(&tx)?;
+            }
+        }
     }
     tx.execute(
         "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -51,6 +60,58 @@ pub fn prepare(conn: &mut Connection) -> StoreResult<String> {
     let salt: String = tx.query_row("SELECT value FROM meta WHERE key = $1", [SALT_KEY], |r| r.get(0))?;
     tx.commit()?;
     Ok(salt)
+}
+
+/// Adds the column of each figure the leaderboard keeps that an existing
+/// database lacks (a figure kept since it was made), and fills it in
+/// `results` from the stored reports; whether it added any.
+fn add_figure_columns(conn: &Connection) -> StoreResult<bool> {
+    let mut added = false;
+    for table in sql::FIGURE_TABLES {
+        let have: Vec<String> = conn
+            .prepare("SELECT name FROM pragma_table_info($1)")?
+            .query_map([table], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        if have.is_empty() {
+            continue; // Not made yet: it is made with every column.
+        }
+        for figure in BOARD {
+            let Some(column) = sql::figure_column(figure) else { continue };
+            if have.iter().any(|c| c == column) {
+                continue;
+            }
+            conn.execute_batch(&sql::add_figure_column(table, column))?;
+            added = true;
+            if table == "results" {
+                let number = format!(
+                    "CASE WHEN json_valid(report) AND json_type(report, '$.measurements.{key}') IN ('integer', 'real') \
+                     THEN json_extract(report, '$.measurements.{key}') END",
+                    key = figure.key()
+                );
+                conn.execute_batch(&sql::backfill_figure(column, &number))?;
+            }
+        }
+    }
+    Ok(added)
+}
+
+/// Every public result's sample, row and card computed again (a figure
+/// column was added: its medians).
+fn rebuild_aggregates(conn: &Connection) -> StoreResult<()> {
+    let mut touched = Touched::default();
+    let pairs: Vec<(String, String)> = conn
+        .prepare(sql::PUBLIC_PAIRS)?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    for (group, submitter) in pairs {
+        if !touched.groups.contains(&group) {
+            let sample = conn.prepare_cached(sql::group_sample())?.query_row([&group], result_from_row)?;
+            touched.cards.entry(sample.card_key).or_insert(sample.card);
+        }
+        touched.groups.insert(group.clone());
+        touched.pairs.insert((group, submitter));
+    }
+    recompute(conn, &touched)
 }
 
 /// Version 1 to 2; returns how many results were carried over.
@@ -93,7 +154,7 @@ fn from_v1(conn: &Connection) -> StoreResult<usize> {
     for index in sql::V1_INDEXES {
         conn.execute_batch(&format!("DROP INDEX IF EXISTS {index}"))?;
     }
-    conn.execute_batch(sql::INDEXES_AND_AGGREGATES)?;
+    conn.execute_batch(sql::indexes_and_aggregates())?;
     recompute(conn, &touched)?;
     Ok(count)
 }
@@ -101,7 +162,7 @@ fn from_v1(conn: &Connection) -> StoreResult<usize> {
 /// Version 2 to 3: every result keyed again, the aggregates rebuilt.
 fn from_v2(conn: &Connection) -> StoreResult<usize> {
     conn.execute_batch("DROP TABLE IF EXISTS submitters; DROP TABLE IF EXISTS groups;")?;
-    conn.execute_batch(sql::INDEXES_AND_AGGREGATES)?;
+    conn.execute_batch(sql::indexes_and_aggregates())?;
     let mut touched = Touched::default();
     let mut count = 0;
     {

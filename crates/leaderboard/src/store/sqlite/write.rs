@@ -4,7 +4,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::mpsc;
-use storage_scoring::figure::Figure;
 
 use rusqlite::{Connection, OptionalExtension, ToSql, params};
 use tokio::sync::oneshot;
@@ -168,7 +167,7 @@ fn fail(job: Job, e: &StoreError) {
 
 /// The parameters of [`sql::insert_result`], in its column order.
 pub(crate) fn insert_params(new: &NewResult) -> Vec<Box<dyn ToSql>> {
-    sql::insert_result_params!(new)
+    sql::insert_result_params!(dyn ToSql, new)
 }
 
 fn submit_in(conn: &Connection, new: &NewResult, touched: &mut Touched) -> StoreResult<(Submitted, Option<Place>)> {
@@ -311,29 +310,13 @@ pub(crate) fn recompute(conn: &Connection, touched: &Touched) -> StoreResult<()>
 
 fn recompute_submitter(conn: &Connection, group: &str, submitter: &str) -> StoreResult<()> {
     let rows = conn
-        .prepare_cached(sql::COUNTED)?
+        .prepare_cached(sql::counted())?
         .query_map(params![group, submitter], counted_from_row)?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     match aggregate::submitter_entry(group, submitter, &rows) {
         Some(e) => {
-            conn.prepare_cached(sql::UPSERT_SUBMITTER)?.execute(params![
-                e.group_key,
-                e.submitter,
-                e.card_key,
-                e.results,
-                e.score,
-                e.figures[Figure::SeqRead],
-                e.figures[Figure::SeqWrite],
-                e.figures[Figure::RandReadQd64],
-                e.figures[Figure::RandWriteQd64],
-                e.class_label,
-                e.label,
-                e.label_key,
-                e.board,
-                e.latest,
-                e.first_id,
-                i64::from(e.accepted),
-            ])?;
+            let params: Vec<Box<dyn ToSql>> = sql::upsert_submitter_params!(dyn ToSql, &e);
+            conn.prepare_cached(sql::upsert_submitter())?.execute(rusqlite::params_from_iter(params))?;
         }
         None => {
             conn.prepare_cached(sql::DELETE_SUBMITTER)?.execute(params![group, submitter])?;
@@ -358,38 +341,9 @@ fn recompute_group(conn: &Connection, group: &str) -> StoreResult<()> {
     };
     let sample = conn.prepare_cached(sql::group_sample())?.query_row([group], result_from_row)?;
     let card = &sample.card;
-    conn.prepare_cached(sql::UPSERT_GROUP)?.execute(params![
-        group,
-        sample.card_key,
-        card.kind,
-        card.manufacturer_id.map(i64::from),
-        card.manufacturer,
-        card.oem_id,
-        card.product_name,
-        card.product_revision,
-        card.capacity_bytes.and_then(|c| i64::try_from(c).ok()),
-        card.class_label,
-        card.display_name(),
-        None::<String>,
-        card.search_text(),
-        stats.board,
-        sample.board_key,
-        sample.family,
-        sample.family_key,
-        sample.bus,
-        sample.formula,
-        stats.samples,
-        stats.submitters,
-        stats.median,
-        stats.p10,
-        stats.p90,
-        stats.figures[Figure::SeqRead],
-        stats.figures[Figure::SeqWrite],
-        stats.figures[Figure::RandReadQd64],
-        stats.figures[Figure::RandWriteQd64],
-        stats.latest,
-        stats.held,
-    ])?;
+    let params: Vec<Box<dyn ToSql>> =
+        sql::upsert_group_params!(dyn ToSql, group, sample.card_key, card, card, &sample, &stats);
+    conn.prepare_cached(sql::upsert_group())?.execute(rusqlite::params_from_iter(params))?;
     Ok(())
 }
 
