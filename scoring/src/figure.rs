@@ -25,7 +25,8 @@ macro_rules! figures {
             label: $label:literal,
             reference: $reference:literal,
             score: $score:tt,
-            board: $board:tt $(,)?
+            board: $board:tt,
+            storage_sh: $storage_sh:tt $(,)?
         }
     )*) => {
         /// One of the figures, in the order every table prints them (the
@@ -88,6 +89,11 @@ macro_rules! figures {
             pub const fn board(self) -> Option<BoardColumn> {
                 match self { $(Figure::$variant => figures!(@board $board),)* }
             }
+
+            /// Its row in Storage.sh's summary table, if Storage.sh prints it.
+            pub const fn storage_sh(self) -> Option<StorageShRow> {
+                match self { $(Figure::$variant => figures!(@storage_sh $storage_sh),)* }
+            }
         }
     };
     (@score -) => { None };
@@ -96,6 +102,18 @@ macro_rules! figures {
     (@board ($column:literal, $place:literal, $title:literal)) => {
         Some(BoardColumn { column: $column, place: $place, title: $title })
     };
+    (@storage_sh -) => { None };
+    (@storage_sh ($name:literal, $place:literal)) => { Some(StorageShRow { name: $name, place: $place }) };
+}
+
+/// A figure's row in the summary table PiBenchmarks' Storage.sh prints
+/// (what `storage-score import` reads).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StorageShRow {
+    /// Its Category and Test columns, as Storage.sh prints them.
+    pub name: &'static str,
+    /// Its place in the table (1-based, top down).
+    pub place: usize,
 }
 
 /// A figure's term in the score: `weight × figure`, added as the
@@ -133,6 +151,7 @@ figures! {
         reference: "hdparm -t --direct",
         score: -,
         board: ("seq_read", 4, "Seq. read"),
+        storage_sh: ("HDParm Disk Read", 1),
     }
     CachedRead {
         key: "cached_read_mib_s",
@@ -144,6 +163,7 @@ figures! {
         reference: "hdparm -T --direct",
         score: -,
         board: -,
+        storage_sh: ("HDParm Cached Disk Read", 2),
     }
     SeqWrite {
         key: "seq_write_mb_s",
@@ -155,6 +175,7 @@ figures! {
         reference: "dd bs=4k count=130k conv=fsync",
         score: (1, 1024),
         board: ("seq_write", 3, "Seq. write"),
+        storage_sh: ("DD Disk Write", 3),
     }
     RandWriteQd64 {
         key: "rand_write_4k_qd64_iops",
@@ -166,6 +187,7 @@ figures! {
         reference: "fio randwrite 4k QD64",
         score: (3, 10),
         board: ("rand_write", 1, "Random|write"),
+        storage_sh: ("FIO 4k random write", 5),
     }
     RandReadQd64 {
         key: "rand_read_4k_qd64_iops",
@@ -177,6 +199,7 @@ figures! {
         reference: "fio randread 4k QD64",
         score: (2, 4),
         board: ("rand_read", 2, "Random read"),
+        storage_sh: ("FIO 4k random read", 4),
     }
     SeqWrite4kQd1 {
         key: "seq_write_4k_qd1_kib_s",
@@ -188,6 +211,7 @@ figures! {
         reference: "iozone write 4k",
         score: (5, 1),
         board: -,
+        storage_sh: ("IOZone 4k write", 7),
     }
     SeqRead4kQd1 {
         key: "seq_read_4k_qd1_kib_s",
@@ -199,6 +223,7 @@ figures! {
         reference: "iozone read 4k",
         score: (4, 1),
         board: -,
+        storage_sh: ("IOZone 4k read", 6),
     }
     RandRead4kQd1 {
         key: "rand_read_4k_qd1_kib_s",
@@ -210,6 +235,7 @@ figures! {
         reference: "iozone random read 4k",
         score: (6, 4),
         board: -,
+        storage_sh: ("IOZone 4k random read", 8),
     }
     RandWrite4kQd1 {
         key: "rand_write_4k_qd1_kib_s",
@@ -221,6 +247,7 @@ figures! {
         reference: "iozone random write 4k",
         score: (7, 10),
         board: -,
+        storage_sh: ("IOZone 4k random write", 9),
     }
 }
 
@@ -231,10 +258,14 @@ pub const SCORE_TERMS: [(Figure, u32); count(Has::ScoreTerm)] = score_terms();
 /// The figures the leaderboard keeps, by their place on its pages.
 pub const BOARD: [Figure; count(Has::Board)] = board_figures();
 
+/// The figures Storage.sh prints, in the order it prints them.
+pub const STORAGE_SH: [Figure; count(Has::StorageSh)] = storage_sh_rows();
+
 /// What [`count`] counts the figures with.
 enum Has {
     ScoreTerm,
     Board,
+    StorageSh,
 }
 
 /// How many figures have it (a `const` array's length).
@@ -245,6 +276,7 @@ const fn count(has: Has) -> usize {
         let yes = match has {
             Has::ScoreTerm => Figure::ALL[i].score_term().is_some(),
             Has::Board => Figure::ALL[i].board().is_some(),
+            Has::StorageSh => Figure::ALL[i].storage_sh().is_some(),
         };
         if yes {
             n += 1;
@@ -293,6 +325,28 @@ const fn board_figures<const N: usize>() -> [Figure; N] {
             i += 1;
         }
         assert!(found == 1, "every leaderboard column needs a place of its own, 1 to the number of columns");
+        place += 1;
+    }
+    figures
+}
+
+/// [`STORAGE_SH`]; a place missing or given twice fails the build.
+const fn storage_sh_rows<const N: usize>() -> [Figure; N] {
+    let mut figures = [Figure::SeqRead; N];
+    let mut place = 1;
+    while place <= N {
+        let mut found = 0;
+        let mut i = 0;
+        while i < Figure::COUNT {
+            if let Some(row) = Figure::ALL[i].storage_sh() {
+                if row.place == place {
+                    figures[place - 1] = Figure::ALL[i];
+                    found += 1;
+                }
+            }
+            i += 1;
+        }
+        assert!(found == 1, "every Storage.sh row needs a place of its own, 1 to the number of rows");
         place += 1;
     }
     figures
@@ -476,6 +530,18 @@ mod tests {
         ];
         assert_eq!(SCORE_TERMS, terms);
         assert_eq!(BOARD, [RandWriteQd64, RandReadQd64, SeqWrite, SeqRead]);
+        let printed = [
+            SeqRead,
+            CachedRead,
+            SeqWrite,
+            RandReadQd64,
+            RandWriteQd64,
+            SeqRead4kQd1,
+            SeqWrite4kQd1,
+            RandRead4kQd1,
+            RandWrite4kQd1,
+        ];
+        assert_eq!(STORAGE_SH, printed);
         let columns: std::collections::BTreeSet<_> = BOARD.iter().filter_map(|f| f.board()).map(|b| b.column).collect();
         assert_eq!(columns.len(), BOARD.len(), "one column each");
         assert!(columns.iter().all(|c| c.chars().all(|c| c.is_ascii_lowercase() || c == '_')), "{columns:?}");

@@ -41,13 +41,13 @@ pub const BAND: (f64, f64) = (0.97, 1.03);
 /// The quick profile's target time on this card.
 pub const TARGET: Duration = Duration::from_secs(20);
 
-const KEYS: [&str; 9] = storage_scoring::schema::MEASUREMENT_KEYS;
+const KEYS: [&str; storage_scoring::figure::Figure::COUNT] = storage_scoring::schema::MEASUREMENT_KEYS;
 
 /// One run of one profile.
 #[derive(Debug, Clone)]
 pub struct Run {
     pub wall: Duration,
-    /// The nine figures, in [`KEYS`] order (NaN for a missing one).
+    /// The figures, in [`KEYS`] order (NaN for a missing one).
     pub figures: Vec<f64>,
     /// How many figures the run marked approximate.
     pub approximate: usize,

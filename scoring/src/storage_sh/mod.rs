@@ -14,11 +14,11 @@ mod rows;
 #[cfg(test)]
 mod tests;
 
-use crate::figure::Figure;
+use crate::figure::{Figure, STORAGE_SH, Unit};
 use crate::schema::{ImportedFrom, Measurements, Report, System};
 
+pub use rows::row_name;
 use rows::{Line, Rate};
-pub use rows::{ROWS, row_name};
 
 /// The `imported_from.format` of a report read from a Storage.sh summary.
 pub const FORMAT: &str = "storage-sh";
@@ -168,7 +168,7 @@ fn fio_bandwidth_of<'a>(seg: &'a mut Segment, figure: Figure, result: &str) -> O
 impl Segment {
     fn read(self) -> Result<Summary, ImportError> {
         let mut summary = Summary::default();
-        for (_, figure) in ROWS {
+        for figure in STORAGE_SH {
             let row = row_name(figure);
             let Some((_, result)) = self.rows.iter().find(|(f, _)| *f == figure) else {
                 if is_scored(figure) {
@@ -265,15 +265,17 @@ fn read_figure(figure: Figure, result: &str, dd_console: Option<&str>) -> Result
         };
     };
     let bad = |expected| ImportError::BadFigure { row, found: result.to_owned(), expected };
-    match figure {
+    // Each tool prints its rate its own way, and each figure keeps its
+    // tool's unit: the unit says how to read the column.
+    match figure.unit() {
         // hdparm's "MB/sec" is 2^20 bytes: the report's MiB/s.
-        Figure::SeqRead | Figure::CachedRead => match (word, rows::rate(word)) {
+        Unit::MibPerS => match (word, rows::rate(word)) {
             ("", _) | (_, Some(Rate::Mega)) => Ok(Some(value)),
             (_, Some(Rate::Kilo)) => Ok(Some(value / 1024.0)),
             (_, Some(Rate::Giga)) => Ok(Some(value * 1024.0)),
             _ => Err(bad("MB/s")),
         },
-        Figure::SeqWrite => {
+        Unit::MbPerS => {
             // Storage.sh before 2024 printed "MB/s" whatever dd said; dd's
             // own line, when pasted, has the unit.
             let console = dd_console.and_then(rows::number_and_word).filter(|(v, _)| *v == value);
@@ -287,7 +289,7 @@ fn read_figure(figure: Figure, result: &str, dd_console: Option<&str>) -> Result
                 _ => Err(bad("MB/s or GB/s")),
             }
         }
-        Figure::RandReadQd64 | Figure::RandWriteQd64 => {
+        Unit::Iops => {
             if !matches!(word, "" | "iops") {
                 return Err(bad("IOPS"));
             }
@@ -299,12 +301,10 @@ fn read_figure(figure: Figure, result: &str, dd_console: Option<&str>) -> Result
             }
             Ok(Some(value))
         }
-        Figure::SeqWrite4kQd1 | Figure::SeqRead4kQd1 | Figure::RandRead4kQd1 | Figure::RandWrite4kQd1 => {
-            match (word, rows::rate(word)) {
-                ("", _) | (_, Some(Rate::Kilo)) => Ok(Some(value)),
-                _ => Err(bad("KB/s")),
-            }
-        }
+        Unit::KibPerS => match (word, rows::rate(word)) {
+            ("", _) | (_, Some(Rate::Kilo)) => Ok(Some(value)),
+            _ => Err(bad("KB/s")),
+        },
     }
 }
 

@@ -8,35 +8,12 @@
 //! pipes gone, lower case, single spaces) and matched by its words, not by
 //! its columns.
 
-use crate::figure::Figure;
+use crate::figure::{Figure, STORAGE_SH};
 
-/// The rows of the summary table, in the order Storage.sh prints them:
-/// the words of the Category and Test columns, and the figure each gives.
-pub const ROWS: [(&str, Figure); 9] = [
-    ("hdparm disk read", Figure::SeqRead),
-    ("hdparm cached disk read", Figure::CachedRead),
-    ("dd disk write", Figure::SeqWrite),
-    ("fio 4k random read", Figure::RandReadQd64),
-    ("fio 4k random write", Figure::RandWriteQd64),
-    ("iozone 4k read", Figure::SeqRead4kQd1),
-    ("iozone 4k write", Figure::SeqWrite4kQd1),
-    ("iozone 4k random read", Figure::RandRead4kQd1),
-    ("iozone 4k random write", Figure::RandWrite4kQd1),
-];
-
-/// The row's name as Storage.sh prints it (for messages).
+/// The row's name as Storage.sh prints it (for messages); empty for a
+/// figure Storage.sh does not print.
 pub fn row_name(figure: Figure) -> &'static str {
-    match figure {
-        Figure::SeqRead => "HDParm Disk Read",
-        Figure::CachedRead => "HDParm Cached Disk Read",
-        Figure::SeqWrite => "DD Disk Write",
-        Figure::RandReadQd64 => "FIO 4k random read",
-        Figure::RandWriteQd64 => "FIO 4k random write",
-        Figure::SeqRead4kQd1 => "IOZone 4k read",
-        Figure::SeqWrite4kQd1 => "IOZone 4k write",
-        Figure::RandRead4kQd1 => "IOZone 4k random read",
-        Figure::RandWrite4kQd1 => "IOZone 4k random write",
-    }
+    figure.storage_sh().map_or("", |row| row.name)
 }
 
 /// What one line is.
@@ -127,8 +104,10 @@ pub fn normalise(line: &str) -> String {
 /// What `line` is.
 pub fn classify(line: &str) -> Line {
     let text = normalise(line);
-    for (words, figure) in ROWS {
-        if let Some(rest) = text.strip_prefix(words) {
+    for figure in STORAGE_SH {
+        // The row's words as a normalised line has them.
+        let words = row_name(figure).to_lowercase();
+        if let Some(rest) = text.strip_prefix(&words) {
             if rest.is_empty() || rest.starts_with(' ') {
                 return Line::Row(figure, rest.trim().to_owned());
             }

@@ -251,7 +251,8 @@ fn every_table_of_a_page_is_read_on_its_own() {
 /// A table in one of the pasted styles, from figures whose score follows.
 fn styled(values: &[(Figure, f64)], score: u64, style: u8) -> String {
     let mut lines = vec!["     Category                  Test                      Result     ".to_owned()];
-    for (words, figure) in ROWS {
+    for figure in STORAGE_SH {
+        let words = row_name(figure);
         let Some((_, v)) = values.iter().find(|(f, _)| *f == figure) else { continue };
         let result = match figure {
             Figure::SeqRead | Figure::CachedRead => format!("{v:.2} MB/sec"),
