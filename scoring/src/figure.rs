@@ -253,32 +253,46 @@ figures! {
 
 /// The score's terms, in the order they are added: each figure with a
 /// [`ScoreTerm`], by its place.
-pub const SCORE_TERMS: [(Figure, u32); count(Has::ScoreTerm)] = score_terms();
+pub const SCORE_TERMS: [(Figure, u32); count(Column::ScoreTerm)] = score_terms();
 
 /// The figures the leaderboard keeps, by their place on its pages.
-pub const BOARD: [Figure; count(Has::Board)] = board_figures();
+pub const BOARD: [Figure; count(Column::Board)] = by_place(Column::Board);
 
 /// The figures Storage.sh prints, in the order it prints them.
-pub const STORAGE_SH: [Figure; count(Has::StorageSh)] = storage_sh_rows();
+pub const STORAGE_SH: [Figure; count(Column::StorageSh)] = by_place(Column::StorageSh);
 
-/// What [`count`] counts the figures with.
-enum Has {
+/// The table's columns that give some figures a place in an ordered list.
+#[derive(Clone, Copy)]
+enum Column {
     ScoreTerm,
     Board,
     StorageSh,
 }
 
-/// How many figures have it (a `const` array's length).
-const fn count(has: Has) -> usize {
+/// A figure's place in `column`'s list, if it has one.
+const fn place(figure: Figure, column: Column) -> Option<usize> {
+    match column {
+        Column::ScoreTerm => match figure.score_term() {
+            Some(term) => Some(term.place),
+            None => None,
+        },
+        Column::Board => match figure.board() {
+            Some(board) => Some(board.place),
+            None => None,
+        },
+        Column::StorageSh => match figure.storage_sh() {
+            Some(row) => Some(row.place),
+            None => None,
+        },
+    }
+}
+
+/// How many figures have a place in `column` (a `const` array's length).
+const fn count(column: Column) -> usize {
     let mut n = 0;
     let mut i = 0;
     while i < Figure::COUNT {
-        let yes = match has {
-            Has::ScoreTerm => Figure::ALL[i].score_term().is_some(),
-            Has::Board => Figure::ALL[i].board().is_some(),
-            Has::StorageSh => Figure::ALL[i].storage_sh().is_some(),
-        };
-        if yes {
+        if place(Figure::ALL[i], column).is_some() {
             n += 1;
         }
         i += 1;
@@ -286,70 +300,42 @@ const fn count(has: Has) -> usize {
     n
 }
 
-/// [`SCORE_TERMS`]; a place missing or given twice fails the build.
-const fn score_terms<const N: usize>() -> [(Figure, u32); N] {
-    let mut terms = [(Figure::SeqRead, 0); N];
-    let mut place = 1;
-    while place <= N {
+/// The figures with a place in `column`, by place; a place missing or
+/// given twice fails the build.
+const fn by_place<const N: usize>(column: Column) -> [Figure; N] {
+    let mut figures = [Figure::SeqRead; N];
+    let mut at = 1;
+    while at <= N {
         let mut found = 0;
         let mut i = 0;
         while i < Figure::COUNT {
-            if let Some(term) = Figure::ALL[i].score_term() {
-                if term.place == place {
-                    terms[place - 1] = (Figure::ALL[i], term.weight);
+            if let Some(p) = place(Figure::ALL[i], column) {
+                if p == at {
+                    figures[at - 1] = Figure::ALL[i];
                     found += 1;
                 }
             }
             i += 1;
         }
-        assert!(found == 1, "every score term needs a place of its own, 1 to the number of terms");
-        place += 1;
+        assert!(found == 1, "each place in a column of the figures' table is given once, from 1 up");
+        at += 1;
+    }
+    figures
+}
+
+/// [`SCORE_TERMS`]: the figures by their term's place, with its weight.
+const fn score_terms<const N: usize>() -> [(Figure, u32); N] {
+    let figures: [Figure; N] = by_place(Column::ScoreTerm);
+    let mut terms = [(Figure::SeqRead, 0); N];
+    let mut i = 0;
+    while i < N {
+        terms[i] = match figures[i].score_term() {
+            Some(term) => (figures[i], term.weight),
+            None => (figures[i], 0),
+        };
+        i += 1;
     }
     terms
-}
-
-/// [`BOARD`]; a place missing or given twice fails the build.
-const fn board_figures<const N: usize>() -> [Figure; N] {
-    let mut figures = [Figure::SeqRead; N];
-    let mut place = 1;
-    while place <= N {
-        let mut found = 0;
-        let mut i = 0;
-        while i < Figure::COUNT {
-            if let Some(column) = Figure::ALL[i].board() {
-                if column.place == place {
-                    figures[place - 1] = Figure::ALL[i];
-                    found += 1;
-                }
-            }
-            i += 1;
-        }
-        assert!(found == 1, "every leaderboard column needs a place of its own, 1 to the number of columns");
-        place += 1;
-    }
-    figures
-}
-
-/// [`STORAGE_SH`]; a place missing or given twice fails the build.
-const fn storage_sh_rows<const N: usize>() -> [Figure; N] {
-    let mut figures = [Figure::SeqRead; N];
-    let mut place = 1;
-    while place <= N {
-        let mut found = 0;
-        let mut i = 0;
-        while i < Figure::COUNT {
-            if let Some(row) = Figure::ALL[i].storage_sh() {
-                if row.place == place {
-                    figures[place - 1] = Figure::ALL[i];
-                    found += 1;
-                }
-            }
-            i += 1;
-        }
-        assert!(found == 1, "every Storage.sh row needs a place of its own, 1 to the number of rows");
-        place += 1;
-    }
-    figures
 }
 
 /// The figures in the order a report's `measurements` object lists them

@@ -10,10 +10,12 @@
 //!   URL), or that shows a `storage-score: …` error, is run in a scratch directory where each
 //!   `NAME.json` it names is a saved report, and must exit as its output
 //!   says (0, or the exit code of the `storage-score: …` error shown);
-//! - the output shown under an example is compared with what it prints,
-//!   line by line, `…` standing for any text (a line of `…` alone, for
-//!   any lines), unless the block is ```console illustrative (real cards'
-//!   output, where the fixtures' would differ).
+//! - the output shown under an example is compared with what it prints by
+//!   snapbox (`…` standing for any text: a line of `…` alone, for any
+//!   lines; what follows the last shown line is left out), unless the
+//!   block is ```console illustrative (real cards' output, where the
+//!   fixtures' would differ). Finding the examples, and which can run
+//!   here, is this file's; trycmd would run every example, devices too.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -92,22 +94,17 @@ fn words(command: &str) -> (Vec<(String, String)>, Vec<String>) {
     (env, out)
 }
 
-/// Whether `line` reads as `pattern`, where `…` stands for any text.
-fn matches(pattern: &str, line: &str) -> bool {
-    let mut parts = pattern.split('…');
-    let first = parts.next().unwrap_or("");
-    let Some(mut rest) = line.strip_prefix(first) else { return false };
-    let parts: Vec<&str> = parts.collect();
-    for (i, part) in parts.iter().enumerate() {
-        if i + 1 == parts.len() {
-            return rest.ends_with(part);
-        }
-        match rest.find(part) {
-            Some(at) => rest = &rest[at + part.len()..],
-            None => return false,
-        }
+/// What an example shows, as snapbox's pattern: a line of `…` alone is
+/// `...` (any lines), a `…` inside a line is `[..]` (any text). The docs
+/// show the head of what a command prints, so what follows the last shown
+/// line is left out, as a closing `...` says.
+fn pattern(shown: &[String]) -> String {
+    let mut lines: Vec<String> =
+        shown.iter().map(|l| if l.trim() == "…" { "...".to_owned() } else { l.replace('…', "[..]") }).collect();
+    if lines.last().map(String::as_str) != Some("...") {
+        lines.push("...".to_owned());
     }
-    rest.is_empty()
+    lines.join("\n") + "\n"
 }
 
 fn runnable(words: &[String]) -> bool {
@@ -170,31 +167,9 @@ fn the_console_examples_of_the_docs_run() {
             continue;
         }
         compared += 1;
-        let lines: Vec<&str> = printed.lines().collect();
-        let shown: Vec<&String> = example.output.iter().filter(|l| l.trim() != "…").collect();
-        let all_shown = example.output.iter().all(|l| l.trim() != "…");
-        // Each shown line appears in order; with no `…` line, nothing else does.
-        let mut at = 0;
-        for want in &shown {
-            match lines[at..].iter().position(|l| matches(want, l)) {
-                Some(i) if all_shown && i != 0 => {
-                    failures.push(format!(
-                        "{}: `{}` printed {:?} before {want:?}",
-                        example.at,
-                        example.command,
-                        &lines[at..at + i]
-                    ));
-                    break;
-                }
-                Some(i) => at += i + 1,
-                None => {
-                    failures.push(format!(
-                        "{}: `{}` printed no line like {want:?}; it printed:\n{printed}",
-                        example.at, example.command
-                    ));
-                    break;
-                }
-            }
+        let assert = snapbox::Assert::new().action(snapbox::assert::Action::Verify);
+        if let Err(diff) = assert.try_eq(Some(&example.at), printed.into(), pattern(&example.output).into()) {
+            failures.push(format!("{}: `{}` printed otherwise than shown:\n{diff}", example.at, example.command));
         }
     }
     eprintln!("doc examples: {parsed} parsed, {ran} run, {compared} compared with their output");
@@ -204,7 +179,12 @@ fn the_console_examples_of_the_docs_run() {
 
 #[test]
 fn patterns() {
-    assert!(matches("PiBenchmarks score: … (…)", "PiBenchmarks score: 754 (not comparable)"));
-    assert!(matches("a", "a") && !matches("a", "ab") && matches("…", "anything"));
-    assert!(!matches("x … y", "x z"));
+    let assert = snapbox::Assert::new().action(snapbox::assert::Action::Verify);
+    let shown = |lines: &[&str]| pattern(&lines.iter().map(|l| (*l).to_owned()).collect::<Vec<_>>());
+    let ok = |printed: &str, lines: &[&str]| assert.try_eq(None, printed.into(), shown(lines).into()).is_ok();
+    assert!(ok("PiBenchmarks score: 754 (not comparable)\n", &["PiBenchmarks score: … (…)"]));
+    assert!(ok("a\nb\nc\n", &["a", "…", "c"]));
+    assert!(ok("a\nb\n", &["a"]), "the head of the output");
+    assert!(!ok("x z\n", &["x … y"]));
+    assert!(!ok("b\na\n", &["a"]), "the first line shown is the first printed");
 }

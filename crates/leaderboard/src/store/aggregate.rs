@@ -287,6 +287,7 @@ pub fn standing(
     family: &str,
 ) -> Option<Standing> {
     // Held networks are in no standing; a held result has none.
+    let all = entries;
     let entries = counted(entries);
     if !entries.iter().any(|e| e.submitter == submitter) {
         return None;
@@ -296,7 +297,7 @@ pub fn standing(
     Some(Standing {
         group_submitters: stats.submitters,
         percentile: below * 100 / stats.submitters.max(1),
-        median_score: stats.median,
+        median_score: super::held::published_median(all).unwrap_or(stats.median),
         board: board.to_owned(),
         family: family.to_owned(),
     })

@@ -16,6 +16,19 @@
 //! networks agreeing with one another seen on [`WITNESS_DAYS`] days across
 //! a week, or more of them than one burst brings, over more than a day.
 //!
+//! That bounds a burst when it arrives. Later, as networks from other days
+//! arrive, the burst's counted part can take the nearest-rank median a step
+//! further (up to 10% in small rows). So the **published** median is
+//! bounded too ([`published_median`]): it stays within 5% of the median of
+//! the row without each day of newcomers, every day at once. That holds
+//! nobody more (holding more held a fifth of honest networks), is a bound
+//! by construction rather than a measured one, relaxes as other days'
+//! networks move the row without the burst, and costs a sort of the row and
+//! a pass over it per day of newcomers. A weighted median (a burst's
+//! networks weighing one network together) would change every row's median,
+//! bound a burst to one network's step, which in a small row is more than
+//! 5%, and weigh a busy day of honest networks as one.
+//!
 //! Why not the alternatives: a band alone (the last rule) lets a burst just
 //! inside it move a row by a quarter; a cap on the move per day against the
 //! row of the day before is walked by a burst that waits (5% a day, every
@@ -38,6 +51,10 @@ pub const BAND_FACTOR: f64 = 1.5;
 
 /// Networks that join a row less than this apart (seconds) are one burst.
 pub const BURST_WINDOW: i64 = 86_400;
+
+/// A day of at least this many counted newcomers bounds the row's
+/// published median ([`published_median`]).
+pub const BOUND_FROM: usize = 1;
 
 /// A burst moves an established median by at most 1/`MOVE_DIVISOR` (5%).
 pub const MOVE_DIVISOR: i64 = 20;
@@ -330,6 +347,82 @@ pub fn split_held(entries: &mut [SubmitterEntry]) -> usize {
     entries.iter().filter(|e| e.held).count()
 }
 
+/// The `k`th smallest (1-based) of sorted `all` without the values of
+/// sorted `without` (a part of it).
+fn kth_without(all: &[i64], without: &[i64], k: usize) -> Option<i64> {
+    let (mut skip, mut seen) = (0, 0);
+    for &x in all {
+        if without.get(skip) == Some(&x) {
+            skip += 1;
+            continue;
+        }
+        seen += 1;
+        if seen == k {
+            return Some(x);
+        }
+    }
+    None
+}
+
+/// The row's median as it is published (ranked, shown, in standings):
+/// the median of its counted networks (`entries` with `held` set, in any
+/// order), kept within 5% of the median of the row without each day of
+/// its newcomers. For every network but the founders, the counted
+/// networks that joined from then to a day later are a day (any burst
+/// lies in the day from its first network); a day of at least
+/// [`BOUND_FROM`] of them bounds the row's median to within 5% of the
+/// median of the row without it. The bounds are kept together, the
+/// larger days' first (then the later): one that excludes those already
+/// kept is passed over (an honest day taken out of a small row leaves a
+/// burst a larger part of what is left). When the median is outside them,
+/// the counted score inside nearest the median is published, else the
+/// bound. Holds nobody: which networks count, the row's p10 and p90 and
+/// each network's standing among them are as they are.
+pub fn published_median(entries: &[SubmitterEntry]) -> Option<i64> {
+    let mut order: Vec<&SubmitterEntry> = entries.iter().collect();
+    order.sort_by(|a, b| (a.joined_at, a.first_id, &a.submitter).cmp(&(b.joined_at, b.first_id, &b.submitter)));
+    let mut all: Vec<i64> = order.iter().filter(|e| !e.held).map(|e| e.score).collect();
+    all.sort_unstable();
+    let median = *all.get(rank_of(0.5, all.len()) - 1)?;
+    // Each day's (networks, first, bounds).
+    let mut days: Vec<(usize, usize, i64, i64)> = Vec::new();
+    let mut day = Vec::new();
+    for (i, one) in order.iter().enumerate().skip(ESTABLISHED) {
+        // The day from it, and the day to it.
+        for forward in [true, false] {
+            day.clear();
+            let span = |e: &&&SubmitterEntry| (e.joined_at - one.joined_at).abs() < BURST_WINDOW;
+            if forward {
+                day.extend(order[i..].iter().take_while(span).filter(|e| !e.held).map(|e| e.score));
+            } else {
+                let before = order[ESTABLISHED..=i].iter().rev().take_while(span);
+                day.extend(before.filter(|e| !e.held).map(|e| e.score));
+            }
+            if day.len() < BOUND_FROM {
+                continue;
+            }
+            day.sort_unstable();
+            if let Some(without) = kth_without(&all, &day, rank_of(0.5, all.len() - day.len())) {
+                let slack = without.abs() / MOVE_DIVISOR;
+                days.push((day.len(), i, without - slack, without + slack));
+            }
+        }
+    }
+    days.sort_unstable_by_key(|(n, i, _, _)| std::cmp::Reverse((*n, *i)));
+    let (mut lo, mut hi) = (i64::MIN, i64::MAX);
+    for (_, _, low, high) in days {
+        if low <= hi && high >= lo {
+            (lo, hi) = (lo.max(low), hi.min(high));
+        }
+    }
+    Some(if (lo..=hi).contains(&median) {
+        median
+    } else {
+        let inside = all.iter().copied().filter(|s| (lo..=hi).contains(s));
+        inside.min_by_key(|s| (s - median).abs()).unwrap_or(if median > hi { hi } else { lo })
+    })
+}
+
 /// The stored code of an entry's state: 0 counted, else its [`Hold`]'s.
 pub fn code_of(entry: &SubmitterEntry) -> i64 {
     if entry.held { entry.hold.code() } else { 0 }
@@ -356,7 +449,12 @@ pub fn settle_group(entries: &mut [SubmitterEntry]) -> (Option<GroupStats>, Vec<
         .filter(|e| stored.get(&e.submitter) != Some(&code_of(e)))
         .map(|e| (e.submitter.clone(), code_of(e)))
         .collect();
-    let stats = group_stats(&counted(entries)).map(|stats| GroupStats { held, ..stats });
+    let median = published_median(entries);
+    let stats = group_stats(&counted(entries)).map(|stats| GroupStats {
+        held,
+        median: median.unwrap_or(stats.median),
+        ..stats
+    });
     (stats, changed)
 }
 

@@ -49,6 +49,19 @@ fn figure_updates() -> String {
 /// has a column in each.
 pub const FIGURE_TABLES: [&str; 3] = ["results", "submitters", "groups"];
 
+/// The kept figures whose column a table lacks, from the columns it has
+/// (none when it has none: a table not made yet is made with them all).
+pub fn missing_figure_columns(have: &[String]) -> Vec<(Figure, &'static str)> {
+    if have.is_empty() {
+        return Vec::new();
+    }
+    BOARD
+        .iter()
+        .filter_map(|&f| figure_column(f).map(|c| (f, c)))
+        .filter(|(_, column)| !have.iter().any(|c| c == column))
+        .collect()
+}
+
 /// Adds a kept figure's column to a table made before the figures' table
 /// kept it.
 pub fn add_figure_column(table: &str, column: &str) -> String {

@@ -8,7 +8,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use storage_scoring::figure::BOARD;
 use tokio_postgres::Client;
 
 use super::rows::{borrowed, result_from_row};
@@ -101,14 +100,7 @@ async fn add_figure_columns(tx: &tokio_postgres::Transaction<'_>) -> StoreResult
             .iter()
             .map(|r| r.try_get(0))
             .collect::<Result<_, _>>()?;
-        if have.is_empty() {
-            continue; // Not made yet: it is made with every column.
-        }
-        for figure in BOARD {
-            let Some(column) = sql::figure_column(figure) else { continue };
-            if have.iter().any(|c| c == column) {
-                continue;
-            }
+        for (figure, column) in sql::missing_figure_columns(&have) {
             tx.batch_execute(&sql::add_figure_column(table, column)).await?;
             added = true;
             if table == "results" {

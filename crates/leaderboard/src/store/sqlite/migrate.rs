@@ -13,7 +13,6 @@ use rusqlite::{Connection, OptionalExtension, ToSql, TransactionBehavior};
 use super::rows::result_from_row;
 use super::write::{Touched, insert_params, recompute};
 use crate::card::Card;
-use storage_scoring::figure::BOARD;
 
 use crate::store::migrate::{
     LEGACY_COLUMNS, LegacyRow, REKEY_COLUMNS, Rekeyed, SALT_KEY, SET_KEYS, VERSION_KEY, announce, new_salt, upgrade,
@@ -72,14 +71,7 @@ fn add_figure_columns(conn: &Connection) -> StoreResult<bool> {
             .prepare("SELECT name FROM pragma_table_info($1)")?
             .query_map([table], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
-        if have.is_empty() {
-            continue; // Not made yet: it is made with every column.
-        }
-        for figure in BOARD {
-            let Some(column) = sql::figure_column(figure) else { continue };
-            if have.iter().any(|c| c == column) {
-                continue;
-            }
+        for (figure, column) in sql::missing_figure_columns(&have) {
             conn.execute_batch(&sql::add_figure_column(table, column))?;
             added = true;
             if table == "results" {
