@@ -63,7 +63,7 @@ fn main() {
     let roots = settings::roots(cli.sysfs_root.as_deref(), cli.machine_root.as_deref()).unwrap_or_else(|f| fail(f));
     // A tree someone named is read as the user behind sudo, never with
     // root's rights (docs/safety.md#what-is-read).
-    if let Some(user) = outputs::sudo_user() {
+    if let Some(user) = storage_platform::sudo::sudo_user() {
         for tree in [&cli.sysfs_root, &cli.machine_root].into_iter().flatten() {
             storage_platform::sysfs::read_tree_as(tree, user);
         }

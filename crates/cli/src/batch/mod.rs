@@ -146,7 +146,7 @@ pub fn assemble(args: &BatchArgs, created: String, cards: Vec<Card>) -> BatchRep
     let salt = if args.include_serials {
         None
     } else {
-        crate::upload::installation::Installation::discover().and_then(|i| i.salt()).ok()
+        storage_upload::installation::Installation::discover().and_then(|i| i.salt()).ok()
     };
     let cards = cards.into_iter().map(|card| hide_serials(card, args.include_serials, salt.as_deref())).collect();
     BatchReport {
