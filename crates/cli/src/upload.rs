@@ -109,7 +109,7 @@ pub fn keep_report(json: &str, report: &Report) -> Result<PathBuf, Failure> {
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
         .collect::<String>();
-    let path = dir.join(format!("{}-{disk}.json", crate::history::time::compact(SystemTime::now())));
+    let path = dir.join(format!("{}-{disk}.json", storage_history::time::compact(SystemTime::now())));
     installation::make_dir(inst.user, &dir)
         .and_then(|()| write_atomically(inst.user, &path, format!("{json}\n").as_bytes(), 0o644))
         .map_err(|e| {
