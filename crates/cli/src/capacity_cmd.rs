@@ -41,7 +41,7 @@ pub fn verify_capacity(args: &VerifyCapacityArgs) -> Result<(), Failure> {
     let report = probe(args, &watch)?;
 
     if args.json {
-        json_outln(&crate::document::encode(crate::document::CAPACITY, &report)?);
+        json_outln(&storage_session::document::encode(storage_session::document::CAPACITY, &report)?);
     } else {
         out(&report.text());
     }
@@ -76,7 +76,7 @@ pub fn probe(args: &VerifyCapacityArgs, watch: &dyn Watch) -> Result<storage_cap
     }
 
     if args.destructive && !args.yes {
-        crate::failure::confirm_data_loss(&args.device, "writes all over")?;
+        crate::confirm::confirm_data_loss(&args.device, "writes all over")?;
     }
     let safety = match (&journal_dir, args.destructive) {
         (_, true) => Safety::Destructive,
@@ -110,7 +110,7 @@ fn files(args: &VerifyCapacityArgs, watch: &Stages) -> Result<(), Failure> {
         other => Failure::Usage(other.to_string()),
     })?;
     if args.json {
-        json_outln(&crate::document::encode(crate::document::CAPACITY, &report)?);
+        json_outln(&storage_session::document::encode(storage_session::document::CAPACITY, &report)?);
     } else {
         let size = storage_capacity::verdict::size;
         outln(&format!(

@@ -54,8 +54,9 @@ pub fn compare(args: &CompareArgs) -> Result<(), Failure> {
     let exports = crate::export::Exports::prepare(&args.export, args.json)?;
     let mut inputs = Vec::with_capacity(count);
     for name in &args.reports {
-        let bytes = crate::saved::read(name)?;
-        let value = storage_scoring::input::parse_json(&bytes).map_err(|e| crate::saved::refused(name, &e))?;
+        let bytes = storage_session::saved::read(name)?;
+        let value =
+            storage_scoring::input::parse_json(&bytes).map_err(|e| storage_session::saved::refused(name, &e))?;
         inputs.push(parse(name, value)?);
     }
     for url in &args.from {
@@ -66,7 +67,7 @@ pub fn compare(args: &CompareArgs) -> Result<(), Failure> {
         // The export stands in for the table.
     } else if args.json {
         let doc = CompareDoc { comparisons: &comparisons };
-        crate::terminal::json_outln(&crate::document::encode(crate::document::COMPARE, &doc)?);
+        crate::terminal::json_outln(&storage_session::document::encode(storage_session::document::COMPARE, &doc)?);
     } else {
         crate::terminal::out(&compare_render::render(&inputs, &comparisons));
     }
@@ -101,12 +102,12 @@ fn fetch(url: &str) -> Result<Input, Failure> {
 }
 
 /// A batch report (its cards' figures as samples), or a report or a
-/// leaderboard result through the one validator ([`crate::saved`]).
+/// leaderboard result through the one validator ([`storage_session::saved`]).
 fn parse(name: &str, value: Value) -> Result<Input, Failure> {
     if value.get("schema").and_then(Value::as_str) == Some(storage_scoring::batch::SCHEMA) {
         let stored_at =
             value.get("created_at").and_then(Value::as_str).map(|s| storage_upload::client::one_line(s, 40));
-        storage_scoring::input::batch_figures(&value).map_err(|e| crate::saved::refused(name, &e))?;
+        storage_scoring::input::batch_figures(&value).map_err(|e| storage_session::saved::refused(name, &e))?;
         let batch: storage_scoring::batch::BatchReport = serde_json::from_value(value).map_err(|e| {
             Failure::Usage(format!("{name}: the batch report does not read as one ({e}); was it edited by hand?"))
         })?;
@@ -119,7 +120,7 @@ fn parse(name: &str, value: Value) -> Result<Input, Failure> {
         }
         return Ok(Input { name: name.to_owned(), report, stored_at, cards: Some(batch.cards.len()) });
     }
-    let saved = crate::saved::from_value(name, value)?;
+    let saved = storage_session::saved::from_value(name, value)?;
     Ok(Input { name: name.to_owned(), report: saved.report, stored_at: saved.stored_at, cards: None })
 }
 

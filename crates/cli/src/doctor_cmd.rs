@@ -11,8 +11,10 @@ use storage_platform::Roots;
 use storage_scoring::health::{Health, Thermal, ThermalSnapshot};
 use storage_scoring::schema::Report;
 
-use crate::outputs::OutputFile;
-use crate::{DoctorArgs, Failure, doctor_render, doctor_status, history_cmd};
+use storage_session::doctor_status;
+use storage_session::outputs::OutputFile;
+
+use crate::{DoctorArgs, Failure, doctor_render, history_cmd};
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -74,7 +76,7 @@ pub fn doctor(args: &DoctorArgs, roots: &Roots) -> Result<i32, Failure> {
         struct Machine<'a> {
             devices: &'a [Report],
         }
-        crate::terminal::json_outln(&crate::document::encode(DOCTOR, &Machine { devices: &reports })?);
+        crate::terminal::json_outln(&storage_session::document::encode(DOCTOR, &Machine { devices: &reports })?);
     } else if args.json {
         let json = serde_json::to_string_pretty(&reports[0])
             .map_err(|e| Failure::Run(format!("cannot encode the report as JSON: {e}")))?;
@@ -122,7 +124,7 @@ pub fn examine(target: &str, roots: &Roots) -> Result<Report, Failure> {
     let (resolved, device) = storage_identify::identify(target, roots)?;
     let system = storage_identify::system::system(roots);
     let mut report = Report::new(VERSION);
-    report.created = Some(crate::document::now());
+    report.created = Some(storage_session::document::now());
     match (&resolved.disk, &device) {
         (Some(disk), Some(device)) => {
             let found = checkup(disk, device, roots, system.board.as_deref());

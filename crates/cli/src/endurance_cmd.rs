@@ -13,10 +13,10 @@ use storage_endurance::{EnduranceError, Options, Slot, Watch};
 use storage_platform::Roots;
 use storage_scoring::endurance::{EnduranceReport, EnduranceSet, SET_SCHEMA, Stopped, passes_csv};
 
-use crate::outputs::OutputFile;
 use crate::terminal::{errln, json_outln, outln};
 use crate::{Failure, capacity_cmd};
 use storage_score::args::{EnduranceArgs, Until};
+use storage_session::outputs::OutputFile;
 
 /// Stage lines (on a terminal), named by card; Ctrl-C and SIGTERM stop
 /// every card at its next segment.
@@ -106,7 +106,7 @@ pub fn endurance(args: &EnduranceArgs, roots: &storage_platform::Roots) -> Resul
         cards.push((device.clone(), cleared, dir, crate::powerloss_cmd::identity_of(device, roots)));
     }
     if !args.yes {
-        crate::failure::confirm_data_loss(&args.devices.join(", "), "writes all over, again and again,")?;
+        crate::confirm::confirm_data_loss(&args.devices.join(", "), "writes all over, again and again,")?;
     }
     let options = Options {
         until: match args.until {
@@ -164,7 +164,7 @@ fn one_card(
         node: device.to_owned(),
         fingerprint: cleared.fingerprint.clone(),
         tool: format!("storage-score {}", env!("CARGO_PKG_VERSION")),
-        now: crate::document::now(),
+        now: storage_session::document::now(),
     };
     let (mut state, began) =
         storage_endurance::begin(dir, &card, &mut disk, args.new, watch).map_err(|e| failure(device, e))?;
@@ -277,7 +277,7 @@ impl Outputs {
             [one] => serde_json::to_string_pretty(one),
             many => serde_json::to_string_pretty(&EnduranceSet {
                 schema: SET_SCHEMA.to_owned(),
-                created: crate::document::now(),
+                created: storage_session::document::now(),
                 cards: many.to_vec(),
             }),
         }

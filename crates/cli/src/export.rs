@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use storage_score::args::ExportArgs;
 
 use crate::Failure;
-use crate::outputs::OutputFile;
+use storage_session::outputs::OutputFile;
 
 /// One cell.
 #[derive(Debug, Clone, PartialEq)]

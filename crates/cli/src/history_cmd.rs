@@ -56,7 +56,7 @@ pub fn show(args: &DoctorArgs, which: &str) -> Result<(), Failure> {
     if args.json {
         let doc = Document {
             schema: "storage-score-history-trend/1",
-            created: crate::document::now(),
+            created: storage_session::document::now(),
             history_dir: args.history_dir.display().to_string(),
             devices: &trends,
         };

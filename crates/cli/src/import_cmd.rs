@@ -8,14 +8,14 @@ use storage_score::args::{ImportArgs, ImportFormat, ReferenceArgs};
 use storage_scoring::reference::{self, Published};
 
 use crate::Failure;
-use crate::outputs::OutputFile;
+use storage_session::outputs::OutputFile;
 
 /// `import storage-sh`: the report on stdout, or in `--output FILE`.
 pub fn import(args: &ImportArgs) -> Result<(), Failure> {
     let ImportFormat::StorageSh(args) = &args.format;
     // The output's directory is checked before anything is read, as `run` does.
     let output = args.output.as_deref().map(|path| OutputFile::prepare(path, "--output")).transpose()?;
-    let bytes = crate::saved::read(&args.file)?;
+    let bytes = storage_session::saved::read(&args.file)?;
     let text = String::from_utf8_lossy(&bytes);
     let summary =
         storage_scoring::storage_sh::parse(&text).map_err(|e| Failure::Usage(format!("{}: {e}", args.file)))?;
@@ -23,7 +23,7 @@ pub fn import(args: &ImportArgs) -> Result<(), Failure> {
         &summary,
         &args.file,
         env!("CARGO_PKG_VERSION"),
-        Some(crate::document::now()),
+        Some(storage_session::document::now()),
     );
     let json = serde_json::to_string_pretty(&report).map_err(|e| Failure::Run(format!("cannot encode JSON: {e}")))?;
     match &output {
@@ -52,7 +52,7 @@ pub fn reference(args: &ReferenceArgs) -> Result<(), Failure> {
     let rows = set.filtered(args.kind.as_deref(), args.host.as_deref());
     if args.json {
         let doc = ReferenceDoc { results: rows };
-        crate::terminal::json_outln(&crate::document::encode(crate::document::REFERENCE, &doc)?);
+        crate::terminal::json_outln(&storage_session::document::encode(storage_session::document::REFERENCE, &doc)?);
         return Ok(());
     }
     let mut out = String::new();

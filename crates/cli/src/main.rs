@@ -6,42 +6,36 @@ mod batch;
 mod capacity_cmd;
 mod compare_cmd;
 mod compare_render;
+mod confirm;
 mod doctor_cmd;
 mod doctor_render;
-mod doctor_status;
-mod document;
 mod endurance_cmd;
 mod export;
 mod export_sheets;
-mod failure;
 mod history_cmd;
 mod import_cmd;
-mod outputs;
 mod plain;
-mod plan;
 mod powerloss_cmd;
 mod profile_cmd;
 mod profile_render;
 mod progress;
 mod render;
 mod run;
-mod saved;
 mod scan_cmd;
 mod score_cmd;
 mod settings;
 mod show_cmd;
 mod terminal;
 mod upload;
-mod watch;
 mod witness_cmd;
 
 use clap::{CommandFactory, FromArgMatches};
-pub use failure::Failure;
 pub(crate) use storage_score::args::{
     BatchArgs, CompareArgs, DoctorArgs, EngineArg, IdentifyArgs, PowerLossArgs, ProfileArg, RunArgs, ScoreArgs,
     StationArgs, SubmitArgs, VerifyCapacityArgs,
 };
 use storage_score::args::{Cli, Command};
+pub use storage_session::Failure;
 
 fn main() {
     // Die quietly on a closed pipe (`storage-score identify | head`), as

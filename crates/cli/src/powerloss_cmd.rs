@@ -10,10 +10,10 @@ use storage_capacity::{RawDisk, Watch};
 use storage_powerloss::host::CommandHost;
 use storage_scoring::power_loss::{PowerLossReport, PowerLossVerdict};
 
-use crate::outputs::OutputFile;
 use crate::terminal::{errln, json_outln, outln};
 use crate::{Failure, PowerLossArgs};
 use storage_score::args::PowerLossMode;
+use storage_session::outputs::OutputFile;
 
 /// Stage lines on stderr unless --json; Ctrl-C asks to stop between cycles.
 pub(crate) struct Stages {
@@ -102,7 +102,7 @@ pub fn power_loss(args: &PowerLossArgs, roots: &storage_platform::Roots) -> Resu
     let cleared = clear(device)?;
     let disk = RawDisk::open(&cleared.node, cleared.dev).map_err(|e| crate::capacity_cmd::open_failure(device, e))?;
     if !args.yes {
-        crate::failure::confirm_data_loss(device, "writes all over, and cuts the power of,")?;
+        crate::confirm::confirm_data_loss(device, "writes all over, and cuts the power of,")?;
     }
     let mut host = CommandHost {
         power_off: power.off.clone(),
@@ -186,7 +186,7 @@ pub(crate) fn finish(
     last_seen: &str,
     output: &Outputs,
 ) -> Result<(), Failure> {
-    let mut report = PowerLossReport::new(crate::document::now(), device.to_owned(), cycles);
+    let mut report = PowerLossReport::new(storage_session::document::now(), device.to_owned(), cycles);
     report.identity = identity.clone();
 
     let json = serde_json::to_string_pretty(&report).map_err(|e| Failure::Run(format!("cannot encode JSON: {e}")))?;

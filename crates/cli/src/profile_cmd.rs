@@ -14,8 +14,9 @@ use storage_score::args::{ProfileArgs, SizeArg};
 use storage_scoring::profile::ProfileReport;
 use storage_scoring::schema::{Device, DeviceKind, Report};
 
-use crate::outputs::{OutputDir, OutputFile};
-use crate::{EngineArg, Failure, RunArgs, plan, profile_render};
+use storage_session::outputs::{OutputDir, OutputFile};
+
+use crate::{EngineArg, Failure, RunArgs, profile_render};
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -41,7 +42,7 @@ pub fn profile(args: &ProfileArgs, roots: &Roots) -> Result<(), Failure> {
         json: args.json,
         ..RunArgs::default()
     };
-    let plan = plan::build(&run_args, &resolved, roots)?;
+    let plan = crate::run::build_plan(&run_args, &resolved, roots)?;
     let place = match &plan.write_target {
         WriteTarget::Scratch(dir) => Place::Scratch(dir.clone()),
         WriteTarget::Raw(device) => Place::Raw(device.clone()),
@@ -60,12 +61,12 @@ pub fn profile(args: &ProfileArgs, roots: &Roots) -> Result<(), Failure> {
     if show_progress {
         crate::terminal::errln(&profile_render::plan_line(&config));
     }
-    let session = crate::watch::Session::start(&resolved, device.as_ref(), roots);
+    let session = storage_session::watch::Session::start(&resolved, device.as_ref(), roots);
     let (studies, error) = profile::run(&config, &session.observer(&bars));
     bars.finish();
 
     let mut report = Report::new(VERSION);
-    report.created = Some(crate::document::now());
+    report.created = Some(storage_session::document::now());
     session.finish(&mut report);
     report.target = Some(resolved.target.clone());
     report.device = device;

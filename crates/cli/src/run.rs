@@ -7,9 +7,12 @@ use storage_bench::scratch::ScratchError;
 use storage_platform::Roots;
 use storage_scoring::schema::{Advice, Device, Health, Report, System, Target, Thermal};
 
-use crate::outputs::OutputFile;
 use crate::progress::Bars;
-use crate::{Failure, IdentifyArgs, RunArgs, doctor_render, plan, render, upload, watch};
+use storage_session::outputs::OutputFile;
+use storage_session::plan::{self, PlanOptions};
+use storage_session::watch;
+
+use crate::{EngineArg, Failure, IdentifyArgs, ProfileArg, RunArgs, doctor_render, render, upload};
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -28,7 +31,7 @@ pub fn identify(args: &IdentifyArgs, roots: &Roots) -> Result<(), Failure> {
             advice: &report.advice,
             thermal: report.thermal.as_ref(),
         };
-        crate::terminal::json_outln(&crate::document::encode(crate::document::IDENTIFY, &doc)?);
+        crate::terminal::json_outln(&storage_session::document::encode(storage_session::document::IDENTIFY, &doc)?);
     } else {
         crate::terminal::out(&render::identification(target, report.device.as_ref(), Some(system)));
         crate::terminal::out(&doctor_render::sections(&report));
@@ -109,6 +112,36 @@ pub fn run_failure(e: RunError, plan: &storage_bench::Plan) -> Failure {
     }
 }
 
+/// `run`'s options as the plan takes them.
+pub fn plan_options(args: &RunArgs) -> PlanOptions {
+    PlanOptions {
+        target: args.target.clone(),
+        only: args.only.clone(),
+        destructive: args.destructive,
+        yes: args.yes,
+        profile: match args.profile {
+            ProfileArg::Compat => storage_bench::Profile::Compat,
+            ProfileArg::Quick => storage_bench::Profile::Quick,
+        },
+        engine: match args.engine {
+            EngineArg::Auto => storage_bench::EngineChoice::Auto,
+            EngineArg::IoUring => storage_bench::EngineChoice::IoUring,
+            EngineArg::Threads => storage_bench::EngineChoice::Threads,
+        },
+        max_time: args.max_time,
+        confirm: crate::confirm::confirm_data_loss,
+    }
+}
+
+/// The plan of `run`'s options for the resolved target, or the refusal.
+pub fn build_plan(
+    args: &RunArgs,
+    resolved: &storage_platform::Resolved,
+    roots: &Roots,
+) -> Result<storage_bench::Plan, Failure> {
+    plan::build(&plan_options(args), resolved, roots)
+}
+
 /// A run's report, its plan, and the error that stopped it early, if any.
 pub struct Measured {
     pub report: Report,
@@ -120,7 +153,7 @@ pub struct Measured {
 /// plan, measure, score, judge. `batch` runs it for each card.
 pub fn measure(args: &RunArgs, roots: &Roots, show_progress: bool) -> Result<Measured, Failure> {
     let (resolved, device) = storage_identify::identify(&args.target, roots)?;
-    let plan = plan::build(args, &resolved, roots)?;
+    let plan = build_plan(args, &resolved, roots)?;
     storage_bench::interrupt::install().map_err(|e| Failure::Run(format!("cannot install signal handlers: {e}")))?;
 
     let bars = Bars::new(show_progress);
@@ -129,7 +162,7 @@ pub fn measure(args: &RunArgs, roots: &Roots, show_progress: bool) -> Result<Mea
     bars.finish();
 
     let mut report = Report::new(VERSION);
-    report.created = Some(crate::document::now());
+    report.created = Some(storage_session::document::now());
     report.target = Some(resolved.target.clone());
     report.device = device;
     report.system = Some(storage_identify::system::system(roots));

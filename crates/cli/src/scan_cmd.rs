@@ -46,7 +46,7 @@ pub fn scan(json: bool, roots: &Roots) -> Result<(), Failure> {
         struct Scan<'a> {
             devices: &'a [Entry],
         }
-        json_outln(&crate::document::encode(crate::document::SCAN, &Scan { devices: &entries })?);
+        json_outln(&storage_session::document::encode(storage_session::document::SCAN, &Scan { devices: &entries })?);
     } else {
         out(&table(&entries));
     }

@@ -15,15 +15,16 @@ struct ScoreDoc {
 }
 
 pub fn score(args: &ScoreArgs) -> Result<(), Failure> {
-    let bytes = crate::saved::read(&args.file)?;
-    let input = storage_scoring::input::parse_score_bytes(&bytes).map_err(|e| crate::saved::refused(&args.file, &e))?;
+    let bytes = storage_session::saved::read(&args.file)?;
+    let input = storage_scoring::input::parse_score_bytes(&bytes)
+        .map_err(|e| storage_session::saved::refused(&args.file, &e))?;
     let score = storage_scoring::score::pibenchmarks(&input.measurements, input.comparable());
     let verdict = input.device.as_ref().map(|d| {
         storage_scoring::verdict::verdict_for(Some(d), &input.measurements, &RunProfile::of(input.profile.as_deref()))
     });
     if args.json {
         let doc = ScoreDoc { score, verdict };
-        crate::terminal::json_outln(&crate::document::encode(crate::document::SCORE, &doc)?);
+        crate::terminal::json_outln(&storage_session::document::encode(storage_session::document::SCORE, &doc)?);
     } else {
         crate::terminal::out(&render::score_lines(&score, verdict.as_ref()));
         // The board, when the input is a report that names one.

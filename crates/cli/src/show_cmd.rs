@@ -43,16 +43,16 @@ pub fn show(args: &storage_score::args::ShowArgs) -> Result<(), Failure> {
 
 /// The document, by its `schema`, through its validator.
 fn read(name: &str) -> Result<Document, Failure> {
-    let bytes = crate::saved::read(name)?;
-    let value = storage_scoring::input::parse_json(&bytes).map_err(|e| crate::saved::refused(name, &e))?;
+    let bytes = storage_session::saved::read(name)?;
+    let value = storage_scoring::input::parse_json(&bytes).map_err(|e| storage_session::saved::refused(name, &e))?;
     let schema = value.get("schema").and_then(Value::as_str).unwrap_or_default().to_owned();
     Ok(match schema.as_str() {
         storage_scoring::batch::SCHEMA => {
-            storage_scoring::input::batch_figures(&value).map_err(|e| crate::saved::refused(name, &e))?;
+            storage_scoring::input::batch_figures(&value).map_err(|e| storage_session::saved::refused(name, &e))?;
             Document::Batch(Box::new(serde_json::from_value(value).map_err(|e| unreadable(name, "batch report", &e))?))
         }
         s if storage_scoring::wear::is_wear_schema(s) => {
-            match storage_scoring::input::wear_from(value).map_err(|e| crate::saved::refused(name, &e))? {
+            match storage_scoring::input::wear_from(value).map_err(|e| storage_session::saved::refused(name, &e))? {
                 WearReport::Endurance(r) => Document::Endurance(r),
                 WearReport::PowerLoss(r) => Document::PowerLoss(r),
             }
@@ -65,15 +65,15 @@ fn read(name: &str) -> Result<Document, Failure> {
             Document::Machine(
                 devices
                     .into_iter()
-                    .map(|d| crate::saved::from_value(name, d).map(|s| s.report))
+                    .map(|d| storage_session::saved::from_value(name, d).map(|s| s.report))
                     .collect::<Result<Vec<_>, Failure>>()?,
             )
         }
-        crate::document::SCAN => Document::Scan(
+        storage_session::document::SCAN => Document::Scan(
             serde_json::from_value(value.get("devices").cloned().unwrap_or(Value::Null))
                 .map_err(|e| unreadable(name, "scan", &e))?,
         ),
-        _ => Document::Run(Box::new(crate::saved::from_value(name, value)?.report)),
+        _ => Document::Run(Box::new(storage_session::saved::from_value(name, value)?.report)),
     })
 }
 
@@ -108,7 +108,10 @@ fn print(document: &Document, json: bool) -> Result<(), Failure> {
                 struct Machine<'a> {
                     devices: &'a [Report],
                 }
-                json_outln(&crate::document::encode(crate::doctor_cmd::DOCTOR, &Machine { devices: reports })?);
+                json_outln(&storage_session::document::encode(
+                    crate::doctor_cmd::DOCTOR,
+                    &Machine { devices: reports },
+                )?);
             } else {
                 for (i, report) in reports.iter().enumerate() {
                     if i > 0 {
@@ -125,7 +128,10 @@ fn print(document: &Document, json: bool) -> Result<(), Failure> {
                 devices: &'a [Entry],
             }
             match json {
-                true => json_outln(&crate::document::encode(crate::document::SCAN, &Scan { devices: entries })?),
+                true => json_outln(&storage_session::document::encode(
+                    storage_session::document::SCAN,
+                    &Scan { devices: entries },
+                )?),
                 false => out(&crate::scan_cmd::table(entries)),
             }
             Ok(())

@@ -245,7 +245,7 @@ fn read_report(owner: FsIdentity, path: &Path) -> Result<(Vec<u8>, Parsed), Fail
     })?;
     // The leaderboard's own validator, so that what it would refuse is
     // refused here first, in the words `score` and `compare` use.
-    let refused = |e| crate::saved::refused(&path.display().to_string(), &e);
+    let refused = |e| storage_session::saved::refused(&path.display().to_string(), &e);
     if wear::is_wear(&bytes) {
         return Ok((bytes.clone(), Parsed::Wear(storage_scoring::input::parse_wear(&bytes).map_err(refused)?)));
     }

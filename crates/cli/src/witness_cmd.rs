@@ -49,7 +49,7 @@ pub fn write(args: &WitnessWriteArgs) -> Result<(), Failure> {
     let mut disk =
         RawDisk::open(&cleared.node, cleared.dev).map_err(|e| crate::capacity_cmd::open_failure(&args.device, e))?;
     if !args.yes {
-        crate::failure::confirm_data_loss(&args.device, "writes all over")?;
+        crate::confirm::confirm_data_loss(&args.device, "writes all over")?;
     }
     let mut link = Link::connect(&args.witness).map_err(|e| engine_failure(e, &args.device))?;
     let watch = Stages { show: true };

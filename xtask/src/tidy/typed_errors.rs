@@ -13,7 +13,7 @@ use super::figure_keys::{is_test_code, production_part};
 use super::{Outcome, rust_files};
 
 /// The library crates held to it, by their source directory.
-pub const LIBRARIES: [&str; 11] = [
+pub const LIBRARIES: [&str; 12] = [
     "scoring/src/",
     "crates/platform/src/",
     "crates/identify/src/",
@@ -24,6 +24,7 @@ pub const LIBRARIES: [&str; 11] = [
     "crates/report/src/",
     "crates/upload/src/",
     "crates/history/src/",
+    "crates/session/src/",
     "crates/leaderboard/src/",
 ];
 

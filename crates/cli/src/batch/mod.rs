@@ -20,10 +20,10 @@ use storage_scoring::run_profile;
 use storage_scoring::schema::Report;
 
 use crate::export::Exports;
-use crate::outputs::OutputFile;
 use crate::terminal::{errln, json_outln, out};
 use crate::{BatchArgs, Failure};
 use storage_score::args::BatchProfileArg;
+use storage_session::outputs::OutputFile;
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -41,7 +41,7 @@ pub fn batch(args: &BatchArgs, roots: &Roots) -> Result<(), Failure> {
     }
     check_devices(&args.devices)?;
     if args.destructive && !args.yes {
-        crate::failure::confirm_data_loss(&args.devices.join(" "), "writes all over")?;
+        crate::confirm::confirm_data_loss(&args.devices.join(" "), "writes all over")?;
     }
     storage_bench::interrupt::install().map_err(|e| Failure::Run(format!("cannot install signal handlers: {e}")))?;
 

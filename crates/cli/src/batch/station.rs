@@ -31,9 +31,9 @@ use storage_scoring::batch::Card;
 
 use super::card::Steps;
 use crate::export::Exports;
-use crate::outputs::OutputFile;
 use crate::terminal::errln;
 use crate::{BatchArgs, Failure, StationArgs};
+use storage_session::outputs::OutputFile;
 
 /// How often the block devices are listed with uevents heard, and without.
 const POLL_WITH_UEVENTS: Duration = Duration::from_secs(2);

@@ -14,6 +14,7 @@ use crate::Failure;
 pub const LIMIT: u64 = 64 << 20;
 
 /// A report and, when it came from a leaderboard, when that stored it.
+#[derive(Debug)]
 pub struct Saved {
     pub report: Report,
     /// The leaderboard's `created_at`, when the input was one of its results.

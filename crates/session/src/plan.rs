@@ -18,10 +18,36 @@ use storage_platform::{Resolved, Roots};
 use storage_scoring::figure::Tool;
 use storage_scoring::schema::{Figure, MEASUREMENT_KEYS};
 
-use crate::{EngineArg, Failure, ProfileArg, RunArgs};
+use crate::Failure;
+
+/// What a measurement was asked for, as far as its plan goes: `run`'s
+/// options (docs/cli.md), without the command line's types.
+#[derive(Debug, Clone)]
+pub struct PlanOptions {
+    /// TARGET as the user gave it.
+    pub target: String,
+    /// `--only`: figure keys; empty means all nine.
+    pub only: Vec<String>,
+    /// `--destructive`: the write tests on the raw device.
+    pub destructive: bool,
+    /// `--yes`: no question before a destructive write.
+    pub yes: bool,
+    pub profile: Profile,
+    pub engine: EngineChoice,
+    /// `--max-time`, in seconds.
+    pub max_time: Option<u64>,
+    /// Asks before `--destructive` writes over a device (the device, what
+    /// will be done to it); refuses when it cannot ask or is not told yes.
+    pub confirm: fn(&str, &str) -> Result<(), Failure>,
+}
+
+/// Why the read tests cannot read the raw device, in words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+struct Unreadable(String);
 
 /// Builds the plan, or refuses.
-pub fn build(args: &RunArgs, resolved: &Resolved, roots: &Roots) -> Result<Plan, Failure> {
+pub fn build(args: &PlanOptions, resolved: &Resolved, roots: &Roots) -> Result<Plan, Failure> {
     let figures = selected_figures(&args.only)?;
     let input = Path::new(&args.target);
     let input_is_block = std::fs::metadata(input).map(|m| m.file_type().is_block_device()).unwrap_or(false);
@@ -36,7 +62,7 @@ pub fn build(args: &RunArgs, resolved: &Resolved, roots: &Roots) -> Result<Plan,
     let read_target = match raw_disk_node(input, input_is_block, resolved, disk, roots).and_then(|node| readable(&node))
     {
         Ok(node) => ReadTarget::Device(node),
-        Err(reason) => ReadTarget::Unavailable(reason),
+        Err(Unreadable(reason)) => ReadTarget::Unavailable(reason),
     };
 
     // A captured machine root's mounts never decide where a live run
@@ -65,16 +91,9 @@ pub fn build(args: &RunArgs, resolved: &Resolved, roots: &Roots) -> Result<Plan,
     };
 
     let mut plan = Plan::new(read_target, write_target);
-    plan.profile = match args.profile {
-        ProfileArg::Compat => Profile::Compat,
-        ProfileArg::Quick => Profile::Quick,
-    };
+    plan.profile = args.profile;
     plan.figures = figures;
-    plan.engine = match args.engine {
-        EngineArg::Auto => EngineChoice::Auto,
-        EngineArg::IoUring => EngineChoice::IoUring,
-        EngineArg::Threads => EngineChoice::Threads,
-    };
+    plan.engine = args.engine;
     plan.max_time = args.max_time.map(|secs| Duration::from_secs(secs.max(1)));
     let write_mount = write_resolved.and_then(|r| r.mount.as_ref());
     plan.write_device = write_mount.and_then(mount_device);
@@ -94,7 +113,7 @@ fn raw_disk_node(
     resolved: &Resolved,
     disk: &target::BlockDev,
     roots: &Roots,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, Unreadable> {
     if !roots.captured {
         let by_number = disk.dev().and_then(|dev| parse_devnum(&dev)).and_then(node_of);
         return Ok(by_number.unwrap_or_else(|| disk.node()));
@@ -108,10 +127,10 @@ fn raw_disk_node(
     let top =
         top.filter(|&dev| nix::sys::stat::major(dev) != 0).or_else(|| resolved.mount.as_ref().and_then(mount_devnum));
     let Some(top) = top else {
-        return Err(format!(
+        return Err(Unreadable(format!(
             "under --sysfs-root the disk {} has no device number on this machine; give its device node to measure it",
             disk.name
-        ));
+        )));
     };
     let live =
         Path::new("/sys/dev/block").join(format!("{}:{}", nix::sys::stat::major(top), nix::sys::stat::minor(top)));
@@ -121,10 +140,10 @@ fn raw_disk_node(
         Some(top)
     };
     whole.and_then(node_of).ok_or_else(|| {
-        format!(
+        Unreadable(format!(
             "no device node on this machine has the device number that {} resolved to; give the whole-disk node to measure it",
             input.display()
-        )
+        ))
     })
 }
 
@@ -179,11 +198,13 @@ fn selected_figures(only: &[String]) -> Result<Vec<Figure>, Failure> {
 }
 
 /// Can the read tests open the raw device? If not, why, in words.
-fn readable(node: &Path) -> Result<PathBuf, String> {
+fn readable(node: &Path) -> Result<PathBuf, Unreadable> {
     match OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(node) {
         Ok(_) => Ok(node.to_path_buf()),
-        Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) => Err(permission_denied(node)),
-        Err(e) => Err(format!("cannot open {} for reading: {e}", node.display())),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) => {
+            Err(Unreadable(permission_denied(node)))
+        }
+        Err(e) => Err(Unreadable(format!("cannot open {} for reading: {e}", node.display()))),
     }
 }
 
@@ -201,7 +222,7 @@ fn permission_denied(node: &Path) -> String {
 }
 
 fn scratch_target(
-    args: &RunArgs,
+    args: &PlanOptions,
     resolved: &Resolved,
     roots: &Roots,
     disk: &target::BlockDev,
@@ -281,7 +302,7 @@ fn filesystem_size(dir: &Path) -> u64 {
 /// using it (a mount, direct or through a loop device or a device-mapper
 /// stack; a holder; swap; another process; the root filesystem). The
 /// check reads the live system: `--sysfs-root` never vouches for a write.
-fn destructive_target(args: &RunArgs, input_is_block: bool) -> Result<WriteTarget, Failure> {
+fn destructive_target(args: &PlanOptions, input_is_block: bool) -> Result<WriteTarget, Failure> {
     if !input_is_block {
         return Err(Failure::Usage(format!(
             "--destructive needs a block device (a disk or partition), and {} is not one",
@@ -302,7 +323,7 @@ fn destructive_target(args: &RunArgs, input_is_block: bool) -> Result<WriteTarge
         })
     })?;
     if !args.yes {
-        crate::failure::confirm_data_loss(&args.target, "will overwrite the start of")?;
+        (args.confirm)(&args.target, "will overwrite the start of")?;
     }
     // Minutes may pass (the prompt, the read tests) before the write tests
     // open the device: they open it through `open_raw`, which checks again.

@@ -1,4 +1,6 @@
-//! The one way out for errors: a single line and a documented exit code.
+//! The one way out for a workflow's errors, to the command line: a single
+//! line, problem then fix, and a documented exit code
+//! (docs/cli.md#exit-codes).
 //!
 //! | Code | Meaning |
 //! |---|---|
@@ -12,7 +14,6 @@
 //! | 7, 9, 10 | power-loss: lost, damaged, did not return (docs/power-loss.md#verdict-and-exit-codes) |
 
 use std::fmt;
-use std::io::{BufRead, IsTerminal};
 
 /// An error for the user, already phrased as problem + fix.
 #[derive(Debug)]
@@ -62,30 +63,10 @@ impl fmt::Display for Failure {
     }
 }
 
+impl std::error::Error for Failure {}
+
 impl From<storage_platform::TargetError> for Failure {
     fn from(e: storage_platform::TargetError) -> Self {
         Failure::Usage(e.to_string())
-    }
-}
-
-/// Asks on the terminal before a `--destructive` step that `action`s
-/// `device` (e.g. "writes all over"); refuses with exit 3 when there is no
-/// terminal to ask on, so a script never destroys data by accident.
-pub fn confirm_data_loss(device: &str, action: &str) -> Result<(), Failure> {
-    let stdin = std::io::stdin();
-    if !stdin.is_terminal() {
-        return Err(Failure::Refused(format!(
-            "refusing to overwrite {device} without confirmation: there is no terminal to ask on; add --yes if every byte on it may be lost"
-        )));
-    }
-    crate::terminal::err(&format!(
-        "storage-score: --destructive {action} {device}; its data will be lost. Type 'yes' to go on: "
-    ));
-    let mut answer = String::new();
-    let _ = stdin.lock().read_line(&mut answer);
-    if answer.trim() == "yes" {
-        Ok(())
-    } else {
-        Err(Failure::Refused(format!("not confirmed: {device} was left untouched")))
     }
 }

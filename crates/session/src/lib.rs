@@ -1,0 +1,25 @@
+//! storage-session: what a command does between its arguments and what it
+//! prints, where that is not a crate's own job (bench, identify, capacity,
+//! …): the workflows' shared parts, with their unit tests, testable
+//! without the binary.
+//!
+//! - [`plan`]: a resolved target and `run`'s options → a bench `Plan`, and
+//!   the `--destructive` refusals (docs/safety.md#what-is-written-and-where).
+//! - [`watch`]: the machine around a measurement (health, advice,
+//!   temperature and throttling), a `Session`.
+//! - [`outputs`]: the files a user names for results, written safely.
+//! - [`saved`]: the one reading of a saved report.
+//! - [`document`]: the `schema` and `created` every JSON document carries.
+//! - [`doctor_status`]: `doctor`'s exit bit mask and one-line findings.
+//! - [`failure`]: [`Failure`], the one error a workflow gives the command
+//!   line, with its exit code.
+
+pub mod doctor_status;
+pub mod document;
+pub mod failure;
+pub mod outputs;
+pub mod plan;
+pub mod saved;
+pub mod watch;
+
+pub use failure::Failure;
