@@ -1,43 +1,18 @@
 //! `storage-score compare A.json B.json [C.json …] [--from URL/results/ID]`
 //! (docs/compare.md): reads the reports (files, or results fetched from a
-//! leaderboard), compares each with the first through
-//! `storage_scoring::compare`, and prints the table or the JSON, and
-//! writes `--export-csv`/`--export-markdown` (one row per figure).
+//! leaderboard), compares each with the first ([`storage_session::compare`]),
+//! and prints the table or the JSON, and writes
+//! `--export-csv`/`--export-markdown` (one row per figure).
 
 use std::time::Duration;
 
 use serde::Serialize;
-use serde_json::Value;
-use storage_scoring::compare::{self, Figure};
-use storage_scoring::schema::Report;
+use storage_session::compare::{Comparison, Input, api_address, comparisons, parse};
 
 use crate::{CompareArgs, Failure, compare_render, upload};
 
 /// How long to wait for a leaderboard's answer.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// One report and what to call it.
-#[derive(Debug)]
-pub struct Input {
-    /// The file or address as given.
-    pub name: String,
-    pub report: Report,
-    /// When a leaderboard stored it (`created_at`), if it came from one.
-    pub stored_at: Option<String>,
-    /// A batch report's number of cards: `report` then holds their figures
-    /// as samples (docs/compare.md#batch-reports).
-    pub cards: Option<usize>,
-}
-
-/// One report set against the first.
-#[derive(Debug, Serialize)]
-pub struct Comparison {
-    pub base: String,
-    pub other: String,
-    pub figures: Vec<Figure>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
-}
 
 #[derive(Serialize)]
 struct CompareDoc<'a> {
@@ -51,7 +26,7 @@ pub fn compare(args: &CompareArgs) -> Result<(), Failure> {
             "compare needs two reports or more, and got {count}: give the report to compare with first, e.g. storage-score compare old.json new.json"
         )));
     }
-    let exports = crate::export::Exports::prepare(&args.export, args.json)?;
+    let exports = crate::settings::exports(&args.export, args.json)?;
     let mut inputs = Vec::with_capacity(count);
     for name in &args.reports {
         let bytes = storage_session::saved::read(name)?;
@@ -72,23 +47,9 @@ pub fn compare(args: &CompareArgs) -> Result<(), Failure> {
         crate::terminal::out(&compare_render::render(&inputs, &comparisons));
     }
     if !exports.is_empty() {
-        exports.write(&crate::export_sheets::compare(&comparisons))?;
+        exports.write(&storage_session::export_sheets::compare(&comparisons))?;
     }
     Ok(())
-}
-
-/// Every report after the first, against the first.
-pub fn comparisons(inputs: &[Input]) -> Vec<Comparison> {
-    let Some((base, others)) = inputs.split_first() else { return Vec::new() };
-    others
-        .iter()
-        .map(|other| Comparison {
-            base: base.name.clone(),
-            other: other.name.clone(),
-            figures: compare::reports(&base.report, &other.report),
-            notes: compare::notes(&base.report, &other.report),
-        })
-        .collect()
 }
 
 fn fetch(url: &str) -> Result<Input, Failure> {
@@ -99,77 +60,4 @@ fn fetch(url: &str) -> Result<Input, Failure> {
     })?;
     let value = upload::fetch(&api, FETCH_TIMEOUT)?;
     parse(url, value)
-}
-
-/// A batch report (its cards' figures as samples), or a report or a
-/// leaderboard result through the one validator ([`storage_session::saved`]).
-fn parse(name: &str, value: Value) -> Result<Input, Failure> {
-    if value.get("schema").and_then(Value::as_str) == Some(storage_scoring::batch::SCHEMA) {
-        let stored_at =
-            value.get("created_at").and_then(Value::as_str).map(|s| storage_upload::client::one_line(s, 40));
-        storage_scoring::input::batch_figures(&value).map_err(|e| storage_session::saved::refused(name, &e))?;
-        let batch: storage_scoring::batch::BatchReport = serde_json::from_value(value).map_err(|e| {
-            Failure::Usage(format!("{name}: the batch report does not read as one ({e}); was it edited by hand?"))
-        })?;
-        let report = batch.as_samples();
-        if report.samples.is_empty() {
-            return Err(Failure::Usage(format!(
-                "{name}: nothing measured: none of the batch's {} cards got as far as a measurement (refused or failed first); nothing to compare",
-                batch.cards.len()
-            )));
-        }
-        return Ok(Input { name: name.to_owned(), report, stored_at, cards: Some(batch.cards.len()) });
-    }
-    let saved = storage_session::saved::from_value(name, value)?;
-    Ok(Input { name: name.to_owned(), report: saved.report, stored_at: saved.stored_at, cards: None })
-}
-
-/// The API address of a leaderboard result given as its page
-/// (`…/results/ID`) or its API address (`…/api/v1/results/ID`).
-pub fn api_address(url: &str) -> Option<String> {
-    let url = url.trim().trim_end_matches('/');
-    let rest = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://"))?;
-    let (host, path) = rest.split_once('/')?;
-    let (before, id) = path.rsplit_once("results/")?;
-    if host.is_empty()
-        || id.is_empty()
-        || !id.bytes().all(|b| b.is_ascii_digit())
-        || !(before.is_empty() || before.ends_with('/'))
-    {
-        return None;
-    }
-    let scheme = &url[..url.len() - rest.len()];
-    let root = before.strip_suffix("api/v1/").unwrap_or(before);
-    Some(format!("{scheme}{host}/{root}api/v1/results/{id}"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn result_pages_map_to_their_api_address() {
-        assert_eq!(
-            api_address("https://lb.example/results/42").as_deref(),
-            Some("https://lb.example/api/v1/results/42")
-        );
-        assert_eq!(
-            api_address("http://127.0.0.1:8080/api/v1/results/7/").as_deref(),
-            Some("http://127.0.0.1:8080/api/v1/results/7")
-        );
-        assert_eq!(
-            api_address("https://x.org/scores/results/3").as_deref(),
-            Some("https://x.org/scores/api/v1/results/3"),
-            "a leaderboard below a path prefix"
-        );
-        for bad in [
-            "lb.example/results/4",
-            "https://lb.example/results/",
-            "https://lb.example/results/x1",
-            "ftp://a/results/1",
-            "https://a/myresults/1",
-        ] {
-            assert_eq!(api_address(bad), None, "{bad}");
-        }
-    }
 }

@@ -8,7 +8,7 @@ use std::fmt::Write;
 use storage_scoring::compare::{Difference, Figure};
 use storage_scoring::schema::Report;
 
-use crate::compare_cmd::{Comparison, Input};
+use storage_session::compare::{Comparison, Input};
 use storage_upload::client::one_line;
 
 /// The width every line keeps within.
@@ -198,7 +198,7 @@ mod tests {
             input(&long, &[21.0, 21.1, 20.9, 21.0, 21.2], 2000.0),
             input("c.json", &[25.0], 2000.0),
         ];
-        let text = render(&inputs, &crate::compare_cmd::comparisons(&inputs));
+        let text = render(&inputs, &storage_session::compare::comparisons(&inputs));
         for line in text.lines() {
             assert!(line.chars().count() <= WIDTH, "{} columns: {line}", line.chars().count());
         }

@@ -105,7 +105,7 @@ pub fn doctor(args: &DoctorArgs, roots: &Roots) -> Result<i32, Failure> {
 /// What to examine: the targets named, every disk with `--all`, or `/`.
 fn targets(args: &DoctorArgs, roots: &Roots) -> Result<Vec<String>, Failure> {
     if args.all {
-        let disks: Vec<String> = crate::scan_cmd::entries(roots)?.into_iter().map(|e| e.name).collect();
+        let disks: Vec<String> = storage_session::scan::entries(roots)?.into_iter().map(|e| e.name).collect();
         if disks.is_empty() {
             return Err(Failure::Usage("doctor --all: this machine has no disk to examine".to_owned()));
         }

@@ -10,8 +10,6 @@ mod confirm;
 mod doctor_cmd;
 mod doctor_render;
 mod endurance_cmd;
-mod export;
-mod export_sheets;
 mod history_cmd;
 mod import_cmd;
 mod plain;

@@ -8,8 +8,16 @@ use std::path::Path;
 
 use clap::CommandFactory;
 use storage_platform::Roots;
+use storage_score::args::ExportArgs;
+use storage_session::export::{ExportOptions, Exports};
 
 use crate::Failure;
+
+/// `--export-csv` and `--export-markdown`, checked and opened before the
+/// work ([`Exports::prepare`]); `json` when stdout holds `--json`'s document.
+pub fn exports(args: &ExportArgs, json: bool) -> Result<Exports, Failure> {
+    Exports::prepare(&ExportOptions { csv: args.export_csv.clone(), markdown: args.export_markdown.clone() }, json)
+}
 
 /// The roots every kernel read goes through, from the two options.
 pub fn roots(sysfs_root: Option<&Path>, machine_root: Option<&Path>) -> Result<Roots, Failure> {

@@ -2,7 +2,7 @@
 //! again as the command that wrote it printed it, each read through its
 //! validator: a run report (and a leaderboard result), a batch report, an
 //! endurance or power-loss report, a machine's doctor report, a scan. With
-//! `--export-csv`/`--export-markdown`, also as a table ([`crate::export`]).
+//! `--export-csv`/`--export-markdown`, also as a table ([`storage_session::export`]).
 
 use serde_json::Value;
 use storage_scoring::batch::BatchReport;
@@ -11,11 +11,11 @@ use storage_scoring::power_loss::PowerLossReport;
 use storage_scoring::schema::Report;
 use storage_scoring::wear::WearReport;
 
-use crate::export::{Exports, Sheet};
-use crate::export_sheets as sheets;
-use crate::scan_cmd::Entry;
 use crate::terminal::{json_outln, out, outln};
 use crate::{Failure, doctor_render, render};
+use storage_session::export::Sheet;
+use storage_session::export_sheets as sheets;
+use storage_session::scan::Entry;
 
 /// A document `show` read, checked.
 enum Document {
@@ -29,7 +29,7 @@ enum Document {
 
 /// `storage-score show DOCUMENT [--json] [--export-csv FILE] [--export-markdown FILE]`.
 pub fn show(args: &storage_score::args::ShowArgs) -> Result<(), Failure> {
-    let exports = Exports::prepare(&args.export, args.json)?;
+    let exports = crate::settings::exports(&args.export, args.json)?;
     let document = read(&args.report)?;
     // An export on stdout stands in for the tables.
     if !exports.takes_stdout() {

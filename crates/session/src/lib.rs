@@ -11,15 +11,25 @@
 //! - [`saved`]: the one reading of a saved report.
 //! - [`document`]: the `schema` and `created` every JSON document carries.
 //! - [`doctor_status`]: `doctor`'s exit bit mask and one-line findings.
+//! - [`scan`]: every block device, identified, for `scan` and `batch`.
+//! - [`compare`]: `compare`'s inputs and comparisons.
+//! - [`export`], [`export_sheets`]: `--export-csv` and `--export-markdown`,
+//!   made harmless for where they land ([`visible`]: the escaping the
+//!   terminal uses too).
 //! - [`failure`]: [`Failure`], the one error a workflow gives the command
 //!   line, with its exit code.
 
+pub mod compare;
 pub mod doctor_status;
 pub mod document;
+pub mod export;
+pub mod export_sheets;
 pub mod failure;
 pub mod outputs;
 pub mod plan;
 pub mod saved;
+pub mod scan;
+pub mod visible;
 pub mod watch;
 
 pub use failure::Failure;

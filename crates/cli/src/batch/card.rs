@@ -187,8 +187,9 @@ fn failed(card: Card, failure: Failure, end: impl Fn(Card, Status, Option<String
 }
 
 fn identified(device: &Device) -> String {
-    let size = device.capacity_bytes.map(crate::scan_cmd::size_words).unwrap_or_else(|| "size unknown".to_owned());
-    let name = crate::scan_cmd::model(device).unwrap_or_else(|| "no model".to_owned());
+    let size =
+        device.capacity_bytes.map(storage_session::scan::size_words).unwrap_or_else(|| "size unknown".to_owned());
+    let name = storage_session::scan::model(device).unwrap_or_else(|| "no model".to_owned());
     format!("identified: {}, {name}, {size}", device.kind.as_str())
 }
 

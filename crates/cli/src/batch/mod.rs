@@ -19,10 +19,10 @@ use storage_scoring::privacy::{Redaction, redact};
 use storage_scoring::run_profile;
 use storage_scoring::schema::Report;
 
-use crate::export::Exports;
 use crate::terminal::{errln, json_outln, out};
 use crate::{BatchArgs, Failure};
 use storage_score::args::BatchProfileArg;
+use storage_session::export::Exports;
 use storage_session::outputs::OutputFile;
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -32,7 +32,7 @@ pub fn batch(args: &BatchArgs, roots: &Roots) -> Result<(), Failure> {
     let require = checked_require(args)?;
     let output = args.output.as_deref().map(|path| OutputFile::prepare(path, "--output")).transpose()?;
     let html = args.html.as_deref().map(|path| OutputFile::prepare(path, "--html")).transpose()?;
-    let exports = Exports::prepare(&args.export, args.json)?;
+    let exports = crate::settings::exports(&args.export, args.json)?;
     if args.devices.is_empty() {
         return Err(Failure::Usage(
             "batch needs the cards: name their devices, e.g. storage-score batch /dev/sdb /dev/sdc (storage-score scan lists them)"
@@ -197,7 +197,7 @@ pub fn emit(
         output.write(format!("{json}\n").as_bytes())?;
     }
     if !exports.is_empty() {
-        exports.write(&crate::export_sheets::batch(report))?;
+        exports.write(&storage_session::export_sheets::batch(report))?;
     }
     if exports.takes_stdout() {
         // The export stands in for the table.

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use storage_scoring::batch::BatchReport;
 
-use crate::scan_cmd::size_words;
+use storage_session::scan::size_words;
 
 /// The table `batch` prints without `--json`.
 pub fn table(report: &BatchReport) -> String {

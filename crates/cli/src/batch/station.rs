@@ -30,9 +30,9 @@ use storage_platform::uevent::{Uevents, Woken};
 use storage_scoring::batch::Card;
 
 use super::card::Steps;
-use crate::export::Exports;
 use crate::terminal::errln;
 use crate::{BatchArgs, Failure, StationArgs};
+use storage_session::export::Exports;
 use storage_session::outputs::OutputFile;
 
 /// How often the block devices are listed with uevents heard, and without.
@@ -46,7 +46,7 @@ pub fn station(station_args: &StationArgs, roots: &Roots) -> Result<(), Failure>
     let require = super::checked_require(args)?;
     let output = args.output.as_deref().map(|path| OutputFile::prepare(path, "--output")).transpose()?;
     let html = args.html.as_deref().map(|path| OutputFile::prepare(path, "--html")).transpose()?;
-    let exports = Exports::prepare(&args.export, args.json)?;
+    let exports = crate::settings::exports(&args.export, args.json)?;
     super::check_devices(&args.devices)?;
     if args.destructive && !args.yes {
         return Err(Failure::Refused(
@@ -121,7 +121,7 @@ pub fn station(station_args: &StationArgs, roots: &Roots) -> Result<(), Failure>
     }
     let report = save(args, &created, &cards, output.as_ref(), html.as_ref(), &exports)?;
     if exports.takes_stdout() {
-        exports.write(&crate::export_sheets::batch(&report))?;
+        exports.write(&storage_session::export_sheets::batch(&report))?;
     } else if args.json {
         crate::terminal::json_outln(
             &serde_json::to_string_pretty(&report)
@@ -220,7 +220,7 @@ impl Filters {
             parts.push(format!("{} disks", kinds.join(" or ")));
         }
         if let Some(max) = self.max_size {
-            parts.push(format!("of at most {}", crate::scan_cmd::size_words(max)));
+            parts.push(format!("of at most {}", storage_session::scan::size_words(max)));
         }
         if let Some(reader) = &self.reader {
             parts.push(format!("in the reader at {reader}"));
@@ -251,8 +251,8 @@ impl Filters {
                 Some(bytes) => {
                     return Some(format!(
                         "{} is more than --max-size {}",
-                        crate::scan_cmd::size_words(bytes),
-                        crate::scan_cmd::size_words(max)
+                        storage_session::scan::size_words(bytes),
+                        storage_session::scan::size_words(max)
                     ));
                 }
                 None => return Some("its size could not be read, and --max-size asks for it".to_owned()),
@@ -286,7 +286,7 @@ fn save(
     if let Some(html) = html {
         html.write(storage_report::batch_page::render(&report).as_bytes())?;
     }
-    exports.write_files(&crate::export_sheets::batch(&report))?;
+    exports.write_files(&storage_session::export_sheets::batch(&report))?;
     Ok(report)
 }
 

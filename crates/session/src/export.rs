@@ -15,10 +15,16 @@
 
 use std::path::{Path, PathBuf};
 
-use storage_score::args::ExportArgs;
-
 use crate::Failure;
-use storage_session::outputs::OutputFile;
+use crate::outputs::OutputFile;
+
+/// The exports a command was asked for: `--export-csv` and
+/// `--export-markdown`, each a file or `-` for stdout.
+#[derive(Debug, Clone, Default)]
+pub struct ExportOptions {
+    pub csv: Option<PathBuf>,
+    pub markdown: Option<PathBuf>,
+}
 
 /// One cell.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,14 +75,14 @@ enum Target {
 impl Exports {
     /// Checks and opens `--export-csv` and `--export-markdown`. Only one
     /// of them may be `-`, and not with `--json` (stdout holds one thing).
-    pub fn prepare(args: &ExportArgs, json: bool) -> Result<Exports, Failure> {
+    pub fn prepare(args: &ExportOptions, json: bool) -> Result<Exports, Failure> {
         let dash = |p: &Option<PathBuf>| p.as_deref() == Some(Path::new("-"));
-        if dash(&args.export_csv) && dash(&args.export_markdown) {
+        if dash(&args.csv) && dash(&args.markdown) {
             return Err(Failure::Usage(
                 "--export-csv - and --export-markdown - both want stdout: send one of them to a file".to_owned(),
             ));
         }
-        if json && (dash(&args.export_csv) || dash(&args.export_markdown)) {
+        if json && (dash(&args.csv) || dash(&args.markdown)) {
             return Err(Failure::Usage(
                 "--json and an export to - both want stdout: give the export a file name".to_owned(),
             ));
@@ -88,10 +94,7 @@ impl Exports {
                 Some(p) => Ok(Some(Target::File(OutputFile::prepare(p, flag)?))),
             }
         };
-        Ok(Exports {
-            csv: open(&args.export_csv, "--export-csv")?,
-            markdown: open(&args.export_markdown, "--export-markdown")?,
-        })
+        Ok(Exports { csv: open(&args.csv, "--export-csv")?, markdown: open(&args.markdown, "--export-markdown")? })
     }
 
     /// An export goes to stdout, so the tables do not.
@@ -206,7 +209,7 @@ fn md_text(text: &str) -> String {
 /// Control and bidirectional characters shown as the terminal shows them
 /// (`\x1b`, `\u202e`); line breaks and tabs kept for the format to handle.
 fn visible(text: &str) -> String {
-    let cleaned = crate::terminal::clean(text);
+    let cleaned = crate::visible::clean(text);
     // `clean` keeps \n and \t; a CR it escapes, and CSV quoting would
     // handle it too, so the text reads the same either way.
     cleaned.into_owned()

@@ -11,9 +11,9 @@ use storage_scoring::batch::BatchReport;
 use storage_scoring::figure::Figure;
 use storage_scoring::schema::{Device, Report};
 
-use crate::compare_cmd::Comparison;
+use crate::compare::Comparison;
 use crate::export::{Cell, Sheet};
-use crate::scan_cmd::{Entry, maker, model};
+use crate::scan::{Entry, maker, model};
 
 /// A figure's column: its short label and its unit.
 fn figure_header(figure: Figure) -> String {
