@@ -104,7 +104,8 @@ fn fetch(url: &str) -> Result<Input, Failure> {
 /// leaderboard result through the one validator ([`crate::saved`]).
 fn parse(name: &str, value: Value) -> Result<Input, Failure> {
     if value.get("schema").and_then(Value::as_str) == Some(storage_scoring::batch::SCHEMA) {
-        let stored_at = value.get("created_at").and_then(Value::as_str).map(|s| upload::one_line(s, 40));
+        let stored_at =
+            value.get("created_at").and_then(Value::as_str).map(|s| storage_upload::client::one_line(s, 40));
         storage_scoring::input::batch_figures(&value).map_err(|e| crate::saved::refused(name, &e))?;
         let batch: storage_scoring::batch::BatchReport = serde_json::from_value(value).map_err(|e| {
             Failure::Usage(format!("{name}: the batch report does not read as one ({e}); was it edited by hand?"))

@@ -9,7 +9,7 @@ use storage_scoring::compare::{Difference, Figure};
 use storage_scoring::schema::Report;
 
 use crate::compare_cmd::{Comparison, Input};
-use crate::upload::one_line;
+use storage_upload::client::one_line;
 
 /// The width every line keeps within.
 pub const WIDTH: usize = 80;

@@ -5,13 +5,14 @@
 use std::path::Path;
 use std::time::Instant;
 
+use storage_history::prometheus;
 use storage_identify::checkup::checkup;
 use storage_platform::Roots;
 use storage_scoring::health::{Health, Thermal, ThermalSnapshot};
 use storage_scoring::schema::Report;
 
 use crate::outputs::OutputFile;
-use crate::{DoctorArgs, Failure, doctor_render, doctor_status, history, prometheus};
+use crate::{DoctorArgs, Failure, doctor_render, doctor_status, history_cmd};
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -29,7 +30,7 @@ pub fn doctor(args: &DoctorArgs, roots: &Roots) -> Result<i32, Failure> {
             ("", [one]) => one.as_str(),
             (device, _) => device,
         };
-        history::show(args, device)?;
+        history_cmd::show(args, device)?;
         return Ok(0);
     }
     let started = Instant::now();
@@ -41,12 +42,15 @@ pub fn doctor(args: &DoctorArgs, roots: &Roots) -> Result<i32, Failure> {
     let targets = targets(args, roots)?;
     let reports = targets.iter().map(|t| examine(t, roots)).collect::<Result<Vec<Report>, Failure>>()?;
     let masks: Vec<i32> = reports.iter().map(doctor_status::exit_mask).collect();
-    let written: Vec<Option<u64>> =
-        reports.iter().map(|r| history::disk_name(r).and_then(|d| history::boot_written(roots, &d))).collect();
+    let written: Vec<Option<u64>> = reports
+        .iter()
+        .map(|r| storage_history::disk_name(r).and_then(|d| storage_history::boot_written(roots, &d)))
+        .collect();
     let mut logged = Vec::new();
     if args.log {
         for (report, written) in reports.iter().zip(&written) {
-            logged.push(history::log(&args.history_dir, report, roots, *written)?);
+            logged
+                .push(storage_history::log(&args.history_dir, report, roots, *written).map_err(history_cmd::failure)?);
         }
     }
     if args.prometheus.is_some() {

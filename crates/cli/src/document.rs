@@ -22,7 +22,7 @@ pub const CAPACITY: &str = "storage-score-capacity/1";
 
 /// Now, as `"created"` carries it: `2026-12-04T03:45:10Z`.
 pub fn now() -> String {
-    crate::history::time::rfc3339(std::time::SystemTime::now())
+    storage_history::time::rfc3339(std::time::SystemTime::now())
 }
 
 /// `body`'s keys after `schema` and `created`.
@@ -53,6 +53,6 @@ mod tests {
         assert_eq!(keys, ["schema", "created", "score"], "{text}");
         let doc: serde_json::Value = serde_json::from_str(&text).expect("json");
         let created = doc["created"].as_str().expect("created");
-        assert!(crate::history::time::parse(created).is_some() && created.ends_with('Z'), "{created}");
+        assert!(storage_history::time::parse(created).is_some() && created.ends_with('Z'), "{created}");
     }
 }

@@ -14,7 +14,7 @@ mod endurance_cmd;
 mod export;
 mod export_sheets;
 mod failure;
-mod history;
+mod history_cmd;
 mod import_cmd;
 mod outputs;
 mod plain;
@@ -23,7 +23,6 @@ mod powerloss_cmd;
 mod profile_cmd;
 mod profile_render;
 mod progress;
-mod prometheus;
 mod render;
 mod run;
 mod saved;
@@ -63,7 +62,7 @@ fn main() {
     let roots = settings::roots(cli.sysfs_root.as_deref(), cli.machine_root.as_deref()).unwrap_or_else(|f| fail(f));
     // A tree someone named is read as the user behind sudo, never with
     // root's rights (docs/safety.md#what-is-read).
-    if let Some(user) = outputs::sudo_user() {
+    if let Some(user) = storage_platform::sudo::sudo_user() {
         for tree in [&cli.sysfs_root, &cli.machine_root].into_iter().flatten() {
             storage_platform::sysfs::read_tree_as(tree, user);
         }

@@ -28,7 +28,7 @@ pub fn read(name: &str) -> Result<Vec<u8>, Failure> {
         storage_platform::safe_fs::read_capped(std::io::stdin().lock(), LIMIT)
     } else {
         // Under sudo, as the user: root's rights never read a file for them.
-        storage_platform::safe_fs::as_identity(crate::outputs::sudo_user(), || {
+        storage_platform::safe_fs::as_identity(storage_platform::sudo::sudo_user(), || {
             storage_platform::safe_fs::read_file(std::path::Path::new(name), LIMIT)
         })
     };
@@ -42,7 +42,7 @@ pub fn read(name: &str) -> Result<Vec<u8>, Failure> {
 /// A report, or a leaderboard's result that holds one (`{"report": …}`, as
 /// its API answers and its JSON export has on each line).
 pub fn from_value(name: &str, value: Value) -> Result<Saved, Failure> {
-    let stored_at = value.get("created_at").and_then(Value::as_str).map(|s| crate::upload::one_line(s, 40));
+    let stored_at = value.get("created_at").and_then(Value::as_str).map(|s| storage_upload::client::one_line(s, 40));
     let value = match value {
         Value::Object(mut map) if !map.contains_key("schema") && map.get("report").is_some_and(Value::is_object) => {
             map.remove("report").unwrap_or_default()

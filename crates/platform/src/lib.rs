@@ -5,6 +5,8 @@
 //!   the same code) and capped, non-blocking attribute reads.
 //! - [`safe_fs`]: directories walked component by component without
 //!   following links, files opened under a chosen identity.
+//! - [`sudo`]: the user behind sudo, and who writes in a directory a user
+//!   named.
 //! - [`target`]: TARGET → mount → partition → disk, from mountinfo and
 //!   sysfs.
 //! - [`usage`]: who uses a block device (mounts, holders, swap, loop
@@ -18,6 +20,7 @@
 pub mod clock;
 pub mod loopdev;
 pub mod safe_fs;
+pub mod sudo;
 pub mod sysfs;
 pub mod target;
 pub mod uevent;

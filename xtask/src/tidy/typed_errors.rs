@@ -13,7 +13,7 @@ use super::figure_keys::{is_test_code, production_part};
 use super::{Outcome, rust_files};
 
 /// The library crates held to it, by their source directory.
-pub const LIBRARIES: [&str; 9] = [
+pub const LIBRARIES: [&str; 11] = [
     "scoring/src/",
     "crates/platform/src/",
     "crates/identify/src/",
@@ -22,6 +22,8 @@ pub const LIBRARIES: [&str; 9] = [
     "crates/endurance/src/",
     "crates/powerloss/src/",
     "crates/report/src/",
+    "crates/upload/src/",
+    "crates/history/src/",
     "crates/leaderboard/src/",
 ];
 

@@ -45,7 +45,7 @@ pub fn batch(args: &BatchArgs, roots: &Roots) -> Result<(), Failure> {
     }
     storage_bench::interrupt::install().map_err(|e| Failure::Run(format!("cannot install signal handlers: {e}")))?;
 
-    let created = crate::history::time::rfc3339(SystemTime::now());
+    let created = storage_history::time::rfc3339(SystemTime::now());
     let steps = card::Steps { args, require: require.as_ref(), roots };
     let cards = run_all(&args.devices, usize::from(args.jobs), &steps);
     let report = assemble(args, created, cards);
@@ -146,7 +146,7 @@ pub fn assemble(args: &BatchArgs, created: String, cards: Vec<Card>) -> BatchRep
     let salt = if args.include_serials {
         None
     } else {
-        crate::upload::installation::Installation::discover().and_then(|i| i.salt()).ok()
+        storage_upload::installation::Installation::discover().and_then(|i| i.salt()).ok()
     };
     let cards = cards.into_iter().map(|card| hide_serials(card, args.include_serials, salt.as_deref())).collect();
     BatchReport {

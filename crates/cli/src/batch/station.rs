@@ -62,7 +62,7 @@ pub fn station(station_args: &StationArgs, roots: &Roots) -> Result<(), Failure>
         ));
     }
     storage_bench::interrupt::install().map_err(|e| Failure::Run(format!("cannot install signal handlers: {e}")))?;
-    let created = crate::history::time::rfc3339(SystemTime::now());
+    let created = storage_history::time::rfc3339(SystemTime::now());
     let steps = Steps { args, require: require.as_ref(), roots };
     let live = Roots::live();
 

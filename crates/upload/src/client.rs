@@ -1,5 +1,5 @@
 //! The HTTP side of an upload: a POST (or a DELETE) to the leaderboard's API
-//! (docs/leaderboard.md) with timeouts and the retries of [`super::retry`], on
+//! (docs/leaderboard.md) with timeouts and the retries of [`crate::retry`], on
 //! reqwest's blocking client with rustls.
 
 use std::io::Read;
@@ -9,7 +9,7 @@ use reqwest::blocking::{Client as Http, RequestBuilder, Response};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, LOCATION, RETRY_AFTER};
 use serde_json::Value;
 
-use super::retry::{Policy, StatusClass, classify, parse_retry_after};
+use crate::retry::{Policy, StatusClass, classify, parse_retry_after};
 
 /// The most of an answer read: a leaderboard's replies are small; anything
 /// bigger is not one of them.
@@ -76,6 +76,17 @@ pub enum SendError {
     Tls { what: String },
 }
 
+/// The HTTP client could not be set up (its TLS roots, say).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot set up the HTTP client: {0}")]
+pub struct SetupError(String);
+
+/// A failure of the connection while an answer was read, in words: worth
+/// another attempt.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Transient(String);
+
 /// One HTTP answer, read.
 struct Answer {
     status: u16,
@@ -84,6 +95,8 @@ struct Answer {
     retry_after: Option<String>,
 }
 
+/// The leaderboard's HTTP client: its timeouts and retry policy.
+#[derive(Debug)]
 pub struct Client {
     http: Http,
     policy: Policy,
@@ -91,7 +104,7 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn new(timeout: Duration, policy: Policy) -> Result<Client, String> {
+    pub fn new(timeout: Duration, policy: Policy) -> Result<Client, SetupError> {
         let http = Http::builder()
             .connect_timeout(timeout.min(Duration::from_secs(10)))
             .timeout(timeout)
@@ -99,7 +112,7 @@ impl Client {
             // A redirected POST may turn into a GET: say where it went instead.
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .map_err(|e| format!("cannot set up the HTTP client: {}", root_cause(&e)))?;
+            .map_err(|e| SetupError(root_cause(&e)))?;
         Ok(Client { http, policy, timeout })
     }
 
@@ -161,7 +174,7 @@ impl Client {
                     return Err(SendError::Tls { what });
                 }
             }
-            let outcome = sent.map_err(|e| self.describe(&e)).and_then(|r| self.read_answer(r));
+            let outcome = sent.map_err(|e| self.describe(&e)).and_then(|r| self.read_answer(r).map_err(|t| t.0));
             let (failure, retry_after) = match outcome {
                 Ok(answer) if classify(answer.status) != StatusClass::Transient => return Ok(answer),
                 Ok(answer) => {
@@ -187,20 +200,20 @@ impl Client {
         unreachable!("the loop returns on its last attempt")
     }
 
-    fn read_answer(&self, response: Response) -> Result<Answer, String> {
+    fn read_answer(&self, response: Response) -> Result<Answer, Transient> {
         let status = response.status().as_u16();
         let header = |name| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
         let (location, retry_after) = (header(LOCATION), header(RETRY_AFTER));
         let mut body = Vec::new();
         // A failure while reading the body is the connection's, and retried.
         response.take(MAX_ANSWER).read_to_end(&mut body).map_err(|e| {
-            match e.get_ref().and_then(|i| i.downcast_ref()) {
+            Transient(match e.get_ref().and_then(|i| i.downcast_ref()) {
                 Some(inner) => self.describe(inner),
                 None if e.kind() == std::io::ErrorKind::TimedOut => {
                     format!("no answer within {} s", self.timeout.as_secs())
                 }
                 _ => format!("the connection failed: {}", root_cause(&e)),
-            }
+            })
         })?;
         Ok(Answer { status, body, location, retry_after })
     }

@@ -76,6 +76,7 @@ impl Metrics {
 
 /// One examined device: its report, this boot's counter of bytes written
 /// to it, and doctor's exit status for it.
+#[derive(Debug)]
 pub struct Examined<'a> {
     pub report: &'a Report,
     pub written: Option<u64>,
@@ -138,7 +139,7 @@ fn machine(m: &mut Metrics, report: &Report) {
 fn device(m: &mut Metrics, examined: &Examined) {
     let Examined { report, written, mask } = *examined;
     let device = report.device.as_ref();
-    let disk = crate::history::disk_name(report).unwrap_or_default();
+    let disk = crate::disk_name(report).unwrap_or_default();
     let kind = device.map(|d| d.kind.as_str()).unwrap_or("other");
     let model = device
         .and_then(|d| {

@@ -8,28 +8,25 @@
 //! line saying that the report stays on disk and, where sending later can
 //! work, the one command that does it.
 
-mod client;
-pub(crate) mod installation;
-mod payload;
-mod place;
-pub(crate) mod retry;
-mod wear;
-
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use storage_scoring::schema::Report;
 
-use crate::{Failure, RunArgs, SubmitArgs};
-use client::{Accepted, Client, SendError};
-use installation::{FsIdentity, Installation, read_report_bytes, write_atomically, writer_beside};
-use payload::{Receipt, SummaryContext, clean_label, idempotency_key, prepare, report_digest, summary};
-use place::Place;
-use retry::Policy;
+use storage_upload::client::{self, Accepted, Client, SendError};
+use storage_upload::installation::{
+    self, FsIdentity, Installation, read_report_bytes, write_atomically, writer_beside,
+};
+use storage_upload::payload::{
+    self, Receipt, SummaryContext, clean_label, idempotency_key, prepare, report_digest, summary,
+};
+use storage_upload::place::Place;
+use storage_upload::retry::Policy;
+use storage_upload::url::{URL_VARIABLE, absolute_url};
+use storage_upload::wear;
 
-/// The environment variable naming the leaderboard when no URL is given.
-const URL_VARIABLE: &str = "STORAGE_SCORE_LEADERBOARD";
+use crate::{Failure, RunArgs, SubmitArgs};
 
 /// Seconds to wait for each answer when `run --submit` sends.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -73,7 +70,7 @@ pub fn submit_command(args: &SubmitArgs) -> Result<(), Failure> {
         base: leaderboard_base(args.url.as_deref())?,
         yes: args.yes,
         include_serials: args.include_serials,
-        label: args.label.as_deref().map(clean_label).transpose().map_err(Failure::Usage)?.flatten(),
+        label: args.label.as_deref().map(clean_label).transpose().map_err(usage)?.flatten(),
         timeout: Duration::from_secs(args.timeout),
     };
     send_saved(&args.report, &upload, Channel::Stdout)
@@ -93,8 +90,8 @@ pub fn before_run(args: &RunArgs) -> Result<Option<Upload>, Failure> {
         ));
     }
     // Make the salt now: a home that cannot hold it fails before the run.
-    Installation::discover().and_then(|inst| inst.salt()).map_err(Failure::Run)?;
-    let label = args.label.as_deref().map(clean_label).transpose().map_err(Failure::Usage)?.flatten();
+    Installation::discover().and_then(|inst| inst.salt()).map_err(run)?;
+    let label = args.label.as_deref().map(clean_label).transpose().map_err(usage)?.flatten();
     Ok(Some(Upload { base, yes: args.yes, include_serials: args.include_serials, label, timeout: DEFAULT_TIMEOUT }))
 }
 
@@ -102,7 +99,7 @@ pub fn before_run(args: &RunArgs) -> Result<Option<Upload>, Failure> {
 /// directory (the invoking user's, under sudo), where `submit` can find it
 /// again. Returns its path.
 pub fn keep_report(json: &str, report: &Report) -> Result<PathBuf, Failure> {
-    let inst = Installation::discover().map_err(Failure::Run)?;
+    let inst = Installation::discover().map_err(run)?;
     let dir = inst.data_dir.join("reports");
     let disk = report
         .device
@@ -112,7 +109,7 @@ pub fn keep_report(json: &str, report: &Report) -> Result<PathBuf, Failure> {
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
         .collect::<String>();
-    let path = dir.join(format!("{}-{disk}.json", crate::history::time::compact(SystemTime::now())));
+    let path = dir.join(format!("{}-{disk}.json", storage_history::time::compact(SystemTime::now())));
     installation::make_dir(inst.user, &dir)
         .and_then(|()| write_atomically(inst.user, &path, format!("{json}\n").as_bytes(), 0o644))
         .map_err(|e| {
@@ -140,10 +137,10 @@ pub fn send_saved(path: &Path, upload: &Upload, channel: Channel) -> Result<(), 
             )));
         }
     }
-    let inst = Installation::discover().map_err(Failure::Run)?;
-    let salt = inst.salt().map_err(Failure::Run)?;
+    let inst = Installation::discover().map_err(run)?;
+    let salt = inst.salt().map_err(run)?;
     // Beside the report, or the state directory when that cannot be written.
-    let place = Place::for_report(&path, &inst).map_err(Failure::Run)?;
+    let place = Place::for_report(&path, &inst).map_err(run)?;
     if let Some(moved) = &place.moved {
         channel.say(&format!("note: {moved}"));
     }
@@ -165,13 +162,16 @@ pub fn send_saved(path: &Path, upload: &Upload, channel: Channel) -> Result<(), 
                 None if !upload.yes => ask_label()?,
                 None => None,
             };
-            let payload = prepare(&report, upload.include_serials, &salt, &inst.personal, label.as_deref())
-                .map_err(Failure::Run)?;
+            let payload =
+                prepare(&report, upload.include_serials, &salt, &inst.personal, label.as_deref()).map_err(run)?;
             let shown = summary(&payload, &context);
             (payload.body, shown, *report)
         }
         Parsed::Wear(wear) => {
-            let (body, shown) = wear::prepare(&wear, upload, &salt, &context)?;
+            let (body, shown) = wear::prepare(&wear, upload.label.is_some(), upload.include_serials, &salt, &context)
+                .map_err(|e| {
+                if e.is_usage() { Failure::Usage(e.to_string()) } else { Failure::Run(e.to_string()) }
+            })?;
             (body, shown, Report::default())
         }
     };
@@ -190,7 +190,7 @@ pub fn send_saved(path: &Path, upload: &Upload, channel: Channel) -> Result<(), 
     // next, a later submit of this report reuses it.
     receipt.entry(&upload.base, &digest, &key);
     save_receipt(&place, &receipt)?;
-    let client = Client::new(upload.timeout, Policy::default()).map_err(Failure::Run)?;
+    let client = Client::new(upload.timeout, Policy::default()).map_err(run)?;
     let earlier = receipt.entry(&upload.base, &digest, &key).url.clone();
     let sent = client.submit(&endpoint, &key, &payload.body, &mut |note| channel.say(note));
     if sent.is_err() {
@@ -236,7 +236,7 @@ enum Parsed {
 
 fn read_report(owner: FsIdentity, path: &Path) -> Result<(Vec<u8>, Parsed), Failure> {
     // Under sudo the user's own rights read it, wherever it lies.
-    let reader = crate::outputs::sudo_user().or(owner);
+    let reader = storage_platform::sudo::sudo_user().or(owner);
     let bytes = read_report_bytes(reader, path).map_err(|e| {
         Failure::Usage(format!(
             "cannot read the report {}: {e}; give a report saved with `storage-score run --output FILE`",
@@ -303,7 +303,7 @@ fn ask_label() -> Result<Option<String>, Failure> {
         .and_then(|()| stderr.flush());
     let mut answer = String::new();
     let _ = stdin.lock().read_line(&mut answer);
-    clean_label(answer.trim_end_matches(['\n', '\r'])).map_err(Failure::Usage)
+    clean_label(answer.trim_end_matches(['\n', '\r'])).map_err(usage)
 }
 
 /// y/N on a terminal; `--yes` answers for scripts; no terminal and no
@@ -400,8 +400,8 @@ fn standing_line(score: u64, standing: &client::Standing) -> String {
 /// in the receipt.
 fn delete(args: &SubmitArgs) -> Result<(), Failure> {
     let path = std::path::absolute(&args.report).unwrap_or_else(|_| args.report.clone());
-    let inst = Installation::discover().map_err(Failure::Run)?;
-    let place = Place::for_report(&path, &inst).map_err(Failure::Run)?;
+    let inst = Installation::discover().map_err(run)?;
+    let place = Place::for_report(&path, &inst).map_err(run)?;
     let receipt_path = place.receipt.clone();
     if std::fs::symlink_metadata(&receipt_path).is_err() {
         return Err(Failure::Usage(format!(
@@ -447,7 +447,7 @@ fn delete(args: &SubmitArgs) -> Result<(), Failure> {
     if id.is_empty() || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
         return Err(Failure::Run(format!("the receipt's result id {id:?} is not one this tool can address")));
     }
-    let client = Client::new(Duration::from_secs(args.timeout), Policy::default()).map_err(Failure::Run)?;
+    let client = Client::new(Duration::from_secs(args.timeout), Policy::default()).map_err(run)?;
     let endpoint = format!("{}/api/v1/results/{id}", entry.leaderboard);
     let token = entry.delete_token.clone().unwrap_or_default();
     warn_if_clear_text(Channel::Stdout, &entry.leaderboard, "the delete token");
@@ -483,7 +483,7 @@ fn later_flags(upload: &Upload) -> String {
 /// GETs the leaderboard document at `url` (a result, for `compare --from`),
 /// retried as uploads are; the error is one line naming the address.
 pub fn fetch(url: &str, timeout: Duration) -> Result<serde_json::Value, Failure> {
-    let client = Client::new(timeout, Policy::default()).map_err(Failure::Run)?;
+    let client = Client::new(timeout, Policy::default()).map_err(run)?;
     let mut notify = |line: &str| crate::terminal::errln(&format!("storage-score: {url}: {line}"));
     client.fetch(url, &mut notify).map_err(|e| {
         Failure::Run(match e {
@@ -505,8 +505,6 @@ pub fn fetch(url: &str, timeout: Duration) -> Result<serde_json::Value, Failure>
         })
     })
 }
-
-pub use client::one_line;
 
 /// The one-line failure for an upload that did not happen, with the way to
 /// send later (`flags` from [`later_flags`]) where waiting can help.
@@ -564,45 +562,19 @@ fn not_deleted(e: SendError, report: &Path, base: &str) -> Failure {
     })
 }
 
-/// Checks a leaderboard URL and reduces it to its base: `http(s)://host[:port][/prefix]`,
-/// accepting the API endpoint itself too.
+/// A leaderboard URL reduced to its base, or the usage error (exit 2).
 fn leaderboard_base(url: Option<&str>) -> Result<String, Failure> {
-    let Some(raw) = url.map(str::trim).filter(|u| !u.is_empty()) else {
-        return Err(Failure::Usage(format!(
-            "no leaderboard to send to: give --url URL or set {URL_VARIABLE} (there is no default public server)"
-        )));
-    };
-    let bad = |why: &str| {
-        Failure::Usage(format!(
-            "\"{}\" is not a leaderboard URL ({why}): give one like https://scores.example.org",
-            client::one_line(raw, 100)
-        ))
-    };
-    let parsed = reqwest::Url::parse(raw).map_err(|e| bad(&e.to_string()))?;
-    if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(bad("it must start with http:// or https://"));
-    }
-    if parsed.host_str().is_none_or(str::is_empty) {
-        return Err(bad("it names no host"));
-    }
-    if parsed.query().is_some() || parsed.fragment().is_some() {
-        return Err(bad("a query or fragment has no place in it"));
-    }
-    let text = parsed.as_str().trim_end_matches('/');
-    let base = text.strip_suffix("/api/v1/results").unwrap_or(text);
-    Ok(base.trim_end_matches('/').to_owned())
+    storage_upload::url::leaderboard_base(url).map_err(usage)
 }
 
-/// The result's page as an absolute URL: the server may answer a path.
-fn absolute_url(base: &str, url: Option<&str>, id: &str) -> String {
-    match url.map(str::trim).filter(|u| !u.is_empty()) {
-        Some(u) if u.starts_with("http://") || u.starts_with("https://") => u.to_owned(),
-        Some(u) => match reqwest::Url::parse(&format!("{base}/")).and_then(|b| b.join(u)) {
-            Ok(joined) => joined.to_string(),
-            Err(_) => format!("{base}/{}", u.trim_start_matches('/')),
-        },
-        None => format!("{base}/results/{id}"),
-    }
+/// A library's error as bad usage (exit 2).
+fn usage(e: impl std::fmt::Display) -> Failure {
+    Failure::Usage(e.to_string())
+}
+
+/// A library's error as a failed run (exit 1).
+fn run(e: impl std::fmt::Display) -> Failure {
+    Failure::Run(e.to_string())
 }
 
 /// A word the shell reads back as itself.
@@ -620,24 +592,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn urls_reduce_to_the_leaderboards_base() {
-        let base = |u: &str| leaderboard_base(Some(u)).map_err(|e| e.to_string());
-        assert_eq!(base("http://127.0.0.1:8080").unwrap(), "http://127.0.0.1:8080");
-        assert_eq!(base("https://scores.example.org/").unwrap(), "https://scores.example.org");
-        assert_eq!(base("https://example.org/lb/api/v1/results").unwrap(), "https://example.org/lb");
-        for bad in ["ftp://x", "/dev/sda", "localhost:8080", "http://x/?a=1", "http://"] {
-            assert!(base(bad).is_err(), "{bad}");
-        }
+    fn no_leaderboard_is_bad_usage() {
         let none = leaderboard_base(None).unwrap_err();
         assert_eq!(none.exit_code(), 2);
         assert!(none.to_string().contains(URL_VARIABLE));
-    }
-
-    #[test]
-    fn result_urls_are_made_absolute() {
-        assert_eq!(absolute_url("http://h:1/lb", Some("/results/7"), "7"), "http://h:1/results/7");
-        assert_eq!(absolute_url("http://h:1", Some("https://o/r/7"), "7"), "https://o/r/7");
-        assert_eq!(absolute_url("http://h:1", None, "7"), "http://h:1/results/7");
     }
 
     #[test]

@@ -54,9 +54,31 @@ pub struct Facts<'a> {
     pub hostname: Option<String>,
 }
 
+/// Why an installation's directories or salt cannot be had.
+#[derive(Debug, thiserror::Error)]
+pub enum InstallationError {
+    /// No home directory, nor XDG directories, to keep the salt in.
+    #[error(
+        "cannot find a home directory for the upload salt: set HOME (or XDG_CONFIG_HOME, XDG_DATA_HOME and XDG_STATE_HOME)"
+    )]
+    NoHome,
+    /// The salt could not be read or made.
+    #[error(
+        "cannot keep the upload salt in {}: {source}; make that directory writable, or set XDG_CONFIG_HOME",
+        path.display()
+    )]
+    Salt { path: PathBuf, source: io::Error },
+}
+
+impl std::fmt::Debug for Facts<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Facts").field("euid", &self.euid).field("hostname", &self.hostname).finish_non_exhaustive()
+    }
+}
+
 impl Installation {
     /// This process's installation.
-    pub fn discover() -> Result<Installation, String> {
+    pub fn discover() -> Result<Installation, InstallationError> {
         let env = |key: &str| std::env::var(key).ok();
         let user =
             |uid: u32| User::from_uid(Uid::from_raw(uid)).ok().flatten().map(|u| (u.name, u.dir, u.gid.as_raw()));
@@ -65,7 +87,7 @@ impl Installation {
     }
 
     /// The pure part of [`Installation::discover`].
-    pub fn locate(facts: &Facts<'_>) -> Result<Installation, String> {
+    pub fn locate(facts: &Facts<'_>) -> Result<Installation, InstallationError> {
         let env = |key: &str| (facts.env)(key).filter(|v| !v.trim().is_empty());
         let absolute = |v: String| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
         let mut personal: Vec<String> = ["USER", "LOGNAME", "SUDO_USER"].iter().filter_map(|k| env(k)).collect();
@@ -103,10 +125,7 @@ impl Installation {
                 match (config, data, state) {
                     (Some(config), Some(data), Some(state)) => (None, config, data, state),
                     _ => {
-                        return Err(
-                            "cannot find a home directory for the upload salt: set HOME (or XDG_CONFIG_HOME, XDG_DATA_HOME and XDG_STATE_HOME)"
-                                .to_owned(),
-                        );
+                        return Err(InstallationError::NoHome);
                     }
                 }
             }
@@ -126,14 +145,10 @@ impl Installation {
     /// `salt`, mode 0600), made on first use. It keys the serial hash and
     /// the Idempotency-Key: without it neither can be reversed by trying
     /// every possible serial.
-    pub fn salt(&self) -> Result<Vec<u8>, String> {
+    pub fn salt(&self) -> Result<Vec<u8>, InstallationError> {
         let path = self.config_dir.join("salt");
-        safe_fs::as_identity(self.user, || read_or_make_salt(&path)).map_err(|e| {
-            format!(
-                "cannot keep the upload salt in {}: {e}; make that directory writable, or set XDG_CONFIG_HOME",
-                path.display()
-            )
-        })
+        safe_fs::as_identity(self.user, || read_or_make_salt(&path))
+            .map_err(|source| InstallationError::Salt { path, source })
     }
 }
 
@@ -188,9 +203,9 @@ pub fn writer_beside(report: &Path) -> FsIdentity {
         return None;
     }
     let dir = report.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let Ok(opened) = Dir::open(dir) else { return crate::outputs::sudo_user() };
-    if crate::outputs::sudo_user().is_some() {
-        return crate::outputs::writer_for(&opened);
+    let Ok(opened) = Dir::open(dir) else { return storage_platform::sudo::sudo_user() };
+    if storage_platform::sudo::sudo_user().is_some() {
+        return storage_platform::sudo::writer_for(&opened);
     }
     let st = opened.stat().ok()?;
     (st.st_uid != 0).then_some(Identity { uid: st.st_uid, gid: st.st_gid })
@@ -224,7 +239,7 @@ mod tests {
     use std::fs;
     use std::os::unix::fs::MetadataExt;
 
-    fn locate(euid: u32, vars: &[(&str, &str)], hostname: Option<&str>) -> Result<Installation, String> {
+    fn locate(euid: u32, vars: &[(&str, &str)], hostname: Option<&str>) -> Result<Installation, InstallationError> {
         let env = |key: &str| vars.iter().find(|(k, _)| *k == key).map(|(_, v)| (*v).to_owned());
         let user = |uid: u32| match uid {
             0 => Some(("root".to_owned(), PathBuf::from("/root"), 0)),
@@ -269,7 +284,7 @@ mod tests {
     #[test]
     fn no_home_at_all_is_a_clear_error() {
         let err = locate(4242, &[], None).unwrap_err();
-        assert!(err.contains("set HOME"), "{err}");
+        assert!(err.to_string().contains("set HOME"), "{err}");
     }
 
     #[test]

@@ -5,8 +5,8 @@
 
 use serde::Serialize;
 
-use super::Snapshot;
-use super::time;
+use crate::Snapshot;
+use crate::time;
 
 const DAY: f64 = 86_400.0;
 

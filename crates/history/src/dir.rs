@@ -13,8 +13,7 @@ use std::path::Path;
 use nix::fcntl::{Flock, FlockArg};
 use storage_platform::safe_fs::{self, Dir};
 
-use super::Snapshot;
-use crate::Failure;
+use crate::{HistoryError, Snapshot};
 
 /// The most of one history file that is read (a daily snapshot is about
 /// 2 KiB: this is decades).
@@ -22,14 +21,15 @@ const FILE_LIMIT: u64 = 64 << 20;
 const SALT_NAME: &str = ".salt";
 
 /// An open, checked history directory.
+#[derive(Debug)]
 pub struct History {
     dir: Dir,
 }
 
 /// `--history-dir DIR: WHAT; HOW`, exit 2: the option is named, with its
 /// variable, since either may have set it.
-fn bad(path: &Path, what: impl std::fmt::Display) -> Failure {
-    Failure::Usage(format!("--history-dir (STORAGE_SCORE_HISTORY_DIR) {}: {what}", path.display()))
+fn bad(path: &Path, what: impl std::fmt::Display) -> HistoryError {
+    HistoryError::Dir { path: path.to_path_buf(), what: what.to_string() }
 }
 
 fn trusted_owner(uid: u32) -> bool {
@@ -38,7 +38,7 @@ fn trusted_owner(uid: u32) -> bool {
 
 impl History {
     /// Opens `path`, making it (mode 0755, parents too) when `create`.
-    pub fn open(path: &Path, create: bool) -> Result<History, Failure> {
+    pub fn open(path: &Path, create: bool) -> Result<History, HistoryError> {
         let opened = if create { Dir::create(path, 0o755) } else { Dir::open(path) };
         let dir = opened.map_err(|e| match e.kind() {
             io::ErrorKind::NotFound => bad(path, "no such directory; `doctor --log` makes it, as root"),
@@ -47,15 +47,15 @@ impl History {
             }
             _ => bad(path, format!("{e}; it must be a directory")),
         })?;
-        check_ancestry(&dir).map_err(|why| bad(path, why))?;
+        check_ancestry(&dir, path)?;
         Ok(History { dir })
     }
 
     /// The directory's salt (32 random bytes, hex, in `.salt`, mode 0600),
     /// made on first use; it keys the device IDs.
-    pub fn salt(&self) -> Result<Vec<u8>, Failure> {
+    pub fn salt(&self) -> Result<Vec<u8>, HistoryError> {
         let path = self.dir.path().join(SALT_NAME);
-        let fail = |e: String| Failure::Run(format!("cannot use the history salt {}: {e}", path.display()));
+        let fail = |why: String| HistoryError::Salt { path: path.clone(), why };
         match self.dir.open_regular(OsStr::new(SALT_NAME)) {
             Ok((file, stat)) => {
                 if !trusted_owner(stat.st_uid) || stat.st_mode & 0o077 != 0 {
@@ -98,11 +98,11 @@ impl History {
     pub fn append(
         &self,
         id: &str,
-        make: impl FnOnce(Option<&Snapshot>) -> Result<String, String>,
-    ) -> Result<(), Failure> {
+        make: impl FnOnce(Option<&Snapshot>) -> Result<String, serde_json::Error>,
+    ) -> Result<(), HistoryError> {
         let name = format!("{id}.jsonl");
         let path = self.dir.path().join(&name);
-        let fail = |e: String| Failure::Run(format!("cannot append to the history {}: {e}", path.display()));
+        let fail = |why: String| HistoryError::Append { path: path.clone(), why };
         // O_APPEND | O_NOFOLLOW relative to the checked directory: std has
         // no openat, so the name is opened under the directory's descriptor
         // in /proc/self/fd, which resolves to that very directory whatever
@@ -128,7 +128,7 @@ impl History {
         let text = safe_fs::read_capped(&mut *file, FILE_LIMIT).map_err(|e| fail(e.to_string()))?;
         let text = String::from_utf8_lossy(&text);
         let last = parse_lines(&text).0.pop();
-        let mut line = make(last.as_ref()).map_err(fail)?;
+        let mut line = make(last.as_ref()).map_err(|e| fail(format!("cannot encode the snapshot: {e}")))?;
         // A run that died mid-line left no newline: the next line starts fresh.
         if !text.is_empty() && !text.ends_with('\n') {
             line.insert(0, '\n');
@@ -139,7 +139,7 @@ impl History {
 
     /// Every device's snapshots, by file, in file order; and the count of
     /// lines that were not snapshots.
-    pub fn read_all(&self) -> Result<Vec<(OsString, Vec<Snapshot>, usize)>, Failure> {
+    pub fn read_all(&self) -> Result<Vec<(OsString, Vec<Snapshot>, usize)>, HistoryError> {
         let path = self.dir.path();
         let names = self.dir.names().map_err(|e| bad(path, e))?;
         let mut out = Vec::new();
@@ -147,7 +147,7 @@ impl History {
             let bytes = self
                 .dir
                 .read(&name, FILE_LIMIT)
-                .map_err(|e| Failure::Run(format!("cannot read {}: {e}", path.join(&name).display())))?;
+                .map_err(|source| HistoryError::Read { path: path.join(&name), source })?;
             let (snapshots, bad_lines) = parse_lines(&String::from_utf8_lossy(&bytes));
             out.push((name, snapshots, bad_lines));
         }
@@ -161,7 +161,7 @@ pub fn parse_lines(text: &str) -> (Vec<Snapshot>, usize) {
     let mut out = Vec::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         match serde_json::from_str::<Snapshot>(line) {
-            Ok(s) if s.schema == super::SCHEMA => out.push(s),
+            Ok(s) if s.schema == crate::SCHEMA => out.push(s),
             _ => bad += 1,
         }
     }
@@ -179,28 +179,29 @@ fn parse_salt(text: &[u8]) -> Option<Vec<u8>> {
 /// The directory and everything above it: owned by root or this user, and
 /// writable by no one else. A sticky directory above (`/tmp`) is allowed:
 /// there nobody but an entry's owner may rename or remove it.
-fn check_ancestry(dir: &Dir) -> Result<(), String> {
-    let mut current = dir.stat().map_err(|e| e.to_string())?;
+fn check_ancestry(dir: &Dir, path: &Path) -> Result<(), HistoryError> {
+    let mut current = dir.stat().map_err(|e| bad(path, e))?;
     let mut here: Option<Dir> = None;
     // Bounded: no real tree is this deep.
     for depth in 0..256 {
         let shown = here.as_ref().map(|d| d.path().display().to_string()).unwrap_or_else(|| "it".to_owned());
         let mode = current.st_mode & 0o7777;
         if !trusted_owner(current.st_uid) {
-            return Err(format!(
-                "{shown} belongs to uid {}, not to root; choose a directory of root's",
-                current.st_uid
+            return Err(bad(
+                path,
+                format!("{shown} belongs to uid {}, not to root; choose a directory of root's", current.st_uid),
             ));
         }
         let sticky_above = depth > 0 && mode & 0o1000 != 0;
         if mode & 0o022 != 0 && !sticky_above {
             let who = if mode & 0o002 != 0 { "everyone" } else { "its group" };
-            return Err(format!(
-                "{shown} is writable by {who} (mode {mode:04o}); choose a directory only root can write"
+            return Err(bad(
+                path,
+                format!("{shown} is writable by {who} (mode {mode:04o}); choose a directory only root can write"),
             ));
         }
-        let parent = here.as_ref().unwrap_or(dir).parent().map_err(|e| e.to_string())?;
-        let above = parent.stat().map_err(|e| e.to_string())?;
+        let parent = here.as_ref().unwrap_or(dir).parent().map_err(|e| bad(path, e))?;
+        let above = parent.stat().map_err(|e| bad(path, e))?;
         if (above.st_dev, above.st_ino) == (current.st_dev, current.st_ino) {
             return Ok(());
         }
@@ -263,7 +264,7 @@ mod tests {
         let open = tmp.path().join("open");
         std::fs::create_dir(&open).unwrap();
         std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
-        let err = History::open(&open, false).err().expect("refused").to_string();
+        let err = History::open(&open, false).expect_err("refused").to_string();
         assert!(err.starts_with("--history-dir"), "{err}");
         assert!(err.contains("writable by everyone"), "{err}");
     }

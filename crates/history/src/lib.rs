@@ -1,6 +1,7 @@
-//! `doctor --log` and `doctor --history` (docs/doctor.md#history): one
-//! snapshot per device and run, appended to `DIR/DEVICE-ID.jsonl`, and the
-//! trend read back from them.
+//! storage-history: `doctor --log` and `doctor --history`
+//! (docs/doctor.md#history), one snapshot per device and run, appended to
+//! `DIR/DEVICE-ID.jsonl`, and the trend read back from them; and what
+//! serves monitoring besides, `doctor --prometheus`'s metrics.
 //!
 //! The bytes this host wrote to a device come from the kernel's counter
 //! (`/sys/block/DISK/stat`, sectors written × 512), which starts again at
@@ -10,13 +11,15 @@
 //! the last one of the same boot, or the whole counter after a reboot (the
 //! boot id changed) or a reset (the counter went down).
 //!
-//! `dir.rs` checks and opens the directory and appends; `trend.rs` holds
-//! the arithmetic of `--history`, pure; `show.rs` prints it.
+//! [`dir`] checks and opens the directory and appends; [`trend`] holds
+//! the arithmetic of `--history`, pure (the command line prints it);
+//! [`time`] the RFC 3339 times history lines and documents carry;
+//! [`prometheus`] the text exposition format.
 
-mod dir;
-mod show;
-pub(crate) mod time;
-mod trend;
+pub mod dir;
+pub mod prometheus;
+pub mod time;
+pub mod trend;
 
 use std::path::{Path, PathBuf};
 
@@ -27,9 +30,33 @@ use storage_platform::sysfs::read_attr;
 use storage_scoring::health::{Health, ThermalSnapshot};
 use storage_scoring::schema::{Device, Report};
 
-use crate::Failure;
+/// Why a history cannot be kept or read.
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    /// The directory cannot be used: the option is named, with its
+    /// variable, since either may have set it.
+    #[error("--history-dir (STORAGE_SCORE_HISTORY_DIR) {}: {what}", path.display())]
+    Dir { path: PathBuf, what: String },
+    /// `--log` on a target with no block device under it.
+    #[error("--log: nothing block-backed lies under this target, so there is no device to keep a history of")]
+    NoDevice,
+    /// The directory's salt cannot be read or made.
+    #[error("cannot use the history salt {}: {why}", path.display())]
+    Salt { path: PathBuf, why: String },
+    /// A snapshot cannot be appended.
+    #[error("cannot append to the history {}: {why}", path.display())]
+    Append { path: PathBuf, why: String },
+    /// A history file cannot be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+}
 
-pub use show::show;
+impl HistoryError {
+    /// Whether the command line is at fault (bad usage), not the run.
+    pub fn is_usage(&self) -> bool {
+        matches!(self, HistoryError::Dir { .. } | HistoryError::NoDevice)
+    }
+}
 
 /// The schema of one history line.
 pub const SCHEMA: &str = "storage-score-history/1";
@@ -130,11 +157,9 @@ pub fn device_id(salt: &[u8], device: &Device, disk: &str) -> String {
 }
 
 /// `doctor --log`: appends this run's snapshot to the device's history.
-pub fn log(dir: &Path, report: &Report, roots: &Roots, counter: Option<u64>) -> Result<PathBuf, Failure> {
+pub fn log(dir: &Path, report: &Report, roots: &Roots, counter: Option<u64>) -> Result<PathBuf, HistoryError> {
     let (Some(device), Some(disk)) = (&report.device, disk_name(report)) else {
-        return Err(Failure::Usage(
-            "--log: nothing block-backed lies under this target, so there is no device to keep a history of".to_owned(),
-        ));
+        return Err(HistoryError::NoDevice);
     };
     let history = dir::History::open(dir, true)?;
     let salt = history.salt()?;
@@ -156,7 +181,7 @@ pub fn log(dir: &Path, report: &Report, roots: &Roots, counter: Option<u64>) -> 
             thermal: report.thermal.as_ref().and_then(|t| t.now.clone()),
             advice: report.advice.iter().map(|a| a.code.as_str().to_owned()).collect(),
         };
-        serde_json::to_string(&snapshot).map_err(|e| format!("cannot encode the snapshot: {e}"))
+        serde_json::to_string(&snapshot)
     })?;
     Ok(dir.join(format!("{id}.jsonl")))
 }

@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 use storage_platform::safe_fs::{self, Dir, as_identity};
 
-use super::installation::{FsIdentity, Installation};
-use super::payload::beside;
+use crate::installation::{FsIdentity, Installation};
+use crate::payload::beside;
 
 /// The most read of a receipt.
 const RECEIPT_LIMIT: u64 = 1 << 20;
@@ -35,12 +35,28 @@ pub struct Place {
     pub moved: Option<String>,
 }
 
+/// Why a report's payload and receipt have nowhere to go.
+#[derive(Debug, thiserror::Error)]
+pub enum PlaceError {
+    /// The report's path names no file.
+    #[error("{}: {source}", report.display())]
+    Name { report: PathBuf, source: std::io::Error },
+    /// Neither beside the report (`why` not) nor in the state directory.
+    #[error(
+        "cannot write beside {} ({why}) nor in {} ({source}); copy the report into a directory you can write to",
+        report.display(),
+        state.display()
+    )]
+    Nowhere { report: PathBuf, why: String, state: PathBuf, source: std::io::Error },
+}
+
 impl Place {
     /// Where the payload and receipt of `report` (an absolute path) go:
     /// beside it when a receipt is there already or its directory can be
     /// written (as the user behind sudo), else the state directory.
-    pub fn for_report(report: &Path, inst: &Installation) -> Result<Place, String> {
-        let (parent, _) = safe_fs::split(report).map_err(|e| format!("{}: {e}", report.display()))?;
+    pub fn for_report(report: &Path, inst: &Installation) -> Result<Place, PlaceError> {
+        let (parent, _) =
+            safe_fs::split(report).map_err(|source| PlaceError::Name { report: report.to_path_buf(), source })?;
         let (payload, receipt) = (beside(report, "upload"), beside(report, "receipt"));
         let kept = kept_name(report);
         let state = inst.state_dir.join("receipts");
@@ -66,12 +82,8 @@ impl Place {
                     Err((why, _)) => why,
                     Ok(_) => "a receipt of it was kept there before".to_owned(),
                 };
-                let dir = as_identity(inst.user, || Dir::create(&state, 0o700)).map_err(|e| {
-                    format!(
-                        "cannot write beside {} ({why}) nor in {} ({e}); copy the report into a directory you can write to",
-                        report.display(),
-                        state.display()
-                    )
+                let dir = as_identity(inst.user, || Dir::create(&state, 0o700)).map_err(|source| {
+                    PlaceError::Nowhere { report: report.to_path_buf(), why: why.clone(), state: state.clone(), source }
                 })?;
                 let moved = format!(
                     "{} cannot be written ({why}): the payload and receipt go to {} instead; to keep them beside the report, copy it to a directory you can write to",
@@ -109,14 +121,14 @@ impl Place {
 
 /// The report's directory opened as its writer (outputs' rules), or why not.
 fn beside_dir(report: &Path, parent: &Path) -> Result<(Dir, FsIdentity), (String, FsIdentity)> {
-    let user = crate::outputs::sudo_user();
+    let user = storage_platform::sudo::sudo_user();
     if user.is_none() && nix::unistd::geteuid().is_root() {
         // Root without sudo, in someone's directory: as its owner.
-        let who = super::installation::writer_beside(report);
+        let who = crate::installation::writer_beside(report);
         return Dir::open(parent).map(|d| (d, who)).map_err(|e| (e.to_string(), who));
     }
-    let dir = crate::outputs::open_dir(parent, user).map_err(|e| (e.to_string(), user))?;
-    crate::outputs::writer_at(dir, parent).map_err(|why| (why, user))
+    let dir = storage_platform::sudo::open_dir(parent, user).map_err(|e| (e.to_string(), user))?;
+    storage_platform::sudo::writer_at(dir, parent).map_err(|why| (why.to_string(), user))
 }
 
 /// `NAME-HASH`: the report's name without `.json`, and 12 hex digits of
@@ -128,7 +140,7 @@ fn kept_name(report: &Path) -> String {
     let stem: String =
         stem.chars().map(|c| if c.is_alphanumeric() || "-_.".contains(c) { c } else { '_' }).take(80).collect();
     let digest = Sha256::digest(report.as_os_str().as_encoded_bytes());
-    format!("{stem}-{}", super::installation::hex(&digest[..6]))
+    format!("{stem}-{}", crate::installation::hex(&digest[..6]))
 }
 
 fn file_name(path: &Path) -> std::io::Result<OsString> {

@@ -8,16 +8,40 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use storage_scoring::privacy::{Redaction, redact};
+use storage_scoring::privacy::{PrivacyError, Redaction, redact};
 use storage_scoring::schema::{MAX_LABEL_CHARS, MEASUREMENT_KEYS, Report};
 
-use super::installation::hex;
+use crate::installation::hex;
 
 /// The report as it will be sent, and its exact bytes.
 #[derive(Debug)]
 pub struct Payload {
     pub report: Report,
     pub body: Vec<u8>,
+}
+
+/// Why a report's payload could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum PayloadError {
+    /// The privacy filter failed.
+    #[error(transparent)]
+    Privacy(#[from] PrivacyError),
+    /// The filtered report could not be encoded.
+    #[error("cannot encode the payload: {0}")]
+    Encode(#[source] serde_json::Error),
+}
+
+/// A label that is refused before anything is sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LabelError {
+    /// It holds a control character.
+    #[error("--label: contains the control character U+{:04X}; type the name as printed on the card", u32::from(*.0))]
+    Control(char),
+    /// It is longer than [`MAX_LABEL_CHARS`], in characters once spaces collapse.
+    #[error(
+        "--label: {0} characters, at most {MAX_LABEL_CHARS} are accepted; give the name printed on the card, e.g. \"SanDisk Extreme 64GB\""
+    )]
+    TooLong(usize),
 }
 
 /// Applies the privacy filter: serials dropped for a salted hash (unless
@@ -30,13 +54,13 @@ pub fn prepare(
     salt: &[u8],
     personal: &[String],
     label: Option<&str>,
-) -> Result<Payload, String> {
+) -> Result<Payload, PayloadError> {
     let how = Redaction { include_serials, salt: Some(salt), personal: personal.to_vec() };
-    let mut report = redact(report, &how).map_err(|e| e.to_string())?;
+    let mut report = redact(report, &how)?;
     if let Some(label) = label {
         report.label = Some(label.to_owned());
     }
-    let mut body = serde_json::to_vec_pretty(&report).map_err(|e| format!("cannot encode the payload: {e}"))?;
+    let mut body = serde_json::to_vec_pretty(&report).map_err(PayloadError::Encode)?;
     body.push(b'\n');
     Ok(Payload { report, body })
 }
@@ -44,19 +68,14 @@ pub fn prepare(
 /// A label as typed, checked: one line, at most [`MAX_LABEL_CHARS`]
 /// characters, spaces collapsed; empty means none. The leaderboard checks
 /// the rest (look-alike characters, mixed scripts) and says which.
-pub fn clean_label(text: &str) -> Result<Option<String>, String> {
+pub fn clean_label(text: &str) -> Result<Option<String>, LabelError> {
     if let Some(c) = text.chars().find(|c| c.is_control()) {
-        return Err(format!(
-            "--label: contains the control character U+{:04X}; type the name as printed on the card",
-            u32::from(c)
-        ));
+        return Err(LabelError::Control(c));
     }
     let label = text.split_whitespace().collect::<Vec<_>>().join(" ");
     let chars = label.chars().count();
     if chars > MAX_LABEL_CHARS {
-        return Err(format!(
-            "--label: {chars} characters, at most {MAX_LABEL_CHARS} are accepted; give the name printed on the card, e.g. \"SanDisk Extreme 64GB\""
-        ));
+        return Err(LabelError::TooLong(chars));
     }
     Ok((!label.is_empty()).then_some(label))
 }
@@ -146,6 +165,7 @@ impl Receipt {
 }
 
 /// What the summary needs besides the payload.
+#[derive(Debug)]
 pub struct SummaryContext<'a> {
     pub endpoint: &'a str,
     pub payload_path: &'a Path,

@@ -6,42 +6,68 @@
 //! below mount points and personal names removed) and the summary shown
 //! before consent.
 
-use storage_scoring::privacy::Redaction;
+use storage_scoring::privacy::{PrivacyError, Redaction};
 use storage_scoring::wear::{EnduranceSummary, PowerLossSummary, WearReport};
 
-use super::payload::SummaryContext;
-use super::{Failure, Upload};
+use crate::payload::SummaryContext;
 
 /// Whether the bytes are an endurance or power-loss report (by its `schema`).
 pub fn is_wear(bytes: &[u8]) -> bool {
     serde_json::from_slice::<serde_json::Value>(bytes).is_ok_and(|v| storage_scoring::input::wear_schema(&v).is_some())
 }
 
-/// The exact bytes to send, and the summary to show before asking.
+/// Why an endurance or power-loss report cannot be sent.
+#[derive(Debug, thiserror::Error)]
+pub enum WearError {
+    /// A label was given: it names a card in a benchmark report only.
+    #[error(
+        "--label names a card in a benchmark report; an endurance or power-loss report carries none: leave --label out"
+    )]
+    Label,
+    /// The report does not say which card it is.
+    #[error(
+        "this report does not say which card it is (no \"identity\"), so a leaderboard cannot put it on the card's page; make it again with this version of storage-score"
+    )]
+    NoIdentity,
+    /// The privacy filter failed.
+    #[error(transparent)]
+    Privacy(#[from] PrivacyError),
+    /// The filtered report could not be encoded.
+    #[error("cannot encode the payload: {0}")]
+    Encode(#[source] serde_json::Error),
+}
+
+impl WearError {
+    /// Whether the report or the command line is at fault (bad usage), not
+    /// the run.
+    pub fn is_usage(&self) -> bool {
+        matches!(self, WearError::Label | WearError::NoIdentity)
+    }
+}
+
+/// The exact bytes to send, and the summary to show before asking:
+/// `labelled` when the user named the card (refused here),
+/// `include_serials` as in [`Redaction`].
 pub fn prepare(
     report: &WearReport,
-    upload: &Upload,
+    labelled: bool,
+    include_serials: bool,
     salt: &[u8],
     ctx: &SummaryContext<'_>,
-) -> Result<(Vec<u8>, String), Failure> {
-    if upload.label.is_some() {
-        return Err(Failure::Usage(
-            "--label names a card in a benchmark report; an endurance or power-loss report carries none: leave --label out"
-                .to_owned(),
-        ));
+) -> Result<(Vec<u8>, String), WearError> {
+    if labelled {
+        return Err(WearError::Label);
     }
     if report.identity().is_none() {
-        return Err(Failure::Usage(
-            "this report does not say which card it is (no \"identity\"), so a leaderboard cannot put it on the card's page; make it again with this version of storage-score".to_owned(),
-        ));
+        return Err(WearError::NoIdentity);
     }
-    let how = Redaction { include_serials: upload.include_serials, salt: Some(salt), personal: ctx.personal.to_vec() };
-    let sent = report.redact(&how).map_err(|e| Failure::Run(e.to_string()))?;
+    let how = Redaction { include_serials, salt: Some(salt), personal: ctx.personal.to_vec() };
+    let sent = report.redact(&how)?;
     let mut body = match &sent {
         WearReport::Endurance(r) => serde_json::to_vec_pretty(r),
         WearReport::PowerLoss(r) => serde_json::to_vec_pretty(r),
     }
-    .map_err(|e| Failure::Run(format!("cannot encode the payload: {e}")))?;
+    .map_err(WearError::Encode)?;
     body.push(b'\n');
     let shown = summary(&sent, &body, ctx);
     Ok((body, shown))
