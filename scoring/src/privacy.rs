@@ -27,7 +27,7 @@
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::schema::{Device, Report};
+use crate::schema::{Device, Report, SerialField};
 
 /// Keys whose values are prose a user's or host's name can appear in. (A
 /// `source` names a public reference or a health source such as
@@ -133,16 +133,26 @@ fn redact_serials(device: &mut Device, salt: Option<&[u8]>) {
     }
 }
 
-/// What makes this device one physical device: the card's identity with its
-/// PSN, or the disk's model with its serial.
+/// What makes this device one physical device: where its medium keeps its
+/// serial (the medium table), the card's identity with its PSN, or the
+/// disk's model with its serial. Every serial field is dropped whatever the
+/// medium says ([`redact_serials`]); the table only picks the identity.
 fn serial_identity(device: &Device) -> Option<String> {
-    if let Some(cid) = device.sd.as_ref().and_then(|sd| sd.cid.as_ref()) {
-        let psn = cid.serial?;
-        return Some(format!("sd:{:02x}:{}:{}:{psn:08x}", cid.manufacturer_id, cid.oem_id, cid.product_name));
-    }
-    if let Some(cid) = device.emmc.as_ref().and_then(|emmc| emmc.cid.as_ref()) {
-        let psn = cid.serial?;
-        return Some(format!("mmc:{:02x}:{}:{}:{psn:08x}", cid.manufacturer_id, cid.oem_id, cid.product_name));
+    let card = match device.kind.medium.facts().serial {
+        SerialField::SdCid => device.sd.as_ref().and_then(|sd| sd.cid.as_ref()).map(|cid| {
+            cid.serial
+                .map(|psn| format!("sd:{:02x}:{}:{}:{psn:08x}", cid.manufacturer_id, cid.oem_id, cid.product_name))
+        }),
+        SerialField::MmcCid => device.emmc.as_ref().and_then(|emmc| emmc.cid.as_ref()).map(|cid| {
+            cid.serial
+                .map(|psn| format!("mmc:{:02x}:{}:{}:{psn:08x}", cid.manufacturer_id, cid.oem_id, cid.product_name))
+        }),
+        SerialField::Device => None,
+    };
+    // A card whose CID was read is that card, PSN or not; without a CID,
+    // the disk's own serial is all there is.
+    if let Some(card) = card {
+        return card;
     }
     let serial = device.serial.as_deref()?.trim();
     (!serial.is_empty()).then(|| format!("disk:{}:{serial}", device.model.as_deref().unwrap_or("")))
@@ -352,7 +362,7 @@ mod tests {
         let out = redact(&report, &how).unwrap();
         assert_eq!(out.profile.as_deref(), Some("compat"));
         let device = out.device.as_ref().unwrap();
-        assert_eq!(device.kind, crate::schema::DeviceKind::Nvme);
+        assert_eq!(device.kind, crate::schema::DeviceKind::NVME);
         assert_eq!(device.model.as_deref(), Some("compat nvme drive"), "a model name is not free text");
         assert_eq!(device.notes, ["read by … on …"]);
         assert_eq!(out.details["seq_read_mib_s"].engine, crate::kinds::Engine::Sync);

@@ -399,3 +399,56 @@ fn garbled_nvme_and_block_queue_attributes_never_fail() {
     assert!(notes.iter().any(|n| n.contains("logical block size")), "{notes:?}");
     assert!(notes.iter().any(|n| n.contains("PCIe link width") && n.contains("\"x4\"")), "{notes:?}");
 }
+
+fn qemu_ufs() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/qemu-ufs/sysfs")
+}
+
+#[test]
+fn qemu_ufs_device_through_its_real_sysfs_tree() {
+    let doc = identify(&qemu_ufs(), "/dev/sda");
+    let d = &doc["device"];
+    assert_eq!(d["kind"], "ufs", "{d}");
+    // The UFS string descriptors, not the SCSI INQUIRY's `QEMU HARDDISK`.
+    assert_eq!(d["vendor"], "REDHAT");
+    assert_eq!(d["model"], "QEMU UFS");
+    assert_eq!(d["firmware"], "0001");
+    // QEMU's empty serial descriptor reads `(null)`: no serial, not that word.
+    assert!(d.get("serial").is_none(), "{d}");
+    assert_eq!(d["capacity_bytes"], 67_108_864);
+    assert_eq!(d["logical_block_size"], 4096);
+    assert!(d.get("usb").is_none() && d.get("nvme").is_none(), "{d}");
+}
+
+/// `doctor --json` on a copy of the UFS capture whose Health Descriptor
+/// holds `a`, `b` and `eol`.
+fn ufs_health(codes: Option<(&str, &str, &str)>) -> Value {
+    let root = copy_of(&qemu_ufs());
+    if let Some((a, b, eol)) = codes {
+        let dir = root.path().join("devices/pci0000:00/0000:00:04.0/health_descriptor");
+        for (name, code) in [("life_time_estimation_a", a), ("life_time_estimation_b", b), ("eol_info", eol)] {
+            std::fs::write(dir.join(name), format!("{code}\n")).expect("write");
+        }
+    }
+    let out = run(&["doctor", "--sysfs-root", root.path().to_str().expect("utf8"), "sda", "--json"]);
+    assert!(matches!(out.status.code(), Some(0 | 16 | 24 | 32)), "{}", String::from_utf8_lossy(&out.stderr));
+    stdout_json(&out)["health"].clone()
+}
+
+#[test]
+fn a_ufs_device_reports_its_wear_from_its_health_descriptor() {
+    // As captured: QEMU fills the descriptor with zeros, "not defined".
+    let h = ufs_health(None);
+    assert_eq!(h["source"], Value::Null, "{h}");
+    assert!(h["why"].as_str().is_some_and(|w| w.contains("UFS device defines no life-time estimate")), "{h}");
+    let h = ufs_health(Some(("0x02", "0x01", "0x01")));
+    assert_eq!(h["source"], "ufs-health-descriptor", "{h}");
+    assert_eq!(h["status"], "ok");
+    assert_eq!(h["percentage_used_range"], serde_json::json!([10, 20]));
+    assert_eq!(h["pre_eol"], "normal");
+    let h = ufs_health(Some(("0x0B", "0x01", "0x03")));
+    assert_eq!(h["status"], "failing", "{h}");
+    // A garbled descriptor is unreadable, never a panic or a guess.
+    let h = ufs_health(Some(("lots", "\u{1b}[31m", "")));
+    assert_eq!((&h["source"], &h["unreadable"]), (&Value::Null, &Value::Bool(true)), "{h}");
+}

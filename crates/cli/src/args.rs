@@ -298,9 +298,9 @@ pub struct StationArgs {
 
 /// A device kind by its report word.
 pub fn parse_kind(text: &str) -> Result<DeviceKind, String> {
-    DeviceKind::parse(text).filter(|k| *k != DeviceKind::Other).ok_or_else(|| {
+    DeviceKind::parse(text).filter(|k| *k != DeviceKind::OTHER).ok_or_else(|| {
         let known: Vec<&str> =
-            DeviceKind::ALL.iter().filter(|k| **k != DeviceKind::Other).map(|k| k.as_str()).collect();
+            DeviceKind::NAMED.iter().filter(|k| **k != DeviceKind::OTHER).map(|k| k.as_str()).collect();
         format!("{text:?} is not a device kind; one of: {}", known.join(", "))
     })
 }

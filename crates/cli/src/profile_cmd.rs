@@ -12,7 +12,7 @@ use storage_bench::{EngineChoice, WriteTarget};
 use storage_platform::Roots;
 use storage_score::args::{ProfileArgs, SizeArg};
 use storage_scoring::profile::ProfileReport;
-use storage_scoring::schema::{Device, DeviceKind, Report};
+use storage_scoring::schema::{Device, Medium, Report};
 
 use storage_session::outputs::{OutputDir, OutputFile};
 
@@ -157,7 +157,7 @@ fn memory_available(proc_root: &Path) -> Option<u64> {
 /// note that relates the sustained curve to the SD speed classes. A card
 /// with a video class counts its rate per video-class AU (`VSC_AU_SIZE`).
 fn sd_facts(device: Option<&Device>) -> Option<SdFacts> {
-    let device = device.filter(|d| d.kind == DeviceKind::Sd)?;
+    let device = device.filter(|d| d.kind.medium == Medium::Sd)?;
     let Some(ssr) = device.sd.as_ref().and_then(|sd| sd.ssr.as_ref()) else {
         return Some(SdFacts::default());
     };
@@ -169,6 +169,7 @@ fn sd_facts(device: Option<&Device>) -> Option<SdFacts> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use storage_scoring::schema::DeviceKind;
 
     #[test]
     fn memory_comes_from_meminfo() {
@@ -182,7 +183,7 @@ mod tests {
     fn a_video_class_card_counts_per_video_au() {
         use storage_scoring::schema::{SdInfo, SdSsr};
         let device = |video_class, vsc_au_size_mib| Device {
-            kind: DeviceKind::Sd,
+            kind: DeviceKind::SD,
             sd: Some(SdInfo {
                 ssr: Some(SdSsr { au_size_bytes: 4 << 20, video_class, vsc_au_size_mib, ..SdSsr::default() }),
                 ..SdInfo::default()
@@ -192,6 +193,6 @@ mod tests {
         assert_eq!(sd_facts(Some(&device(30, 16))), Some(SdFacts { au_bytes: Some(16 << 20), video_class: Some(30) }));
         assert_eq!(sd_facts(Some(&device(0, 0))), Some(SdFacts { au_bytes: Some(4 << 20), video_class: None }));
         assert_eq!(sd_facts(None), None);
-        assert_eq!(sd_facts(Some(&Device { kind: DeviceKind::Usb, ..device(30, 16) })), None, "not an SD card");
+        assert_eq!(sd_facts(Some(&Device { kind: DeviceKind::USB, ..device(30, 16) })), None, "not an SD card");
     }
 }

@@ -17,18 +17,16 @@
 use storage_platform::sysfs::Roots;
 use storage_platform::target::BlockDev;
 use storage_scoring::health::HealthSource;
-use storage_scoring::schema::{Device, DeviceKind, ModelSource};
+use storage_scoring::schema::{Device, Medium, ModelSource, Transport};
 
 use crate::health::{self, IdentityError, OpenError, ata::IdentifyInfo};
 
 /// Names `device` from the drive's ATA identity where it answers; otherwise
 /// keeps the sysfs strings and, behind a USB bridge, says whose they are.
 pub fn apply(disk: &BlockDev, roots: &Roots, device: &mut Device) {
-    let askable = match device.kind {
-        DeviceKind::Sata => true,
-        DeviceKind::Usb => health::source_of(device) == Ok(HealthSource::AtaSmartSat),
-        _ => false,
-    };
+    // The drives `health` would ask by ATA: a SATA drive, or a bridge that
+    // is not a card reader or an NVMe bridge.
+    let askable = matches!(health::source_of(device), Ok(HealthSource::AtaSmart | HealthSource::AtaSmartSat));
     if !askable {
         return;
     }
@@ -47,11 +45,14 @@ fn name(device: &mut Device, info: IdentifyInfo) {
     // privacy filter replaces with a salted hash before any upload.
     device.serial = info.serial;
     device.model_source = Some(ModelSource::AtaIdentify);
+    // Behind a USB bridge the drive is now known to be an ATA drive; the
+    // report's word stays `usb`, since the bridge still carries every byte.
+    device.kind.medium = Medium::Sata;
 }
 
 fn fall_back(device: &mut Device, answer: Option<Result<IdentifyInfo, IdentityError>>) {
     device.model_source = Some(ModelSource::ScsiInquiry);
-    if device.kind != DeviceKind::Usb {
+    if device.kind.transport != Transport::Usb {
         return;
     }
     let why = match answer {

@@ -9,10 +9,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use storage_scoring::schema::{
-    Device, DeviceKind, EmmcInfo, HostIos, LoopInfo, NvmeInfo, RegisterError, SdInfo, UsbInfo,
+    Device, DeviceKind, EmmcInfo, HostIos, LoopInfo, Medium, NvmeInfo, RegisterError, SdInfo, Transport, UsbInfo,
 };
 
 use crate::{host, mmc, sd, usb};
+
+pub mod ufs;
 use storage_platform::sysfs::{self, Roots, read_attr, read_bool, read_u64};
 use storage_platform::target::BlockDev;
 
@@ -50,67 +52,63 @@ pub fn identify(disk: &BlockDev, roots: &Roots) -> Device {
         ));
     }
 
-    match device.kind {
-        DeviceKind::Sd => identify_sd(&dev_dir, &resolved_dev_dir, roots, &mut device),
-        DeviceKind::Emmc => identify_emmc(&dev_dir, &resolved_dev_dir, roots, &mut device),
-        DeviceKind::Usb => {
-            identify_usb(&dev_dir, &resolved_dev_dir, &mut device);
-            // A card reader sets the SCSI removable bit (RMB); drive
-            // enclosures do not.
-            let reader = device.removable == Some(true)
-                || device.usb.as_ref().and_then(|u| u.bridge.as_deref()).is_some_and(|b| b.contains("reader"));
-            if reader {
-                let bridge = device.usb.as_ref().and_then(|u| u.bridge.clone());
-                device.notes.push(format!(
-                    "the USB card reader{} hides the card's own registers (CID, CSD, SSR): the card's maker, date and \
-                     claimed class cannot be read through it",
-                    bridge.map(|b| format!(" ({b})")).unwrap_or_default()
-                ));
+    match device.kind.medium {
+        Medium::Sd => identify_sd(&dev_dir, &resolved_dev_dir, roots, &mut device),
+        Medium::Emmc => identify_emmc(&dev_dir, &resolved_dev_dir, roots, &mut device),
+        Medium::Nvme => identify_nvme(&dev_dir, &mut device),
+        Medium::Sata => identify_scsi(&dev_dir, &mut device),
+        Medium::Ufs => ufs::identify(&dev_dir, &resolved_dev_dir, &mut device),
+        Medium::Other => match device.kind.transport {
+            Transport::Usb => identify_usb_disk(&dev_dir, &resolved_dev_dir, &mut device),
+            Transport::Native | Transport::Pcie => identify_scsi(&dev_dir, &mut device),
+            Transport::Virtio => {
+                device.vendor = read_attr(&dev_dir.join("vendor")).map(|v| virtio_vendor(&v));
+                device.serial = read_attr(&dir.join("serial")).filter(|s| !s.is_empty());
             }
-        }
-        DeviceKind::Nvme => identify_nvme(&dev_dir, &mut device),
-        DeviceKind::Sata | DeviceKind::Other => identify_scsi(&dev_dir, &mut device),
-        DeviceKind::Virtio => {
-            device.vendor = read_attr(&dev_dir.join("vendor")).map(|v| virtio_vendor(&v));
-            device.serial = read_attr(&dir.join("serial")).filter(|s| !s.is_empty());
-        }
-        DeviceKind::Loop => {
-            device.loop_device = Some(LoopInfo {
-                backing_file: read_attr(&dir.join("loop/backing_file")),
-                direct_io: read_bool(&dir.join("loop/dio")),
-                offset: read_u64(&dir.join("loop/offset")),
-            });
-        }
+            Transport::Loop => {
+                device.loop_device = Some(LoopInfo {
+                    backing_file: read_attr(&dir.join("loop/backing_file")),
+                    direct_io: read_bool(&dir.join("loop/dio")),
+                    offset: read_u64(&dir.join("loop/offset")),
+                });
+            }
+        },
     }
     device
 }
 
-/// Works out the bus from the kernel name, the MMC card type and the
-/// device's place in the sysfs tree.
+/// Works out the medium and its transport from the kernel name, the MMC
+/// card type and the device's place in the sysfs tree.
 fn classify(name: &str, mmc_type: Option<&str>, dev_dir: &Path) -> DeviceKind {
     let path = dev_dir.to_string_lossy();
+    let on_usb = path.contains("/usb");
     if name.starts_with("mmcblk") {
         // drivers/mmc/core/bus.c `type`: "MMC", "SD", "SDIO" or "SDcombo".
         // A captured tree without the file is read as SD, as before; any
         // other type is not an SD memory card and is not decoded as one.
-        return match mmc_type {
-            Some("MMC") => DeviceKind::Emmc,
-            None | Some("SD" | "SDcombo") => DeviceKind::Sd,
-            Some(_) => DeviceKind::Other,
+        let medium = match mmc_type {
+            Some("MMC") => Medium::Emmc,
+            None | Some("SD" | "SDcombo") => Medium::Sd,
+            Some(_) => Medium::Other,
         };
+        // A card on a USB host (Realtek's rtsx_usb_sdmmc) is still read
+        // through the MMC core.
+        return DeviceKind { medium, transport: if on_usb { Transport::Usb } else { Transport::Native } };
     }
     if name.starts_with("loop") {
-        DeviceKind::Loop
+        DeviceKind::LOOP
     } else if name.starts_with("nvme") {
-        DeviceKind::Nvme
+        DeviceKind::NVME
     } else if name.starts_with("vd") || path.contains("/virtio") {
-        DeviceKind::Virtio
-    } else if path.contains("/usb") {
-        DeviceKind::Usb
+        DeviceKind::VIRTIO
+    } else if on_usb {
+        DeviceKind::USB
+    } else if ufs::host_dir(dev_dir).is_some() {
+        DeviceKind::UFS
     } else if path.contains("/ata") {
-        DeviceKind::Sata
+        DeviceKind::SATA
     } else {
-        DeviceKind::Other
+        DeviceKind::OTHER
     }
 }
 
@@ -360,22 +358,31 @@ fn usb_info(usb_dev: &Path, resolved: &Path, notes: &mut Vec<String>) -> UsbInfo
     }
 }
 
-fn identify_usb(dev_dir: &Path, resolved: &Path, device: &mut Device) {
+fn identify_usb_disk(dev_dir: &Path, resolved: &Path, device: &mut Device) {
     identify_scsi(dev_dir, device);
     // Walk up from the SCSI device to the USB device that carries idVendor.
-    let usb_dev = resolved.ancestors().find(|p| p.join("idVendor").exists());
-    let Some(usb_dev) = usb_dev else {
-        device.notes.push("the USB device above this disk was not found in sysfs".to_owned());
-        return;
-    };
-    let mut usb = usb_info(usb_dev, resolved, &mut device.notes);
-    usb.scsi_vendor = device.vendor.clone();
-    usb.scsi_model = device.model.clone();
-    usb.scsi_revision = device.firmware.clone();
-    device.usb = Some(usb);
+    match resolved.ancestors().find(|p| p.join("idVendor").exists()) {
+        Some(usb_dev) => {
+            let mut usb = usb_info(usb_dev, resolved, &mut device.notes);
+            usb.scsi_vendor = device.vendor.clone();
+            usb.scsi_model = device.model.clone();
+            usb.scsi_revision = device.firmware.clone();
+            device.usb = Some(usb);
+        }
+        None => device.notes.push("the USB device above this disk was not found in sysfs".to_owned()),
+    }
+    // A card reader sets the SCSI removable bit (RMB); drive enclosures do not.
+    let bridge = device.usb.as_ref().and_then(|u| u.bridge.clone());
+    if device.removable == Some(true) || bridge.as_deref().is_some_and(|b| b.contains("reader")) {
+        device.notes.push(format!(
+            "the USB card reader{} hides the card's own registers (CID, CSD, SSR): the card's maker, date and \
+             claimed class cannot be read through it",
+            bridge.map(|b| format!(" ({b})")).unwrap_or_default()
+        ));
+    }
 }
 
-fn identify_scsi(dev_dir: &Path, device: &mut Device) {
+pub(crate) fn identify_scsi(dev_dir: &Path, device: &mut Device) {
     device.vendor = read_attr(&dev_dir.join("vendor")).filter(|s| !s.is_empty());
     device.model = read_attr(&dev_dir.join("model")).filter(|s| !s.is_empty());
     device.firmware = read_attr(&dev_dir.join("rev")).filter(|s| !s.is_empty());
@@ -409,19 +416,19 @@ mod tests {
     #[test]
     fn classifies_by_name_and_path() {
         let p = Path::new;
-        assert_eq!(classify("mmcblk0", Some("SD"), p("/x")), DeviceKind::Sd);
-        assert_eq!(classify("mmcblk1", Some("MMC"), p("/x")), DeviceKind::Emmc);
-        assert_eq!(classify("loop3", None, p("/x")), DeviceKind::Loop);
-        assert_eq!(classify("vda", None, p("/sys/devices/pci0000:00/0000:00:04.0/virtio1")), DeviceKind::Virtio);
+        assert_eq!(classify("mmcblk0", Some("SD"), p("/x")), DeviceKind::SD);
+        assert_eq!(classify("mmcblk1", Some("MMC"), p("/x")), DeviceKind::EMMC);
+        assert_eq!(classify("loop3", None, p("/x")), DeviceKind::LOOP);
+        assert_eq!(classify("vda", None, p("/sys/devices/pci0000:00/0000:00:04.0/virtio1")), DeviceKind::VIRTIO);
         assert_eq!(
             classify("sda", None, p("/sys/devices/pci0000:00/0000:00:14.0/usb2/2-1/2-1:1.0/host0/target0:0:0/0:0:0:0")),
-            DeviceKind::Usb
+            DeviceKind::USB
         );
         assert_eq!(
             classify("sda", None, p("/sys/devices/pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/0:0:0:0")),
-            DeviceKind::Sata
+            DeviceKind::SATA
         );
-        assert_eq!(classify("nvme0n1", None, p("/x")), DeviceKind::Nvme);
+        assert_eq!(classify("nvme0n1", None, p("/x")), DeviceKind::NVME);
     }
 
     #[test]

@@ -34,7 +34,7 @@ impl Card {
     pub fn of(device: Option<&Device>) -> Card {
         let Some(device) = device else {
             return Card {
-                kind: DeviceKind::Other.as_str().to_owned(),
+                kind: DeviceKind::OTHER.as_str().to_owned(),
                 manufacturer_id: None,
                 manufacturer: None,
                 oem_id: String::new(),
@@ -182,7 +182,7 @@ mod tests {
 
     fn sd_device() -> Device {
         Device {
-            kind: DeviceKind::Sd,
+            kind: DeviceKind::SD,
             capacity_bytes: Some(62_277_025_792),
             sd: Some(SdInfo {
                 cid: Some(SdCid {
@@ -226,7 +226,7 @@ mod tests {
     fn case_and_look_alikes_are_one_card() {
         let usb = |model: &str| {
             Card::of(Some(&Device {
-                kind: DeviceKind::Usb,
+                kind: DeviceKind::USB,
                 vendor: Some("TOSHIBA".into()),
                 model: Some(model.into()),
                 ..Device::default()
@@ -240,7 +240,7 @@ mod tests {
         assert_eq!(usb("Trans  Memory").key(), usb("trans memory").key());
         assert_ne!(usb("TransMemory2").key(), key);
         // The maker comes from the key's fields only, never a USB string.
-        let mut device = Device { kind: DeviceKind::Usb, model: Some("X".into()), ..Device::default() };
+        let mut device = Device { kind: DeviceKind::USB, model: Some("X".into()), ..Device::default() };
         device.usb = Some(storage_scoring::schema::UsbInfo {
             manufacturer: Some("COUNTERFEIT do not buy".into()),
             ..Default::default()

@@ -32,7 +32,9 @@
 
 use storage_scoring::figure::Figure;
 use storage_scoring::input::as_mb_s;
-use storage_scoring::schema::{Device, DeviceKind, HostIos, MEASUREMENT_KEYS, Measurements};
+use storage_scoring::schema::{
+    BoardSlot, Device, DeviceKind, HostIos, MEASUREMENT_KEYS, Measurements, Medium, Transport,
+};
 use storage_scoring::verdict::{host_iops_ceiling, sd_bus_ceiling};
 
 use crate::board::{Board, Buses, SdHost};
@@ -108,47 +110,30 @@ fn trim_number(v: f64) -> String {
     text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
-/// The fastest any bus of a kind carries (MB/s), and which bus that is.
-fn any_bus_of(kind: DeviceKind) -> Option<(f64, &'static str)> {
-    match kind {
-        // SD Express 8.0: PCIe 4.0 x2, 2 × 1969 MB/s.
-        DeviceKind::Sd => Some((3938.0, "SD Express (PCIe 4.0 x2), the fastest SD bus")),
-        DeviceKind::Emmc => Some((400.0, "eMMC HS400, the fastest eMMC bus")),
-        // USB4 version 2.0: 80 Gb/s.
-        DeviceKind::Usb => Some((10_000.0, "USB4 at 80 Gb/s, the fastest USB link")),
-        // SATA 6 Gb/s with 8b/10b coding.
-        DeviceKind::Sata => Some((600.0, "SATA at 6 Gb/s, the fastest SATA link")),
-        // NVMe, virtio, loop and others: only the validator's absolute limit.
-        _ => None,
-    }
-}
-
 /// The fastest bus a device of this kind could have been on, for a report
-/// without host facts.
+/// without host facts: the kind's from the medium and transport tables,
+/// narrowed for an SD card by what its registers claim.
 fn fastest_bus(device: &Device) -> Option<(f64, String)> {
-    match device.kind {
-        DeviceKind::Sd => {
-            let sd = device.sd.as_ref();
-            let spec = sd.and_then(|s| s.scr.as_ref()).map(|s| s.spec_version.as_str()).unwrap_or("");
-            let major = spec.split('.').next().and_then(|m| m.parse::<u32>().ok()).unwrap_or(0);
-            let video = sd.and_then(|s| s.ssr.as_ref()).map_or(0, |s| s.video_class);
-            Some(if major >= 8 {
-                (3938.0, "SD Express with PCIe 4.0 x2, which an SD 8 card may have".to_owned())
-            } else if major >= 7 {
-                (985.0, "SD Express with PCIe 3.0 x1, which an SD 7 card may have".to_owned())
-            } else if video >= 60 {
-                (624.0, format!("UHS-III, the fastest bus a V{video} card may have"))
-            } else {
-                (104.0, "UHS-I SDR104, the fastest bus of an SD card that claims no UHS-II".to_owned())
-            })
-        }
-        // PCIe 5.0 x4 (4 × 3938 MB/s), the widest link an M.2 NVMe drive has.
-        DeviceKind::Nvme => Some((15_754.0, "PCIe 5.0 x4, the fastest link of an NVMe drive".to_owned())),
-        kind => any_bus_of(kind).map(|(mb_s, what)| (mb_s, what.to_owned())).or_else(|| {
-            // PCIe 5.0 x16: no storage device of any kind is on a faster bus.
-            Some((63_015.0, format!("PCIe 5.0 x16, the fastest bus any {} device could be on", kind.as_str())))
-        }),
+    if device.kind.medium == Medium::Sd {
+        let sd = device.sd.as_ref();
+        let spec = sd.and_then(|s| s.scr.as_ref()).map(|s| s.spec_version.as_str()).unwrap_or("");
+        let major = spec.split('.').next().and_then(|m| m.parse::<u32>().ok()).unwrap_or(0);
+        let video = sd.and_then(|s| s.ssr.as_ref()).map_or(0, |s| s.video_class);
+        return Some(if major >= 8 {
+            (3938.0, "SD Express with PCIe 4.0 x2, which an SD 8 card may have".to_owned())
+        } else if major >= 7 {
+            (985.0, "SD Express with PCIe 3.0 x1, which an SD 7 card may have".to_owned())
+        } else if video >= 60 {
+            (624.0, format!("UHS-III, the fastest bus a V{video} card may have"))
+        } else {
+            (104.0, "UHS-I SDR104, the fastest bus of an SD card that claims no UHS-II".to_owned())
+        });
     }
+    Some(match device.kind.fastest_bus() {
+        Some(bus) => (bus.mb_s, bus.what.to_owned()),
+        // PCIe 5.0 x16: no storage device of any kind is on a faster bus.
+        None => (63_015.0, format!("PCIe 5.0 x16, the fastest bus any {} device could be on", device.kind.as_str())),
+    })
 }
 
 /// The bus of a known board that a device of this kind sits on.
@@ -157,17 +142,19 @@ fn board_bus(device: &Device, buses: &Buses) -> (f64, &'static str) {
         // Behind a USB bridge, whatever the kind of the drive in it.
         return buses.usb;
     }
-    match device.kind {
-        DeviceKind::Sd => buses.sd,
-        DeviceKind::Emmc => buses.emmc.unwrap_or(buses.sd),
-        DeviceKind::Usb => buses.usb,
-        // Without a PCIe slot, an NVMe drive can only be in a USB enclosure.
-        DeviceKind::Nvme => buses.pcie.unwrap_or(buses.usb),
-        DeviceKind::Sata => match buses.pcie {
-            Some(pcie) if pcie.0 > buses.usb.0 => pcie,
-            _ => buses.usb,
+    match device.kind.transport {
+        Transport::Usb => buses.usb,
+        Transport::Virtio | Transport::Loop => buses.fastest(),
+        Transport::Native | Transport::Pcie => match device.kind.medium.facts().board_slot {
+            BoardSlot::SdSlot => buses.sd,
+            BoardSlot::EmmcElseSdSlot => buses.emmc.unwrap_or(buses.sd),
+            BoardSlot::PcieElseUsb => buses.pcie.unwrap_or(buses.usb),
+            BoardSlot::FasterOfPcieAndUsb => match buses.pcie {
+                Some(pcie) if pcie.0 > buses.usb.0 => pcie,
+                _ => buses.usb,
+            },
+            BoardSlot::Fastest => buses.fastest(),
         },
-        _ => buses.fastest(),
     }
 }
 
@@ -190,7 +177,8 @@ pub fn ceiling(device: &Device, bus: &Bus, board: &Board) -> Option<(f64, String
 /// 422 for a figure beyond every bus of its kind.
 pub fn beyond_any_bus(device: Option<&Device>, m: &Measurements) -> Result<(), ApiError> {
     let Some(device) = device else { return Ok(()) };
-    let Some((ceiling, what)) = any_bus_of(device.kind) else { return Ok(()) };
+    let Some(bus) = device.kind.fastest_bus().filter(|bus| bus.refuses_beyond) else { return Ok(()) };
+    let (ceiling, what) = (bus.mb_s, bus.what);
     for key in MEASUREMENT_KEYS {
         let Some(v) = m.get(key) else { continue };
         let rate = as_mb_s(key, v);
@@ -262,7 +250,7 @@ pub struct HostIops {
 /// when the report read it, else from the board's family when the card is
 /// an SD card in the board's own slot (not behind a USB reader).
 pub fn host_iops(device: &Device, board: &Board) -> Option<HostIops> {
-    if device.kind != DeviceKind::Sd || device.usb.is_some() {
+    if device.kind != DeviceKind::SD || device.usb.is_some() {
         return None;
     }
     let host = device.sd.as_ref().and_then(|s| s.host.as_ref());
@@ -312,7 +300,7 @@ mod tests {
     use storage_scoring::schema::{SdInfo, SdScr, SdSsr, UsbInfo};
 
     fn sd(host: Option<HostIos>) -> Device {
-        Device { kind: DeviceKind::Sd, sd: Some(SdInfo { host, ..SdInfo::default() }), ..Device::default() }
+        Device { kind: DeviceKind::SD, sd: Some(SdInfo { host, ..SdInfo::default() }), ..Device::default() }
     }
 
     fn figures(pairs: &[(&str, f64)]) -> Measurements {
@@ -371,7 +359,7 @@ mod tests {
         let pi4 = Board::of(Some("Raspberry Pi 4 Model B Rev 1.4"));
         let pi5 = Board::of(Some("Raspberry Pi 5 Model B Rev 1.0"));
         let usb = |mbps: u32| Device {
-            kind: DeviceKind::Usb,
+            kind: DeviceKind::USB,
             usb: Some(UsbInfo { speed_mbps: Some(mbps), ..UsbInfo::default() }),
             ..Device::default()
         };
@@ -383,7 +371,7 @@ mod tests {
         // The same stick on a PC: its 20 Gb/s link carries it.
         assert!(flags(Some(&stick), &Bus::of(Some(&stick)), &Board::of(Some("Some PC")), &fast).is_empty());
         // NVMe without link facts: a Pi 4 has no PCIe slot, a Pi 5 one lane.
-        let nvme = Device { kind: DeviceKind::Nvme, ..Device::default() };
+        let nvme = Device { kind: DeviceKind::NVME, ..Device::default() };
         let iops = figures(&[("rand_read_4k_qd64_iops", 99_000_000.0)]);
         for board in [&pi4, &pi5, &Board::of(None)] {
             assert_eq!(flags(Some(&nvme), &Bus::of(Some(&nvme)), board, &iops).len(), 1, "{}", board.model);
@@ -392,7 +380,7 @@ mod tests {
         assert!(flags(Some(&nvme), &Bus::of(Some(&nvme)), &pi5, &ssd).is_empty(), "Gen 3 x1 carries 800 MiB/s");
         assert_eq!(flags(Some(&nvme), &Bus::of(Some(&nvme)), &pi4, &ssd).len(), 1);
         // `other`: the board's fastest bus, or PCIe 5.0 x16.
-        let other = Device { kind: DeviceKind::Other, ..Device::default() };
+        let other = Device { kind: DeviceKind::OTHER, ..Device::default() };
         assert_eq!(flags(Some(&other), &Bus::of(Some(&other)), &Board::of(None), &iops).len(), 1);
         assert_eq!(flags(Some(&other), &Bus::of(Some(&other)), &pi4, &ssd).len(), 1);
         // An SD card that claims SD Express on an Orange Pi 5: the slot is UHS-I.
@@ -417,10 +405,16 @@ mod tests {
             "{}",
             e.message
         );
-        let sata = Device { kind: DeviceKind::Sata, ..Device::default() };
+        let sata = Device { kind: DeviceKind::SATA, ..Device::default() };
         assert!(beyond_any_bus(Some(&sata), &figures(&[("seq_read_mib_s", 540.0)])).is_ok());
         assert!(beyond_any_bus(Some(&sata), &figures(&[("seq_read_mib_s", 2000.0)])).is_err());
-        let nvme = Device { kind: DeviceKind::Nvme, ..Device::default() };
+        let nvme = Device { kind: DeviceKind::NVME, ..Device::default() };
         assert!(beyond_any_bus(Some(&nvme), &figures(&[("seq_read_mib_s", 7000.0)])).is_ok());
+        // NVMe is only flagged beyond PCIe 5.0 x4: add-in cards have wider links.
+        assert!(beyond_any_bus(Some(&nvme), &figures(&[("seq_read_mib_s", 20_000.0)])).is_ok());
+        let ufs = Device { kind: DeviceKind::UFS, ..Device::default() };
+        assert!(beyond_any_bus(Some(&ufs), &figures(&[("seq_read_mib_s", 4000.0)])).is_ok());
+        let e = beyond_any_bus(Some(&ufs), &figures(&[("seq_read_mib_s", 12_000.0)])).unwrap_err();
+        assert!(e.message.contains("UFS 5.0") && e.message.contains("no ufs device"), "{}", e.message);
     }
 }

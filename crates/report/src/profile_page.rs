@@ -460,7 +460,7 @@ mod tests {
         }];
         let mut report = Report::new("0.1.0");
         report.device = Some(Device {
-            kind: DeviceKind::Sd,
+            kind: DeviceKind::SD,
             vendor: Some("Kingston".into()),
             model: Some("SD64G <x>".into()),
             serial: Some("SECRET-SERIAL".into()),

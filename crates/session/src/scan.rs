@@ -96,7 +96,7 @@ pub fn maker(device: &Device) -> Option<String> {
 pub fn model(device: &Device) -> Option<String> {
     let sd = device.sd.as_ref().and_then(|sd| sd.cid.as_ref()).map(|c| c.product_name.clone());
     let emmc = device.emmc.as_ref().and_then(|e| e.cid.as_ref()).map(|c| c.product_name.clone());
-    let looped = (device.kind == DeviceKind::Loop)
+    let looped = (device.kind == DeviceKind::LOOP)
         .then(|| device.loop_device.as_ref().and_then(|l| l.backing_file.clone()))
         .flatten();
     sd.or(emmc).or_else(|| device.model.clone()).or(looped).filter(|s| !s.trim().is_empty())

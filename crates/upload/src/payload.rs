@@ -351,7 +351,7 @@ mod tests {
         let mut sd = SdInfo { cid: Some(cid), class_label: Some("A2 Class 10 V30 U3".to_owned()), ..SdInfo::default() };
         sd.registers.insert("cid".to_owned(), "9f54495344363447613698d765013b4f".to_owned());
         report.device = Some(Device {
-            kind: DeviceKind::Sd,
+            kind: DeviceKind::SD,
             capacity_bytes: Some(62_277_025_792),
             serial: Some("0x3698d765".to_owned()),
             sd: Some(sd),

@@ -32,6 +32,9 @@ pub enum HealthSource {
     EmmcLifeTime,
     /// An SD card's vendor health block (CMD56, GEN_CMD in read mode).
     SdCmd56,
+    /// A UFS device's Health Descriptor (JESD220, bPreEOLInfo and
+    /// bDeviceLifeTimeEstA/B), which Linux shows in sysfs.
+    UfsHealthDescriptor,
     #[serde(other)]
     Unknown,
 }
@@ -44,6 +47,7 @@ impl HealthSource {
             HealthSource::AtaSmartSat => "ata-smart-sat",
             HealthSource::EmmcLifeTime => "emmc-life-time",
             HealthSource::SdCmd56 => "sd-cmd56",
+            HealthSource::UfsHealthDescriptor => "ufs-health-descriptor",
             HealthSource::Unknown => "unknown",
         }
     }

@@ -5,7 +5,7 @@
 use std::fmt;
 
 use super::{Published, ReferenceSet};
-use crate::schema::{DeviceKind, Report};
+use crate::schema::Report;
 
 /// Boards whose storage buses are the same, so that results compare.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,22 +56,18 @@ pub fn family(board: &str) -> Family {
     }
 }
 
-/// The reference kind of a report's device: its `device.kind`, with USB
-/// drives told apart by their bridge (a SATA or NVMe bridge is an SSD; no
-/// known bridge, or a card reader, is flash).
+/// The reference kind of a report's device: its kind's from the medium
+/// and transport tables, with USB drives told apart by their bridge (a SATA
+/// or NVMe bridge is an SSD; no known bridge, or a card reader, is flash).
 pub fn kind_of_report(report: &Report) -> Option<&'static str> {
     let device = report.device.as_ref()?;
-    Some(match device.kind {
-        DeviceKind::Sd => "sd",
-        DeviceKind::Emmc => "emmc",
-        DeviceKind::Nvme => "nvme",
-        DeviceKind::Sata => "sata",
-        DeviceKind::Usb => {
-            let bridge = device.usb.as_ref().and_then(|u| u.bridge.as_deref());
-            if bridge.is_some_and(|b| !b.to_lowercase().contains("reader")) { "usb-ssd" } else { "usb-flash" }
-        }
-        DeviceKind::Virtio | DeviceKind::Loop | DeviceKind::Other => return None,
-    })
+    let kinds = device.kind.reference_kinds();
+    if kinds.len() < 2 {
+        return kinds.first().copied();
+    }
+    let bridge = device.usb.as_ref().and_then(|u| u.bridge.as_deref());
+    let ssd = bridge.is_some_and(|b| !b.to_lowercase().contains("reader"));
+    kinds.iter().copied().find(|k| *k == if ssd { "usb-ssd" } else { "usb-flash" })
 }
 
 /// Where a score stands.

@@ -1,58 +1,13 @@
 //! The report's `device` section (docs/report.md#device): the kind of
-//! device, and what its registers and sysfs say, by bus (SD, eMMC, USB,
-//! NVMe, loop).
+//! device (`kind.rs`), and what its registers and sysfs say, by bus (SD,
+//! eMMC, USB, NVMe, UFS, loop).
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use super::is_false;
-
-/// Kind of device, as in docs/report.md#device.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DeviceKind {
-    Sd,
-    Emmc,
-    Usb,
-    Nvme,
-    Sata,
-    Virtio,
-    Loop,
-    #[default]
-    Other,
-}
-
-impl DeviceKind {
-    pub const ALL: [DeviceKind; 8] = [
-        DeviceKind::Sd,
-        DeviceKind::Emmc,
-        DeviceKind::Usb,
-        DeviceKind::Nvme,
-        DeviceKind::Sata,
-        DeviceKind::Virtio,
-        DeviceKind::Loop,
-        DeviceKind::Other,
-    ];
-
-    /// The kind named by its JSON word (`sd`, `nvme`, …).
-    pub fn parse(text: &str) -> Option<DeviceKind> {
-        DeviceKind::ALL.into_iter().find(|k| k.as_str() == text)
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DeviceKind::Sd => "sd",
-            DeviceKind::Emmc => "emmc",
-            DeviceKind::Usb => "usb",
-            DeviceKind::Nvme => "nvme",
-            DeviceKind::Sata => "sata",
-            DeviceKind::Virtio => "virtio",
-            DeviceKind::Loop => "loop",
-            DeviceKind::Other => "other",
-        }
-    }
-}
+use super::kind::DeviceKind;
 
 /// Where a SATA disk's name came from (docs/report.md#device).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -16,7 +16,9 @@ pub use crate::figure::{Figure, REPORT_ORDER, Unit};
 pub use crate::health::{Advice, Health, Thermal};
 
 mod device;
+mod kind;
 pub use device::*;
+pub use kind::*;
 
 /// The value of the report's `schema` key.
 pub const SCHEMA: &str = "storage-score/1";

@@ -21,7 +21,7 @@ fn ssr(app: u8, speed: u8, video: u8, uhs: u8) -> SdSsr {
 fn sd_card(ssr: SdSsr, host: Option<HostIos>) -> Device {
     let class_label = Some(class_label(ssr.app_class, ssr.speed_class, ssr.video_class, ssr.uhs_grade));
     Device {
-        kind: DeviceKind::Sd,
+        kind: DeviceKind::SD,
         sd: Some(SdInfo { ssr: Some(ssr), class_label, host, ..SdInfo::default() }),
         ..Device::default()
     }
@@ -166,7 +166,7 @@ fn no_claim() {
     assert_eq!(v.summary.as_deref(), Some("the card reports no class; measures A1 Class 10 V10 U1"));
     assert!(v.checks.iter().all(|c| !c.claimed));
     // SD card whose SSR could not be read.
-    let unread = Device { kind: DeviceKind::Sd, sd: Some(SdInfo::default()), ..Device::default() };
+    let unread = Device { kind: DeviceKind::SD, sd: Some(SdInfo::default()), ..Device::default() };
     let v = verdict(Some(&unread), &m);
     assert_eq!(v.claimed, None);
     assert!(
@@ -174,7 +174,7 @@ fn no_claim() {
     );
     let v = verdict(None, &m);
     assert!(v.summary.unwrap().starts_with("no identification was given"));
-    let nvme = Device { kind: DeviceKind::Nvme, ..Device::default() };
+    let nvme = Device { kind: DeviceKind::NVME, ..Device::default() };
     let v = verdict(Some(&nvme), &m);
     assert_eq!(
         v.summary.as_deref(),
@@ -185,7 +185,7 @@ fn no_claim() {
 #[test]
 fn claim_from_label_when_no_ssr() {
     let device = Device {
-        kind: DeviceKind::Sd,
+        kind: DeviceKind::SD,
         sd: Some(SdInfo { class_label: Some("A2 Class 10 V30 U3".into()), ..SdInfo::default() }),
         ..Device::default()
     };

@@ -3,7 +3,7 @@
 use super::checks::Judged;
 use super::classes::ClassMark;
 use super::host::HostLimit;
-use crate::schema::{Check, Device, DeviceKind};
+use crate::schema::{Check, Device, Medium};
 
 /// What the summary needs to know.
 pub(super) struct SummaryFacts<'a> {
@@ -32,7 +32,7 @@ fn sentence(f: &SummaryFacts<'_>) -> String {
         let why = match f.device {
             None => "no identification was given, so there is no claimed class to check".to_owned(),
             Some(d) if d.sd.as_ref().is_some_and(|s| s.ssr.is_some()) => "the card reports no class".to_owned(),
-            Some(d) if d.sd.is_some() || d.kind == DeviceKind::Sd => {
+            Some(d) if d.sd.is_some() || d.kind.medium == Medium::Sd => {
                 "the card's claimed class is unknown (its SD Status was not read)".to_owned()
             }
             Some(d) if d.usb.is_some() => {

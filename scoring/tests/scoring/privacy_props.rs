@@ -14,7 +14,7 @@ use storage_scoring::schema::{
 /// profiles, engines, bus timings, USB drivers, capacity types, hint
 /// weights, write-cache modes, and the measurement keys.
 fn enum_words() -> Vec<String> {
-    let mut words: Vec<String> = DeviceKind::ALL.iter().map(|k| k.as_str().to_owned()).collect();
+    let mut words: Vec<String> = DeviceKind::NAMED.iter().map(|k| k.as_str().to_owned()).collect();
     words.extend(PROFILES.iter().map(|p| (*p).to_owned()));
     for w in [
         "io_uring",
@@ -63,11 +63,11 @@ fn report_of(kind: DeviceKind, profile: &str, word: &str) -> Report {
     report.target = Some(Target { input: format!("/media/{word}/bench"), ..Target::default() });
     report.device = Some(Device {
         kind,
-        sd: (kind == DeviceKind::Sd).then(|| SdInfo {
+        sd: (kind == DeviceKind::SD).then(|| SdInfo {
             host: Some(HostIos { timing: Some("sd uhs DDR50".into()), ..HostIos::default() }),
             ..SdInfo::default()
         }),
-        usb: (kind == DeviceKind::Usb).then(|| UsbInfo {
+        usb: (kind == DeviceKind::USB).then(|| UsbInfo {
             id: "0781:5583".into(),
             driver: Some("usb-storage".into()),
             ..UsbInfo::default()
@@ -102,7 +102,7 @@ fn report(psn: u32, disk_serial: &str, user: &str) -> Report {
         ..Target::default()
     });
     report.device = Some(Device {
-        kind: DeviceKind::Sd,
+        kind: DeviceKind::SD,
         serial: Some(disk_serial.to_owned()),
         sd: Some(SdInfo {
             cid: Some(SdCid {
@@ -128,7 +128,7 @@ proptest! {
     fn enum_words_as_host_and_user_names_change_no_enum_field(
         word in proptest::sample::select(enum_words()),
         host in proptest::sample::select(enum_words()),
-        kind in proptest::sample::select(DeviceKind::ALL.to_vec()),
+        kind in proptest::sample::select(DeviceKind::NAMED.to_vec()),
         profile in proptest::sample::select(PROFILES.to_vec()),
     ) {
         let original = report_of(kind, profile, &word);

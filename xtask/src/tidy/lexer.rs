@@ -16,6 +16,9 @@ pub struct Lines {
     pub strings: Vec<(usize, String)>,
     /// The lines where a `let` follows `&&`: a let chain.
     pub let_chains: Vec<usize>,
+    /// The code's tokens with their lines: words, and punctuation one
+    /// character at a time; a string or character literal is one `"`.
+    pub tokens: Vec<(usize, String)>,
 }
 
 /// Scans a source file's text.
@@ -29,10 +32,18 @@ pub fn scan(text: &str) -> Lines {
                 }
             }
             ('/', Some('*')) => lx.block_comment(),
-            ('"', _) => lx.string(0),
+            ('"', _) => {
+                lx.token("\"");
+                lx.string(0);
+            }
             ('\'', _) => lx.quote(),
             (c, _) if is_ident(c) => lx.word(),
-            _ => lx.code(),
+            (c, _) => {
+                if !c.is_whitespace() {
+                    lx.token(&c.to_string());
+                }
+                lx.code();
+            }
         }
     }
     lx.out
@@ -52,6 +63,10 @@ struct Lexer {
 }
 
 impl Lexer {
+    fn token(&mut self, text: &str) {
+        self.out.tokens.push((self.line, text.to_owned()));
+    }
+
     fn peek(&self, n: usize) -> Option<char> {
         self.chars.get(self.i + n).copied()
     }
@@ -128,6 +143,9 @@ impl Lexer {
     /// A character literal (`'x'`, `'\n'`, `'\u{1F600}'`) or a lifetime.
     fn quote(&mut self) {
         self.code();
+        if self.peek(0) == Some('\\') || self.peek(1) == Some('\'') {
+            self.token("\"");
+        }
         if self.peek(0) == Some('\\') {
             self.code();
             self.code();
@@ -157,15 +175,23 @@ impl Lexer {
         if word == "let" && after_and {
             self.out.let_chains.push(self.line);
         }
-        if matches!(word.as_str(), "r" | "br" | "cr") {
+        if matches!(word.as_str(), "r" | "br" | "cr" | "b" | "c") {
             let hashes = (0..).take_while(|&n| self.peek(n) == Some('#')).count();
             if self.peek(hashes) == Some('"') {
+                self.token("\"");
+                if word == "b" || word == "c" {
+                    // b"…", c"…": escapes as in a plain string.
+                    self.string(0);
+                    return;
+                }
                 for _ in 0..hashes {
                     self.code();
                 }
                 self.string(hashes);
+                return;
             }
         }
+        self.token(&word);
     }
 }
 

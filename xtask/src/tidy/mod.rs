@@ -15,7 +15,8 @@
 //! - [`typed_errors`]: no `Result<_, String>` in the product's library
 //!   crates;
 //! - [`msrv_syntax`]: no let chains, which the oldest supported compiler
-//!   refuses.
+//!   refuses;
+//! - [`kind_arms`]: no wildcard arm in a match on a device kind.
 //!
 //! Each failure is one line, `file:line: what is wrong`.
 
@@ -24,6 +25,7 @@ use std::process::{Command, ExitCode};
 
 pub mod deps;
 pub mod figure_keys;
+pub mod kind_arms;
 mod lexer;
 pub mod links;
 pub mod msrv_syntax;
@@ -147,6 +149,7 @@ pub fn check(root: &Path, files: &[PathBuf]) -> Outcome {
     figure_keys::check(root, files, &mut outcome);
     typed_errors::check(root, files, &mut outcome);
     msrv_syntax::check(root, files, &mut outcome);
+    kind_arms::check(root, files, &mut outcome);
     outcome
 }
 

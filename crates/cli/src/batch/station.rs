@@ -238,7 +238,8 @@ impl Filters {
                 .and_then(|(_, device)| device)
                 .map(|d| d.kind);
             match kind {
-                Some(kind) if self.kinds.contains(&kind) => {}
+                // By the report's word: a USB SATA drive is a `usb` disk.
+                Some(kind) if self.kinds.iter().any(|k| k.as_str() == kind.as_str()) => {}
                 Some(kind) => return Some(format!("a {} disk, not one --only-kind names", kind.as_str())),
                 None => return Some("its kind could not be read, and --only-kind asks for one".to_owned()),
             }

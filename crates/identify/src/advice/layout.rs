@@ -5,7 +5,6 @@
 use std::fs;
 
 use storage_scoring::health::{Advice, AdviceCode, Severity};
-use storage_scoring::schema::DeviceKind;
 
 use super::{Context, advice, fmt_bytes};
 use storage_platform::sysfs::{read_attr, read_u64};
@@ -44,20 +43,18 @@ pub fn partitions(disk: &BlockDev) -> Vec<Partition> {
 /// SD Status's AU), the physical block for any other disk.
 fn alignment_unit(ctx: &Context<'_>) -> Option<(u64, String)> {
     let device = ctx.device;
-    match device.kind {
-        DeviceKind::Sd | DeviceKind::Emmc => {
-            let pref = read_u64(&ctx.disk.sys_dir.join("device/preferred_erase_size")).filter(|&v| v >= 4096);
-            if let Some(bytes) = pref {
-                return Some((bytes, format!("the card's {} erase unit (preferred_erase_size)", fmt_bytes(bytes))));
-            }
-            let au = device.sd.as_ref().and_then(|s| s.ssr.as_ref()).map(|s| s.au_size_bytes).filter(|&v| v >= 4096)?;
-            Some((au, format!("the card's {} allocation unit (SD Status AU_SIZE)", fmt_bytes(au))))
+    if device.kind.medium.facts().mmc_core {
+        let pref = read_u64(&ctx.disk.sys_dir.join("device/preferred_erase_size")).filter(|&v| v >= 4096);
+        if let Some(bytes) = pref {
+            return Some((bytes, format!("the card's {} erase unit (preferred_erase_size)", fmt_bytes(bytes))));
         }
-        DeviceKind::Loop | DeviceKind::Virtio => None,
-        _ => {
-            let physical = u64::from(device.physical_block_size?);
-            (physical > 512).then(|| (physical, format!("the disk's {} physical block", fmt_bytes(physical))))
-        }
+        let au = device.sd.as_ref().and_then(|s| s.ssr.as_ref()).map(|s| s.au_size_bytes).filter(|&v| v >= 4096)?;
+        Some((au, format!("the card's {} allocation unit (SD Status AU_SIZE)", fmt_bytes(au))))
+    } else if device.kind.transport.facts().physical {
+        let physical = u64::from(device.physical_block_size?);
+        (physical > 512).then(|| (physical, format!("the disk's {} physical block", fmt_bytes(physical))))
+    } else {
+        None
     }
 }
 
@@ -137,11 +134,11 @@ fn swap_is_on(swap: &Swap, disk: &BlockDev, ctx: &Context<'_>) -> Option<String>
 }
 
 pub fn swap_on_card(ctx: &Context<'_>) -> Option<Advice> {
-    let card = match ctx.device.kind {
-        DeviceKind::Sd => "SD card",
-        DeviceKind::Emmc => "eMMC",
-        _ => return None,
-    };
+    let medium = ctx.device.kind.medium.facts();
+    if !medium.mmc_core {
+        return None;
+    }
+    let card = medium.name;
     if !ctx.procfs_usable() {
         return None;
     }

@@ -154,7 +154,9 @@ fn pcie_gen(gt_s: f64) -> &'static str {
 }
 
 pub fn pcie_link_downgraded(ctx: &Context<'_>) -> Option<Advice> {
-    if !matches!(ctx.device.kind, DeviceKind::Nvme | DeviceKind::Sata) {
+    // An NVMe drive's own link, or the link of a SATA drive's AHCI controller.
+    let kind = ctx.device.kind;
+    if kind != DeviceKind::NVME && kind != DeviceKind::SATA {
         return None;
     }
     let resolved = sysfs::resolve_dir(&ctx.disk.sys_dir.join("device"));
@@ -225,7 +227,7 @@ pub fn pcie_link_downgraded(ctx: &Context<'_>) -> Option<Advice> {
 const MMC_CAP_UHS: u64 = 0x1f << 16;
 
 pub fn sd_bus_below_card(ctx: &Context<'_>) -> Option<Advice> {
-    if ctx.device.kind != DeviceKind::Sd || ctx.device.usb.is_some() {
+    if ctx.device.kind != DeviceKind::SD || ctx.device.usb.is_some() {
         return None;
     }
     let sd = ctx.device.sd.as_ref()?;

@@ -6,19 +6,16 @@ use std::fs;
 use std::path::PathBuf;
 
 use storage_scoring::health::{Advice, AdviceCode, Severity};
-use storage_scoring::schema::DeviceKind;
+use storage_scoring::schema::Transport;
 
 use super::{Context, advice};
 use storage_platform::sysfs::{read_attr, read_u64};
 use storage_platform::target;
 
-/// Flash the rules apply to: not spinning disks, files or virtual disks.
+/// Flash the rules apply to: not spinning disks, files or virtual disks
+/// (the medium and transport tables decide).
 fn is_flash(ctx: &Context<'_>) -> bool {
-    match ctx.device.kind {
-        DeviceKind::Sd | DeviceKind::Emmc | DeviceKind::Nvme => true,
-        DeviceKind::Usb | DeviceKind::Sata => ctx.device.rotational == Some(false),
-        _ => false,
-    }
+    ctx.device.kind.is_flash(ctx.device.rotational)
 }
 
 /// `scsi_disk/H:C:T:L/provisioning_mode` of a SCSI disk, with its path.
@@ -45,8 +42,10 @@ pub fn trim_unavailable(ctx: &Context<'_>) -> Option<Advice> {
     let name = &ctx.disk.name;
     let mut evidence =
         format!("/sys/block/{name}/queue/discard_max_bytes is {max}: the kernel sends no discard to {name}");
-    let (fix, source) = match (&ctx.device.kind, &mode) {
-        (DeviceKind::Usb, Some((m, _))) => {
+    let kind = ctx.device.kind;
+    let card = kind.medium.facts().mmc_core;
+    let (fix, source) = match &mode {
+        Some((m, _)) if !kind.medium_reaches_host() && kind.transport == Transport::Usb => {
             evidence.push_str(&format!("; its SCSI provisioning_mode is {m}"));
             let id = ctx.device.usb.as_ref().map(|u| u.id.clone()).unwrap_or_default();
             let (vid, pid) = id.split_once(':').unwrap_or(("VID", "PID"));
@@ -63,7 +62,7 @@ pub fn trim_unavailable(ctx: &Context<'_>) -> Option<Advice> {
                  Provisioning VPD page (SBC-4)",
             )
         }
-        (DeviceKind::Sd | DeviceKind::Emmc, _) => (
+        _ if card => (
             "nothing to set on the card: this host controller's driver offers no erase/discard, so trim cannot reach \
              it here; a card that is slow after long use recovers after a full erase (SD Association's SD Memory Card \
              Formatter, or `sudo blkdiscard /dev/NAME` on a host that supports it: it deletes everything)"
@@ -79,8 +78,7 @@ pub fn trim_unavailable(ctx: &Context<'_>) -> Option<Advice> {
             "Linux Documentation/ABI/stable/sysfs-block (discard_max_bytes: 0 = no discard)",
         ),
     };
-    let severity =
-        if matches!(ctx.device.kind, DeviceKind::Sd | DeviceKind::Emmc) { Severity::Info } else { Severity::Warn };
+    let severity = if card { Severity::Info } else { Severity::Warn };
     Some(advice(AdviceCode::TrimUnavailable, severity, evidence, fix, source))
 }
 

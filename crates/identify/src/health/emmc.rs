@@ -12,6 +12,10 @@
 //!   two kinds of memory in the device (e.g. SLC and MLC areas).
 //! - Pre-EOL: 0x01 normal, 0x02 warning (80% of the reserved blocks used),
 //!   0x03 urgent (90%).
+//!
+//! A UFS device's Health Descriptor (JESD220, bPreEOLInfo and
+//! bDeviceLifeTimeEstA/B) uses the same codes, so [`estimates`] serves both
+//! with each medium's own [`Wording`].
 
 use storage_scoring::health::{Health, HealthSource, HealthStatus, PreEol};
 
@@ -52,10 +56,35 @@ fn pre_eol(code: u8) -> Option<PreEol> {
     }
 }
 
-/// The report's `health` from the two estimates and pre-EOL, as the device
-/// gives them; `where_from` names the file or register, for the notes.
+/// How a medium with JEDEC life-time estimates is named in the notes.
+#[derive(Debug, Clone, Copy)]
+pub struct Wording {
+    /// "eMMC", "UFS device".
+    pub who: &'static str,
+    pub source: HealthSource,
+    /// The pre-EOL field's name in the medium's specification.
+    pub pre_eol_field: &'static str,
+    /// Why a device whose codes are all 0x00 has none.
+    pub undefined: &'static str,
+}
+
+pub const EMMC: Wording = Wording {
+    who: "eMMC",
+    source: HealthSource::EmmcLifeTime,
+    pre_eol_field: "PRE_EOL_INFO",
+    undefined: "the eMMC defines no life-time estimate (they start with eMMC 5.0; the codes read 0x00, not defined)",
+};
+
+/// The report's `health` of an eMMC from the two estimates and pre-EOL, as
+/// the device gives them; `where_from` names the file or register, for the notes.
 pub fn health(life: Option<(u8, u8)>, pre_eol_code: Option<u8>, where_from: &str) -> Health {
-    let mut notes = vec![format!("from the eMMC's own estimates ({where_from})")];
+    estimates(&EMMC, life, pre_eol_code, where_from)
+}
+
+/// [`health`] for any medium that gives JEDEC life-time estimates.
+pub fn estimates(wording: &Wording, life: Option<(u8, u8)>, pre_eol_code: Option<u8>, where_from: &str) -> Health {
+    let who = wording.who;
+    let mut notes = vec![format!("from the {who}'s own estimates ({where_from})")];
     let (a, b) = life.map_or((None, None), |(a, b)| (Some(a), Some(b)));
     for (code, kind) in [(a, "A"), (b, "B")] {
         if let Some(c) = code.filter(|&c| c > 11) {
@@ -66,12 +95,10 @@ pub fn health(life: Option<(u8, u8)>, pre_eol_code: Option<u8>, where_from: &str
     let range = [a, b].into_iter().flatten().filter_map(band).max_by_key(|r| r[1]);
     let eol = pre_eol_code.and_then(pre_eol);
     if eol == Some(PreEol::Unknown) {
-        notes.push(format!("PRE_EOL_INFO holds the reserved code {:#04x}", pre_eol_code.unwrap_or(0)));
+        notes.push(format!("{} holds the reserved code {:#04x}", wording.pre_eol_field, pre_eol_code.unwrap_or(0)));
     }
     if range.is_none() && matches!(eol, None | Some(PreEol::Unknown)) {
-        let mut h = Health::none(
-            "the eMMC defines no life-time estimate (they start with eMMC 5.0; the codes read 0x00, not defined)",
-        );
+        let mut h = Health::none(wording.undefined);
         h.notes = notes;
         h.life_time_est_a = a;
         h.life_time_est_b = b;
@@ -79,16 +106,16 @@ pub fn health(life: Option<(u8, u8)>, pre_eol_code: Option<u8>, where_from: &str
     }
     let worn = range.map_or(0, |r| r[1]);
     let status = if eol == Some(PreEol::Urgent) || worn > 100 || a == Some(11) || b == Some(11) {
-        notes.push("the eMMC reports its life used up or its reserve nearly gone: copy off what matters".to_owned());
+        notes.push(format!("the {who} reports its life used up or its reserve nearly gone: copy off what matters"));
         HealthStatus::Failing
     } else if eol == Some(PreEol::Warning) || worn >= 90 {
-        notes.push("the eMMC is near the end of its rated life: plan a replacement".to_owned());
+        notes.push(format!("the {who} is near the end of its rated life: plan a replacement"));
         HealthStatus::Warn
     } else {
         HealthStatus::Ok
     };
     Health {
-        source: Some(HealthSource::EmmcLifeTime),
+        source: Some(wording.source),
         status: Some(status),
         percentage_used_range: range,
         life_time_est_a: a,

@@ -9,6 +9,10 @@
 //! | USB SATA bridge | ATA SMART | the same, through the bridge's SAT (`smartctl -d sat`) |
 //! | eMMC | life time, pre-EOL | sysfs `life_time`/`pre_eol_info`, else EXT_CSD |
 //! | SD | vendor CMD56 block | the MMC ioctl, only for makers with a public layout |
+//! | UFS | Health Descriptor | sysfs `health_descriptor/` of the UFS host (see `device::ufs`) |
+//!
+//! Which source a kind has comes from the medium and transport tables
+//! (`storage_scoring::schema::Medium::facts`).
 //!
 //! The decoders ([`nvme`], [`ata`], [`cmd56`], [`emmc`]) are pure; the
 //! ioctls are fenced in [`ioctl`]. Every command only reads. Nothing is
@@ -21,15 +25,17 @@ pub mod emmc;
 mod ioctl;
 pub mod nvme;
 
+use crate::device::ufs;
+
 use std::fs::{File, OpenOptions};
 use std::io::ErrorKind;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use storage_scoring::health::{Health, HealthSource};
-use storage_scoring::schema::{Device, DeviceKind};
+use storage_scoring::schema::{Device, Medium, Transport};
 
-use storage_platform::sysfs::{Roots, read_attr};
+use storage_platform::sysfs::{self, Roots, read_attr};
 use storage_platform::target::BlockDev;
 
 /// How long one SCSI command may take. A bridge that does not answer ATA
@@ -54,24 +60,29 @@ pub fn source_of(device: &Device) -> Result<HealthSource, NoSource> {
     if let Some(why) = no_source(device) {
         return Err(why);
     }
-    match device.kind {
-        DeviceKind::Emmc => Ok(HealthSource::EmmcLifeTime),
-        DeviceKind::Nvme => Ok(HealthSource::NvmeSmartLog),
-        DeviceKind::Sata => Ok(HealthSource::AtaSmart),
-        DeviceKind::Usb => Ok(HealthSource::AtaSmartSat),
-        DeviceKind::Sd => Ok(HealthSource::SdCmd56),
-        _ => Err(NoSource::Other),
-    }
+    device.kind.health_source().ok_or(NoSource::Other)
+}
+
+/// A command sent to the device itself, as opposed to a sysfs read.
+enum Command {
+    NvmeSmartLog,
+    AtaSmart { sat: bool },
+    SdCmd56,
 }
 
 fn read_source(disk: &BlockDev, device: &Device, roots: &Roots) -> Health {
     let dev_dir = disk.sys_dir.join("device");
-    if device.kind == DeviceKind::Emmc {
-        return emmc_health(&dev_dir, device);
-    }
-    if let Some(why) = no_source(device) {
-        return Health::none(why.to_string());
-    }
+    let command = match source_of(device) {
+        Err(why) => return Health::none(why.to_string()),
+        // Read from sysfs, world-readable: a captured tree answers too.
+        Ok(HealthSource::EmmcLifeTime) => return emmc_health(&dev_dir, device),
+        Ok(HealthSource::UfsHealthDescriptor) => return ufs::health(&sysfs::resolve_dir(&dev_dir)),
+        Ok(HealthSource::NvmeSmartLog) => Command::NvmeSmartLog,
+        Ok(HealthSource::AtaSmart) => Command::AtaSmart { sat: false },
+        Ok(HealthSource::AtaSmartSat) => Command::AtaSmart { sat: true },
+        Ok(HealthSource::SdCmd56) => Command::SdCmd56,
+        Ok(HealthSource::Unknown) => return Health::none(NoSource::Other.to_string()),
+    };
     if roots.captured {
         return Health::none(
             "not asked: identification comes from a captured sysfs tree, and the device's health can only be asked of \
@@ -83,12 +94,10 @@ fn read_source(disk: &BlockDev, device: &Device, roots: &Roots) -> Health {
         Ok(file) => file,
         Err(why) => return Health::unreadable(why.to_string()),
     };
-    match device.kind {
-        DeviceKind::Nvme => nvme_health(&file, &node),
-        DeviceKind::Sata => ata_health(&file, &node, false),
-        DeviceKind::Usb => ata_health(&file, &node, true),
-        DeviceKind::Sd => sd_health(&file, device),
-        _ => Health::none(NoSource::Other.to_string()),
+    match command {
+        Command::NvmeSmartLog => nvme_health(&file, &node),
+        Command::AtaSmart { sat } => ata_health(&file, &node, sat),
+        Command::SdCmd56 => sd_health(&file, device),
     }
 }
 
@@ -119,20 +128,26 @@ pub enum NoSource {
 
 /// Kinds and setups that have no source at all, with the reason.
 fn no_source(device: &Device) -> Option<NoSource> {
-    let usb = device.usb.as_ref();
-    let bridge = usb.and_then(|u| u.bridge.as_deref()).unwrap_or("");
-    Some(match device.kind {
-        DeviceKind::Loop => match device.loop_device.as_ref().and_then(|l| l.backing_file.clone()) {
+    let kind = device.kind;
+    let bridge = device.usb.as_ref().and_then(|u| u.bridge.as_deref()).unwrap_or("");
+    match kind.transport {
+        Transport::Loop => Some(match device.loop_device.as_ref().and_then(|l| l.backing_file.clone()) {
             Some(file) => NoSource::LoopFile(file),
             None => NoSource::Loop,
-        },
-        DeviceKind::Virtio => NoSource::Virtio,
-        DeviceKind::Other => NoSource::Other,
-        DeviceKind::Sd if usb.is_some() => NoSource::SdInUsbReader,
-        DeviceKind::Usb if bridge.contains("NVMe bridge") => NoSource::NvmeBehindBridge { bridge: bridge.to_owned() },
-        DeviceKind::Usb if bridge.contains("reader") || device.removable == Some(true) => NoSource::UsbWithoutSmart,
-        _ => return None,
-    })
+        }),
+        Transport::Virtio => Some(NoSource::Virtio),
+        // A card on a USB host: its registers reach the MMC core, CMD56 does not.
+        Transport::Usb if kind.medium_reaches_host() => (kind.medium == Medium::Sd).then_some(NoSource::SdInUsbReader),
+        Transport::Usb if bridge.contains("NVMe bridge") => {
+            Some(NoSource::NvmeBehindBridge { bridge: bridge.to_owned() })
+        }
+        Transport::Usb if bridge.contains("reader") || device.removable == Some(true) => {
+            Some(NoSource::UsbWithoutSmart)
+        }
+        Transport::Native | Transport::Pcie | Transport::Usb => {
+            kind.health_source().is_none().then_some(NoSource::Other)
+        }
+    }
 }
 
 /// Why the device node could not be opened to ask its health.

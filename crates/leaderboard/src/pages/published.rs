@@ -9,17 +9,11 @@ use storage_scoring::reference::Published;
 
 use super::figure_text;
 use storage_scoring::figure::Figure;
+use storage_scoring::schema::DeviceKind;
 
 /// The reference kinds a card of `kind` (the report's `device.kind`) compares with.
 pub fn kinds_of(kind: &str) -> &'static [&'static str] {
-    match kind {
-        "sd" => &["sd"],
-        "emmc" => &["emmc"],
-        "nvme" => &["nvme"],
-        "sata" => &["sata"],
-        "usb" => &["usb-ssd", "usb-flash"],
-        _ => &[],
-    }
+    DeviceKind::parse(kind).map_or(&[], DeviceKind::reference_kinds)
 }
 
 /// The section, best score first; nothing when `rows` is empty.
