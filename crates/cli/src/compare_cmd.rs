@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Serialize;
 use storage_session::compare::{Comparison, Input, api_address, comparisons, parse};
 
-use crate::{CompareArgs, Failure, compare_render, upload};
+use crate::{CompareArgs, Failure, compare_render};
 
 /// How long to wait for a leaderboard's answer.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
@@ -58,6 +58,7 @@ fn fetch(url: &str) -> Result<Input, Failure> {
             "--from {url}: not a leaderboard result's address; give it as https://HOST/results/ID (the result's page) or https://HOST/api/v1/results/ID"
         ))
     })?;
-    let value = upload::fetch(&api, FETCH_TIMEOUT)?;
+    let mut notify = |line: &str| crate::terminal::errln(&format!("storage-score: {url}: {line}"));
+    let value = storage_session::submit::fetch(&api, FETCH_TIMEOUT, &mut notify)?;
     parse(url, value)
 }

@@ -86,7 +86,7 @@ pub fn run(args: &RunArgs, roots: &Roots) -> Result<(), Failure> {
         channel.say(&format!("report kept in {}", path.display()));
     }
     if let (Some(upload), Some(path), None) = (&upload, &saved, &error) {
-        upload::send_saved(path, upload, channel)?;
+        upload::send_saved(path, upload, &channel)?;
     }
 
     match error {

@@ -1,47 +1,19 @@
-//! `storage-score submit` and `run … --submit`: send a report to a
-//! leaderboard (docs/leaderboard.md) with consent, privacy and no duplicates.
-//!
-//! The order is fixed: read the report → filter it (`payload`) → write the
-//! exact payload beside it → show the summary → ask → send with the
-//! report's one Idempotency-Key (`client`, `retry`) → keep the answer and
-//! the delete token in the receipt beside the report. Every failure is one
-//! line saying that the report stays on disk and, where sending later can
-//! work, the one command that does it.
+//! `storage-score submit` and `run … --submit` on the terminal: the
+//! arguments, and what is said and asked ([`Channel`], the consent and the
+//! label); the sending is [`storage_session::submit`]'s.
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::path::Path;
+use std::time::Duration;
 
-use storage_scoring::schema::Report;
-
-use storage_upload::client::{self, Accepted, Client, SendError};
-use storage_upload::installation::{
-    self, FsIdentity, Installation, read_report_bytes, write_atomically, writer_beside,
-};
-use storage_upload::payload::{
-    self, Receipt, SummaryContext, clean_label, idempotency_key, prepare, report_digest, summary,
-};
-use storage_upload::place::Place;
-use storage_upload::retry::Policy;
-use storage_upload::url::{URL_VARIABLE, absolute_url};
-use storage_upload::wear;
+use storage_session::submit::{Conversation, DEFAULT_TIMEOUT, Upload, label, leaderboard_base};
+use storage_upload::installation::Installation;
+use storage_upload::payload::clean_label;
+use storage_upload::url::URL_VARIABLE;
 
 use crate::{Failure, RunArgs, SubmitArgs};
 
-/// Seconds to wait for each answer when `run --submit` sends.
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// An upload the user asked for.
-#[derive(Debug, Clone)]
-pub struct Upload {
-    /// The leaderboard's base URL, without a trailing slash.
-    base: String,
-    yes: bool,
-    include_serials: bool,
-    /// The name on the card's label (`--label`), checked.
-    label: Option<String>,
-    timeout: Duration,
-}
+pub use storage_session::submit::{keep_report, send_saved};
 
 /// Where an upload's messages go: stdout, unless `run --json` keeps stdout
 /// for the report alone. The consent prompt is on stderr either way.
@@ -61,19 +33,38 @@ impl Channel {
     }
 }
 
+impl Conversation for Channel {
+    fn say(&self, text: &str) {
+        Channel::say(*self, text);
+    }
+
+    fn warn(&self, line: &str) {
+        crate::terminal::errln(line);
+    }
+
+    fn ask_label(&self) -> Result<Option<String>, Failure> {
+        ask_label()
+    }
+
+    fn consent(&self, payload_path: &Path, report: &Path) -> Result<(), Failure> {
+        consent(payload_path, report)
+    }
+}
+
 /// `storage-score submit REPORT`.
 pub fn submit_command(args: &SubmitArgs) -> Result<(), Failure> {
+    let timeout = Duration::from_secs(args.timeout);
     if args.delete {
-        return delete(args);
+        return storage_session::submit::delete(&args.report, args.url.as_deref(), timeout, &Channel::Stdout);
     }
     let upload = Upload {
         base: leaderboard_base(args.url.as_deref())?,
         yes: args.yes,
         include_serials: args.include_serials,
-        label: args.label.as_deref().map(clean_label).transpose().map_err(usage)?.flatten(),
-        timeout: Duration::from_secs(args.timeout),
+        label: label(args.label.as_deref())?,
+        timeout,
     };
-    send_saved(&args.report, &upload, Channel::Stdout)
+    send_saved(&args.report, &upload, &Channel::Stdout)
 }
 
 /// `run … --submit`: everything that can be refused before the benchmark
@@ -90,205 +81,9 @@ pub fn before_run(args: &RunArgs) -> Result<Option<Upload>, Failure> {
         ));
     }
     // Make the salt now: a home that cannot hold it fails before the run.
-    Installation::discover().and_then(|inst| inst.salt()).map_err(run)?;
-    let label = args.label.as_deref().map(clean_label).transpose().map_err(usage)?.flatten();
+    Installation::discover().and_then(|inst| inst.salt()).map_err(|e| Failure::Run(e.to_string()))?;
+    let label = label(args.label.as_deref())?;
     Ok(Some(Upload { base, yes: args.yes, include_serials: args.include_serials, label, timeout: DEFAULT_TIMEOUT }))
-}
-
-/// `run --submit` without `--output`: keeps the report in the data
-/// directory (the invoking user's, under sudo), where `submit` can find it
-/// again. Returns its path.
-pub fn keep_report(json: &str, report: &Report) -> Result<PathBuf, Failure> {
-    let inst = Installation::discover().map_err(run)?;
-    let dir = inst.data_dir.join("reports");
-    let disk = report
-        .device
-        .as_ref()
-        .and_then(|d| d.name.clone())
-        .unwrap_or_else(|| "report".to_owned())
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
-        .collect::<String>();
-    let path = dir.join(format!("{}-{disk}.json", storage_history::time::compact(SystemTime::now())));
-    installation::make_dir(inst.user, &dir)
-        .and_then(|()| write_atomically(inst.user, &path, format!("{json}\n").as_bytes(), 0o644))
-        .map_err(|e| {
-            Failure::Run(format!(
-                "cannot keep the report in {}: {e}; run again with --output FILE to save it elsewhere",
-                path.display()
-            ))
-        })?;
-    Ok(path)
-}
-
-/// Sends the report saved at `path`: the whole of `submit`, and the end of
-/// `run --submit`.
-pub fn send_saved(path: &Path, upload: &Upload, channel: Channel) -> Result<(), Failure> {
-    let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    // Everything beside the report is read and written as the one it
-    // belongs to (the user behind sudo), never through a planted link.
-    let owner = writer_beside(&path);
-    let (bytes, parsed) = read_report(owner, &path)?;
-    if let Parsed::Run(report) = &parsed {
-        if report.measurements.is_none() {
-            return Err(Failure::Usage(format!(
-                "{} has no measurements to send; make a report with `storage-score run --output FILE`",
-                path.display()
-            )));
-        }
-    }
-    let inst = Installation::discover().map_err(run)?;
-    let salt = inst.salt().map_err(run)?;
-    // Beside the report, or the state directory when that cannot be written.
-    let place = Place::for_report(&path, &inst).map_err(run)?;
-    if let Some(moved) = &place.moved {
-        channel.say(&format!("note: {moved}"));
-    }
-    let (receipt_path, payload_path) = (place.receipt.clone(), place.payload.clone());
-    let mut receipt = load_receipt(&place)?;
-    let digest = report_digest(&bytes);
-    let key = receipt.key_for(&digest).map(str::to_owned).unwrap_or_else(|| idempotency_key(&salt, &bytes));
-    let endpoint = format!("{}/api/v1/results", upload.base);
-    let context = SummaryContext {
-        endpoint: &endpoint,
-        payload_path: &payload_path,
-        include_serials: upload.include_serials,
-        personal: &inst.personal,
-    };
-    let (body, shown, report) = match parsed {
-        Parsed::Run(report) => {
-            let label = match &upload.label {
-                Some(label) => Some(label.clone()),
-                None if !upload.yes => ask_label()?,
-                None => None,
-            };
-            let payload =
-                prepare(&report, upload.include_serials, &salt, &inst.personal, label.as_deref()).map_err(run)?;
-            let shown = summary(&payload, &context);
-            (payload.body, shown, *report)
-        }
-        Parsed::Wear(wear) => {
-            let (body, shown) = wear::prepare(&wear, upload.label.is_some(), upload.include_serials, &salt, &context)
-                .map_err(|e| {
-                if e.is_usage() { Failure::Usage(e.to_string()) } else { Failure::Run(e.to_string()) }
-            })?;
-            (body, shown, Report::default())
-        }
-    };
-    let payload = payload::Payload { report, body };
-    place.write(&payload_path, &payload.body, 0o644).map_err(|e| {
-        Failure::Run(format!(
-            "cannot write the payload beside the report ({}: {e}); copy the report into a directory you can write to",
-            payload_path.display()
-        ))
-    })?;
-    channel.say(&shown);
-    warn_if_clear_text(channel, &upload.base, "the report, and the delete token in the answer,");
-    consent(upload.yes, &payload_path, &path)?;
-
-    // The key is on disk before the first byte leaves: whatever happens
-    // next, a later submit of this report reuses it.
-    receipt.entry(&upload.base, &digest, &key);
-    save_receipt(&place, &receipt)?;
-    let client = Client::new(upload.timeout, Policy::default()).map_err(run)?;
-    let earlier = receipt.entry(&upload.base, &digest, &key).url.clone();
-    let sent = client.submit(&endpoint, &key, &payload.body, &mut |note| channel.say(note));
-    if sent.is_err() {
-        // The receipt says what happened: an entry the leaderboard never
-        // took is "not sent", not left "pending" as if an answer might come.
-        let entry = receipt.entry(&upload.base, &digest, &key);
-        if entry.id.is_none() {
-            entry.status = payload::NOT_SENT.to_owned();
-            let _ = save_receipt(&place, &receipt);
-        }
-    }
-    let accepted = sent.map_err(|e| match (e, earlier) {
-        // The key is this report's, the body differs: it went before with
-        // other options (--include-serials, say). It is there, once.
-        (SendError::Refused { status: 422, .. }, Some(url)) => Failure::Run(format!(
-            "not sent again: this report is already on the leaderboard ({url}), sent with other options; to replace \
-             it, delete it first with: storage-score submit {} --delete",
-            shell_quote(&path.to_string_lossy())
-        )),
-        (e, _) => not_sent(e, &path, &upload.base, &later_flags(upload)),
-    })?;
-
-    let result_url = absolute_url(&upload.base, accepted.url.as_deref(), &accepted.id);
-    let entry = receipt.entry(&upload.base, &digest, &key);
-    let had_token = entry.delete_token.is_some();
-    record(entry, &accepted, &result_url);
-    let kept = save_receipt(&place, &receipt);
-    channel.say(&accepted_lines(&accepted, &result_url, &payload.report, &path, &receipt_path, had_token));
-    if let Err(e) = kept {
-        // Sent and stored: not a failure, but the token must not be lost unseen.
-        crate::terminal::errln(&format!(
-            "storage-score: warning: {e}; copy the delete token above if you may want to delete the result"
-        ));
-    }
-    Ok(())
-}
-
-/// A report `submit` sends: a run's, or an endurance or power-loss one.
-enum Parsed {
-    Run(Box<Report>),
-    Wear(storage_scoring::wear::WearReport),
-}
-
-fn read_report(owner: FsIdentity, path: &Path) -> Result<(Vec<u8>, Parsed), Failure> {
-    // Under sudo the user's own rights read it, wherever it lies.
-    let reader = storage_platform::sudo::sudo_user().or(owner);
-    let bytes = read_report_bytes(reader, path).map_err(|e| {
-        Failure::Usage(format!(
-            "cannot read the report {}: {e}; give a report saved with `storage-score run --output FILE`",
-            path.display()
-        ))
-    })?;
-    // The leaderboard's own validator, so that what it would refuse is
-    // refused here first, in the words `score` and `compare` use.
-    let refused = |e| storage_session::saved::refused(&path.display().to_string(), &e);
-    if wear::is_wear(&bytes) {
-        return Ok((bytes.clone(), Parsed::Wear(storage_scoring::input::parse_wear(&bytes).map_err(refused)?)));
-    }
-    let report = storage_scoring::input::parse_report(&bytes).map_err(refused)?;
-    Ok((bytes, Parsed::Run(Box::new(report))))
-}
-
-fn load_receipt(place: &Place) -> Result<Receipt, Failure> {
-    let path = &place.receipt;
-    match place.read_receipt() {
-        Ok(Some(bytes)) => serde_json::from_slice(&bytes).map_err(|e| {
-            Failure::Run(format!(
-                "{} is not a receipt this tool wrote ({e}); move it away (it may hold a delete token) and try again",
-                path.display()
-            ))
-        }),
-        Ok(None) => Ok(Receipt::default()),
-        Err(e) => {
-            Err(Failure::Run(format!("cannot read the receipt {}: {e}; move it away and try again", path.display())))
-        }
-    }
-}
-
-/// Says, with what will be sent and before it is, that plain `http://`
-/// shows `what` to anyone on the way.
-fn warn_if_clear_text(channel: Channel, base: &str, what: &str) {
-    if base.starts_with("http://") {
-        channel.say(&format!(
-            "warning: {base} is plain http: {what} travel unencrypted, readable and changeable on the way; use https:// where the leaderboard offers it"
-        ));
-    }
-}
-
-fn save_receipt(place: &Place, receipt: &Receipt) -> Result<(), Failure> {
-    let mut json = serde_json::to_vec_pretty(receipt).expect("a receipt always serializes");
-    json.push(b'\n');
-    // 0600: the delete tokens in it are secrets.
-    place.write(&place.receipt, &json, 0o600).map_err(|e| {
-        Failure::Run(format!(
-            "cannot write the receipt {}: {e}; copy the report into a directory you can write to",
-            place.receipt.display()
-        ))
-    })
 }
 
 /// On a terminal, the name printed on the card (optional: Enter skips it);
@@ -303,15 +98,12 @@ fn ask_label() -> Result<Option<String>, Failure> {
         .and_then(|()| stderr.flush());
     let mut answer = String::new();
     let _ = stdin.lock().read_line(&mut answer);
-    clean_label(answer.trim_end_matches(['\n', '\r'])).map_err(usage)
+    clean_label(answer.trim_end_matches(['\n', '\r'])).map_err(|e| Failure::Usage(e.to_string()))
 }
 
-/// y/N on a terminal; `--yes` answers for scripts; no terminal and no
-/// `--yes` is a refusal (exit 3), and so is any answer but yes.
-fn consent(yes: bool, payload_path: &Path, report: &Path) -> Result<(), Failure> {
-    if yes {
-        return Ok(());
-    }
+/// y/N on a terminal (`--yes` answers for scripts, and nothing is asked);
+/// no terminal is a refusal (exit 3), and so is any answer but yes.
+fn consent(payload_path: &Path, report: &Path) -> Result<(), Failure> {
     let stdin = std::io::stdin();
     if !stdin.is_terminal() {
         return Err(Failure::Refused(format!(
@@ -327,326 +119,5 @@ fn consent(yes: bool, payload_path: &Path, report: &Path) -> Result<(), Failure>
     match answer.trim().to_ascii_lowercase().as_str() {
         "y" | "yes" => Ok(()),
         _ => Err(Failure::Refused(format!("not sent, as you answered; the report stays in {}", report.display()))),
-    }
-}
-
-fn record(entry: &mut payload::Submission, accepted: &Accepted, result_url: &str) {
-    entry.status = accepted.status.clone();
-    entry.id = Some(accepted.id.clone());
-    entry.url = Some(result_url.to_owned());
-    entry.reason = accepted.reason.clone();
-    entry.score = accepted.score;
-    // Only the first 201 carries the token: a replay must not erase it.
-    if accepted.delete_token.is_some() {
-        entry.delete_token = accepted.delete_token.clone();
-    }
-}
-
-fn accepted_lines(
-    accepted: &Accepted,
-    result_url: &str,
-    report: &Report,
-    report_path: &Path,
-    receipt_path: &Path,
-    had_token: bool,
-) -> String {
-    let mut status = match &accepted.reason {
-        Some(reason) => format!("{}: {reason}", accepted.status),
-        None => accepted.status.clone(),
-    };
-    if let Some(score) = accepted.score {
-        status.push_str(&format!("; score {score}"));
-    }
-    let mut lines = vec![format!("sent: {result_url} ({status})")];
-    if let (Some(score), Some(standing)) = (accepted.score, &accepted.standing) {
-        lines.push(standing_line(score, standing));
-    }
-    let local = report.score.as_ref().and_then(|s| s.pibenchmarks);
-    if let (Some(theirs), Some(ours)) = (accepted.score, local) {
-        if theirs != ours {
-            lines.push(format!("note: the leaderboard computed {theirs} from the figures; this report says {ours}"));
-        }
-    }
-    let delete_command = format!("storage-score submit {} --delete", shell_quote(&report_path.to_string_lossy()));
-    match (&accepted.delete_token, had_token) {
-        (Some(token), _) => lines.push(format!(
-            "delete token (shown once, kept in {}): {}; `{delete_command}` removes the result",
-            receipt_path.display(),
-            client::one_line(token, 200)
-        )),
-        (None, true) => lines.push(format!(
-            "already sent before (receipt: {}); `{delete_command}` removes the result",
-            receipt_path.display()
-        )),
-        (None, false) => lines.push(format!("receipt: {}", receipt_path.display())),
-    }
-    lines.join("\n")
-}
-
-/// Where the score stands, in one line: `score 1345: better than 62% of 41
-/// submitters with this card on a Raspberry Pi 4 (median 1290)`.
-fn standing_line(score: u64, standing: &client::Standing) -> String {
-    let on = standing.board.as_deref().map(|b| format!(" on a {b}")).unwrap_or_default();
-    if standing.group_submitters <= 1 {
-        return format!("score {score}: the first submitter with this card{on} (median {})", standing.median_score);
-    }
-    format!(
-        "score {score}: better than {}% of {} submitters with this card{on} (median {})",
-        standing.percentile, standing.group_submitters, standing.median_score
-    )
-}
-
-/// `submit REPORT --delete`: docs/leaderboard.md#delete-tokens, with the token kept
-/// in the receipt.
-fn delete(args: &SubmitArgs) -> Result<(), Failure> {
-    let path = std::path::absolute(&args.report).unwrap_or_else(|_| args.report.clone());
-    let inst = Installation::discover().map_err(run)?;
-    let place = Place::for_report(&path, &inst).map_err(run)?;
-    let receipt_path = place.receipt.clone();
-    if std::fs::symlink_metadata(&receipt_path).is_err() {
-        return Err(Failure::Usage(format!(
-            "no receipt of {} ({}): nothing was sent from it here, so there is no delete token",
-            path.display(),
-            receipt_path.display()
-        )));
-    }
-    let mut receipt = load_receipt(&place)?;
-    let wanted = args.url.as_deref().filter(|u| !u.trim().is_empty()).map(|u| leaderboard_base(Some(u))).transpose()?;
-    let candidates: Vec<usize> = (0..receipt.submissions.len())
-        .filter(|&i| {
-            let s = &receipt.submissions[i];
-            s.delete_token.is_some() && s.id.is_some() && wanted.as_ref().is_none_or(|w| &s.leaderboard == w)
-        })
-        .collect();
-    let at = match candidates.as_slice() {
-        [] if receipt.submissions.iter().all(|s| s.status == payload::NOT_SENT && s.id.is_none()) => {
-            return Err(Failure::Usage(format!(
-                "nothing from {} ever reached a leaderboard: every attempt in {} is \"{}\", so there is nothing to delete",
-                path.display(),
-                receipt_path.display(),
-                payload::NOT_SENT
-            )));
-        }
-        [] => {
-            return Err(Failure::Usage(format!(
-                "{} holds no delete token{}: only the first answer to a submission carries one",
-                receipt_path.display(),
-                wanted.map(|w| format!(" for {w}")).unwrap_or_default()
-            )));
-        }
-        [one] => *one,
-        [.., last] if wanted.is_some() => *last,
-        _ => {
-            return Err(Failure::Usage(
-                "this report was sent to more than one leaderboard: say which with --url URL".to_owned(),
-            ));
-        }
-    };
-    let entry = receipt.submissions[at].clone();
-    let id = entry.id.clone().unwrap_or_default();
-    if id.is_empty() || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
-        return Err(Failure::Run(format!("the receipt's result id {id:?} is not one this tool can address")));
-    }
-    let client = Client::new(Duration::from_secs(args.timeout), Policy::default()).map_err(run)?;
-    let endpoint = format!("{}/api/v1/results/{id}", entry.leaderboard);
-    let token = entry.delete_token.clone().unwrap_or_default();
-    warn_if_clear_text(Channel::Stdout, &entry.leaderboard, "the delete token");
-    let status = client.delete(&endpoint, &token, &mut |note| Channel::Stdout.say(note)).map_err(|e| match e {
-        SendError::Refused { status, message } => {
-            Failure::Run(format!("not deleted: the leaderboard at {} refused ({status}: {message})", entry.leaderboard))
-        }
-        other => not_deleted(other, &path, &entry.leaderboard),
-    })?;
-    let target = &mut receipt.submissions[at];
-    target.status = "deleted".to_owned();
-    target.delete_token = None;
-    save_receipt(&place, &receipt)?;
-    let shown = entry.url.unwrap_or(endpoint);
-    Channel::Stdout.say(&if status == 404 { format!("already gone: {shown}") } else { format!("deleted: {shown}") });
-    Ok(())
-}
-
-/// The options of this upload that the command to send it later must
-/// repeat: the consent already given (so that the command works where this
-/// one did, off a terminal too) and the choice to send serials.
-fn later_flags(upload: &Upload) -> String {
-    let mut flags = String::new();
-    if upload.yes {
-        flags.push_str(" --yes");
-    }
-    if upload.include_serials {
-        flags.push_str(" --include-serials");
-    }
-    flags
-}
-
-/// GETs the leaderboard document at `url` (a result, for `compare --from`),
-/// retried as uploads are; the error is one line naming the address.
-pub fn fetch(url: &str, timeout: Duration) -> Result<serde_json::Value, Failure> {
-    let client = Client::new(timeout, Policy::default()).map_err(run)?;
-    let mut notify = |line: &str| crate::terminal::errln(&format!("storage-score: {url}: {line}"));
-    client.fetch(url, &mut notify).map_err(|e| {
-        Failure::Run(match e {
-            SendError::Unreachable { attempts, last } => {
-                format!("cannot fetch {url}: no answer after {attempts} attempts (the last: {last}); check the address and try again")
-            }
-            SendError::Busy { wait } => {
-                format!("cannot fetch {url}: the leaderboard is busy and asks to wait {} s; try again later", wait.as_secs())
-            }
-            SendError::Refused { status, message } => {
-                format!("cannot fetch {url}: the leaderboard answered {status} ({message}); check the result's address")
-            }
-            SendError::Garbage { what } => {
-                format!("cannot fetch {url}: it did not answer as a leaderboard does ({what}); check the address")
-            }
-            SendError::Tls { what } => {
-                format!("cannot fetch {url}: it was not trusted: {what}; it was not retried: check the address, or the server's certificate")
-            }
-        })
-    })
-}
-
-/// The one-line failure for an upload that did not happen, with the way to
-/// send later (`flags` from [`later_flags`]) where waiting can help.
-fn not_sent(e: SendError, report: &Path, base: &str, flags: &str) -> Failure {
-    let kept = format!("the report is kept in {}", report.display());
-    let later = format!(
-        "send it later with: storage-score submit {} --url {}{flags}",
-        shell_quote(&report.to_string_lossy()),
-        shell_quote(base)
-    );
-    Failure::Run(match e {
-        SendError::Unreachable { attempts, last } => {
-            format!(
-                "not sent: the leaderboard at {base} did not take it after {attempts} attempts (the last: {last}); {kept}; {later}"
-            )
-        }
-        SendError::Busy { wait } => format!(
-            "not sent: the leaderboard at {base} is busy and asks to wait {} s; {kept}; {later}",
-            wait.as_secs()
-        ),
-        SendError::Refused { status, message } => {
-            format!("not sent: the leaderboard at {base} refused the report ({status}: {message}); {kept}")
-        }
-        SendError::Garbage { what } => {
-            format!("not sent: {base} did not answer as a leaderboard does ({what}); check the URL; {kept}; {later}")
-        }
-        SendError::Tls { what } => format!(
-            "not sent: {base} was not trusted: {what}; nothing was sent and it was not retried: check the URL, or the server's certificate; {kept}"
-        ),
-    })
-}
-
-/// The one-line failure for a delete that did not reach the leaderboard.
-fn not_deleted(e: SendError, report: &Path, base: &str) -> Failure {
-    let later =
-        format!("try again later with: storage-score submit {} --delete", shell_quote(&report.to_string_lossy()));
-    Failure::Run(match e {
-        SendError::Unreachable { attempts, last } => {
-            format!(
-                "not deleted: the leaderboard at {base} did not take it after {attempts} attempts (the last: {last}); {later}"
-            )
-        }
-        SendError::Busy { wait } => {
-            format!("not deleted: the leaderboard at {base} is busy and asks to wait {} s; {later}", wait.as_secs())
-        }
-        SendError::Refused { status, message } => {
-            format!("not deleted: the leaderboard at {base} refused ({status}: {message})")
-        }
-        SendError::Garbage { what } => {
-            format!("not deleted: {base} did not answer as a leaderboard does ({what}); check the receipt; {later}")
-        }
-        SendError::Tls { what } => format!(
-            "not deleted: {base} was not trusted: {what}; the token was not sent and it was not retried: check the receipt's address, or the server's certificate"
-        ),
-    })
-}
-
-/// A leaderboard URL reduced to its base, or the usage error (exit 2).
-fn leaderboard_base(url: Option<&str>) -> Result<String, Failure> {
-    storage_upload::url::leaderboard_base(url).map_err(usage)
-}
-
-/// A library's error as bad usage (exit 2).
-fn usage(e: impl std::fmt::Display) -> Failure {
-    Failure::Usage(e.to_string())
-}
-
-/// A library's error as a failed run (exit 1).
-fn run(e: impl std::fmt::Display) -> Failure {
-    Failure::Run(e.to_string())
-}
-
-/// A word the shell reads back as itself.
-fn shell_quote(text: &str) -> String {
-    let plain = |b: u8| b.is_ascii_alphanumeric() || b"_./:@%+=,-".contains(&b);
-    if !text.is_empty() && text.bytes().all(plain) {
-        text.to_owned()
-    } else {
-        format!("'{}'", text.replace('\'', "'\\''"))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn no_leaderboard_is_bad_usage() {
-        let none = leaderboard_base(None).unwrap_err();
-        assert_eq!(none.exit_code(), 2);
-        assert!(none.to_string().contains(URL_VARIABLE));
-    }
-
-    #[test]
-    fn commands_to_send_later_survive_the_shell() {
-        assert_eq!(shell_quote("/home/alice/card.json"), "/home/alice/card.json");
-        assert_eq!(shell_quote("/tmp/my card's.json"), "'/tmp/my card'\\''s.json'");
-        assert_eq!(shell_quote("http://127.0.0.1:8080"), "http://127.0.0.1:8080");
-    }
-
-    #[test]
-    fn a_delete_that_did_not_arrive_says_to_delete_later_not_to_send() {
-        let line = not_deleted(
-            SendError::Unreachable { attempts: 5, last: "cannot connect: Connection refused".to_owned() },
-            Path::new("/r/card.json"),
-            "http://127.0.0.1:9",
-        )
-        .to_string();
-        assert!(line.starts_with("not deleted: the leaderboard at http://127.0.0.1:9 did not take it"), "{line}");
-        assert!(line.ends_with("try again later with: storage-score submit /r/card.json --delete"), "{line}");
-    }
-
-    #[test]
-    fn not_sent_keeps_the_report_and_says_how_to_send_later() {
-        let line = not_sent(
-            SendError::Unreachable { attempts: 5, last: "cannot connect: Connection refused".to_owned() },
-            Path::new("/r/card.json"),
-            "http://127.0.0.1:9",
-            " --yes",
-        )
-        .to_string();
-        assert!(line.contains("the report is kept in /r/card.json"), "{line}");
-        assert!(
-            line.ends_with("send it later with: storage-score submit /r/card.json --url http://127.0.0.1:9 --yes"),
-            "{line}"
-        );
-        assert!(!line.contains('\n'));
-    }
-
-    #[test]
-    fn the_standing_is_one_line() {
-        let standing = client::Standing {
-            group_submitters: 41,
-            percentile: 62,
-            median_score: 1290,
-            board: Some("Raspberry Pi 4".into()),
-        };
-        assert_eq!(
-            standing_line(1345, &standing),
-            "score 1345: better than 62% of 41 submitters with this card on a Raspberry Pi 4 (median 1290)"
-        );
-        let alone = client::Standing { group_submitters: 1, percentile: 0, median_score: 1164, board: None };
-        assert_eq!(standing_line(1164, &alone), "score 1164: the first submitter with this card (median 1164)");
     }
 }

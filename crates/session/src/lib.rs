@@ -16,6 +16,7 @@
 //! - [`export`], [`export_sheets`]: `--export-csv` and `--export-markdown`,
 //!   made harmless for where they land ([`visible`]: the escaping the
 //!   terminal uses too).
+//! - [`submit`]: `submit` and `run --submit`, but what is said and asked.
 //! - [`failure`]: [`Failure`], the one error a workflow gives the command
 //!   line, with its exit code.
 
@@ -29,6 +30,7 @@ pub mod outputs;
 pub mod plan;
 pub mod saved;
 pub mod scan;
+pub mod submit;
 pub mod visible;
 pub mod watch;
 
