@@ -13,8 +13,8 @@ use storage_endurance::{EnduranceError, Options, Slot, Watch};
 use storage_platform::Roots;
 use storage_scoring::endurance::{EnduranceReport, EnduranceSet, SET_SCHEMA, Stopped, passes_csv};
 
+use crate::Failure;
 use crate::terminal::{errln, json_outln, outln};
-use crate::{Failure, capacity_cmd};
 use storage_score::args::{EnduranceArgs, Until};
 use storage_session::outputs::OutputFile;
 
@@ -159,7 +159,8 @@ fn one_card(
     options: &Options,
     watch: &Lines,
 ) -> Result<EnduranceReport, Failure> {
-    let mut disk = RawDisk::open(&cleared.node, cleared.dev).map_err(|e| capacity_cmd::open_failure(device, e))?;
+    let mut disk =
+        RawDisk::open(&cleared.node, cleared.dev).map_err(|e| storage_session::capacity::open_failure(device, e))?;
     let card = Card {
         node: device.to_owned(),
         fingerprint: cleared.fingerprint.clone(),

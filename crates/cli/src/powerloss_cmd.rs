@@ -100,7 +100,8 @@ pub fn power_loss(args: &PowerLossArgs, roots: &storage_platform::Roots) -> Resu
         )));
     }
     let cleared = clear(device)?;
-    let disk = RawDisk::open(&cleared.node, cleared.dev).map_err(|e| crate::capacity_cmd::open_failure(device, e))?;
+    let disk =
+        RawDisk::open(&cleared.node, cleared.dev).map_err(|e| storage_session::capacity::open_failure(device, e))?;
     if !args.yes {
         crate::confirm::confirm_data_loss(device, "writes all over, and cuts the power of,")?;
     }

@@ -2,19 +2,15 @@
 
 use std::io::IsTerminal;
 
-use storage_bench::RunError;
-use storage_bench::scratch::ScratchError;
 use storage_platform::Roots;
-use storage_scoring::schema::{Advice, Device, Health, Report, System, Target, Thermal};
+use storage_scoring::schema::{Advice, Device, Health, System, Target, Thermal};
 
-use crate::progress::Bars;
+use storage_session::measure::{Measured, run_failure};
 use storage_session::outputs::OutputFile;
 use storage_session::plan::{self, PlanOptions};
-use storage_session::watch;
 
+use crate::progress::Bars;
 use crate::{EngineArg, Failure, IdentifyArgs, ProfileArg, RunArgs, doctor_render, render, upload};
-
-const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// `storage-score identify`.
 pub fn identify(args: &IdentifyArgs, roots: &Roots) -> Result<(), Failure> {
@@ -95,23 +91,6 @@ pub fn run(args: &RunArgs, roots: &Roots) -> Result<(), Failure> {
     }
 }
 
-/// The error that stopped a run, as one line and its exit code.
-pub fn run_failure(e: RunError, plan: &storage_bench::Plan) -> Failure {
-    match e {
-        e if e.is_interrupt() => {
-            Failure::Run(format!("{e}; the figures measured so far are shown above, nothing was left behind"))
-        }
-        e if e.is_refusal() => Failure::Refused(e.to_string()),
-        e @ (RunError::Scratch(ScratchError::ReadOnly { .. })
-        | RunError::TooSmall { .. }
-        | RunError::Raw(storage_bench::raw::RawRefusal::Bad(_))) => Failure::Usage(e.to_string()),
-        e => Failure::Run(format!(
-            "the run failed: {e}; nothing was left behind{}",
-            crate::capacity_cmd::hint_after_run_error(&e, plan)
-        )),
-    }
-}
-
 /// `run`'s options as the plan takes them.
 pub fn plan_options(args: &RunArgs) -> PlanOptions {
     PlanOptions {
@@ -142,59 +121,16 @@ pub fn build_plan(
     plan::build(&plan_options(args), resolved, roots)
 }
 
-/// A run's report, its plan, and the error that stopped it early, if any.
-pub struct Measured {
-    pub report: Report,
-    pub plan: storage_bench::Plan,
-    pub error: Option<RunError>,
-}
-
-/// What `run` measures, without printing or saving anything: identify,
-/// plan, measure, score, judge. `batch` runs it for each card.
+/// What `run` measures, without printing or saving anything
+/// ([`storage_session::measure`]), with progress bars on stderr when
+/// `show_progress`. `batch` runs it for each card.
 pub fn measure(args: &RunArgs, roots: &Roots, show_progress: bool) -> Result<Measured, Failure> {
-    let (resolved, device) = storage_identify::identify(&args.target, roots)?;
-    let plan = build_plan(args, &resolved, roots)?;
-    storage_bench::interrupt::install().map_err(|e| Failure::Run(format!("cannot install signal handlers: {e}")))?;
-
     let bars = Bars::new(show_progress);
-    let session = watch::Session::start(&resolved, device.as_ref(), roots);
-    let (outcome, error) = storage_bench::run_repeated(&plan, usize::from(args.repeat), &session.observer(&bars));
-    bars.finish();
-
-    let mut report = Report::new(VERSION);
-    report.created = Some(storage_session::document::now());
-    report.target = Some(resolved.target.clone());
-    report.device = device;
-    report.system = Some(storage_identify::system::system(roots));
-    report.profile = Some(plan.profile.as_str().to_owned());
-    let trustworthy = outcome.trustworthy();
-    // A figure whose bytes never reached the device says nothing of its class.
-    let proven = outcome.proven();
-    report.measurements = Some(outcome.measurements);
-    report.details = outcome.details;
-    report.skipped = outcome.skipped;
-    report.samples = outcome.samples;
-    report.notes = outcome.notes;
-    if let Some(e) = &error {
-        report.notes.push(format!("the run stopped early: {e}"));
+    let measured = storage_session::measure::measure(&plan_options(args), usize::from(args.repeat), roots, &bars);
+    if measured.is_ok() {
+        bars.finish();
     }
-    if !trustworthy {
-        report.notes.push(
-            "the score is not comparable with PiBenchmarks results: a figure was cut short by --max-time, or its bytes did not reach the device (see the test's notes)"
-                .to_owned(),
-        );
-    }
-    session.finish(&mut report);
-    let comparable = plan.profile == storage_bench::Profile::Compat && trustworthy;
-    report.score = Some(storage_scoring::score::pibenchmarks(&outcome.measurements, comparable));
-    report.verdict = Some(storage_scoring::verdict::verdict_under(
-        report.device.as_ref(),
-        &proven,
-        &storage_scoring::run_profile::RunProfile::of(report.profile.as_deref()),
-        report.thermal.as_ref(),
-    ));
-
-    Ok(Measured { report, plan, error })
+    measured
 }
 
 pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> Result<String, Failure> {

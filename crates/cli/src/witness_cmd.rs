@@ -46,8 +46,8 @@ pub fn write(args: &WitnessWriteArgs) -> Result<(), Failure> {
     }
     storage_bench::interrupt::install().map_err(|e| Failure::Run(format!("cannot install signal handlers: {e}")))?;
     let cleared = clear(&args.device)?;
-    let mut disk =
-        RawDisk::open(&cleared.node, cleared.dev).map_err(|e| crate::capacity_cmd::open_failure(&args.device, e))?;
+    let mut disk = RawDisk::open(&cleared.node, cleared.dev)
+        .map_err(|e| storage_session::capacity::open_failure(&args.device, e))?;
     if !args.yes {
         crate::confirm::confirm_data_loss(&args.device, "writes all over")?;
     }
@@ -61,8 +61,8 @@ pub fn write(args: &WitnessWriteArgs) -> Result<(), Failure> {
 pub fn check(args: &WitnessCheckArgs) -> Result<(), Failure> {
     let output = Outputs::prepare(args.output.as_deref(), args.html.as_deref())?;
     let cleared = clear(&args.device)?;
-    let mut disk =
-        RawDisk::open(&cleared.node, cleared.dev).map_err(|e| crate::capacity_cmd::open_failure(&args.device, e))?;
+    let mut disk = RawDisk::open(&cleared.node, cleared.dev)
+        .map_err(|e| storage_session::capacity::open_failure(&args.device, e))?;
     let mut link = Link::connect(&args.witness).map_err(|e| engine_failure(e, &args.device))?;
     let watch = Stages { show: !args.json && std::io::stderr().is_terminal() };
     storage_capacity::Watch::stage(

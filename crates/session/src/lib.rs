@@ -6,7 +6,9 @@
 //! - [`plan`]: a resolved target and `run`'s options → a bench `Plan`, and
 //!   the `--destructive` refusals (docs/safety.md#what-is-written-and-where).
 //! - [`watch`]: the machine around a measurement (health, advice,
-//!   temperature and throttling), a `Session`.
+//!   temperature and throttling), a `Session`; [`measure`]: the whole
+//!   measurement of `run` and of each card of `batch`.
+//! - [`capacity`]: `verify-capacity`'s whole-device probe, and its failures.
 //! - [`outputs`]: the files a user names for results, written safely.
 //! - [`saved`]: the one reading of a saved report.
 //! - [`document`]: the `schema` and `created` every JSON document carries.
@@ -20,12 +22,14 @@
 //! - [`failure`]: [`Failure`], the one error a workflow gives the command
 //!   line, with its exit code.
 
+pub mod capacity;
 pub mod compare;
 pub mod doctor_status;
 pub mod document;
 pub mod export;
 pub mod export_sheets;
 pub mod failure;
+pub mod measure;
 pub mod outputs;
 pub mod plan;
 pub mod saved;

@@ -98,7 +98,7 @@ pub fn test(target: &str, steps: &Steps<'_>) -> Card {
         // live journal. Only this step takes turns; the measuring does not.
         let probed = {
             let _turn = VERIFY_TURN.lock().unwrap_or_else(|p| p.into_inner());
-            crate::capacity_cmd::probe(&verify, &Stages(target))
+            storage_session::capacity::probe(&crate::capacity_cmd::probe_options(&verify), &Stages(target))
         };
         match probed {
             Ok(found) => {
@@ -153,7 +153,7 @@ pub fn test(target: &str, steps: &Steps<'_>) -> Card {
                 score = measured.report.score.as_ref().and_then(|s| s.pibenchmarks);
                 card.score = measured.report.score;
                 if let Some(e) = measured.error {
-                    return failed(card, crate::run::run_failure(e, &measured.plan), end);
+                    return failed(card, storage_session::measure::run_failure(e, &measured.plan), end);
                 }
             }
             Err(failure) => return failed(card, failure, end),
