@@ -8,6 +8,7 @@
 //! - [`watch`]: the machine around a measurement (health, advice,
 //!   temperature and throttling), a `Session`; [`measure`]: the whole
 //!   measurement of `run` and of each card of `batch`.
+//! - [`batch`]: `batch`'s and `station`'s cards tested, and their report.
 //! - [`capacity`]: `verify-capacity`'s whole-device probe, and its failures.
 //! - [`outputs`]: the files a user names for results, written safely.
 //! - [`saved`]: the one reading of a saved report.
@@ -22,6 +23,7 @@
 //! - [`failure`]: [`Failure`], the one error a workflow gives the command
 //!   line, with its exit code.
 
+pub mod batch;
 pub mod capacity;
 pub mod compare;
 pub mod doctor_status;

@@ -29,9 +29,9 @@ use storage_platform::Roots;
 use storage_platform::uevent::{Uevents, Woken};
 use storage_scoring::batch::Card;
 
-use super::card::Steps;
 use crate::terminal::errln;
 use crate::{BatchArgs, Failure, StationArgs};
+use storage_session::batch::card::Steps;
 use storage_session::export::Exports;
 use storage_session::outputs::OutputFile;
 
@@ -43,11 +43,12 @@ const POLL_WITHOUT: Duration = Duration::from_millis(500);
 pub fn station(station_args: &StationArgs, roots: &Roots) -> Result<(), Failure> {
     let args = &station_args.batch;
     let filters = Filters::of(station_args);
-    let require = super::checked_require(args)?;
+    let options = super::options(args);
+    let require = storage_session::batch::checked_require(&options)?;
     let output = args.output.as_deref().map(|path| OutputFile::prepare(path, "--output")).transpose()?;
     let html = args.html.as_deref().map(|path| OutputFile::prepare(path, "--html")).transpose()?;
     let exports = crate::settings::exports(&args.export, args.json)?;
-    super::check_devices(&args.devices)?;
+    storage_session::batch::check_devices(&args.devices)?;
     if args.destructive && !args.yes {
         return Err(Failure::Refused(
             "station --destructive writes all over every card put in, unattended: add --yes if that is meant"
@@ -63,7 +64,9 @@ pub fn station(station_args: &StationArgs, roots: &Roots) -> Result<(), Failure>
     }
     storage_bench::interrupt::install().map_err(|e| Failure::Run(format!("cannot install signal handlers: {e}")))?;
     let created = storage_history::time::rfc3339(SystemTime::now());
-    let steps = Steps { args, require: require.as_ref(), roots };
+    let measure = |target: &str| super::measure_card(args, roots, target);
+    let steps =
+        Steps { options: &options, require: require.as_ref(), roots, errln: crate::terminal::errln, measure: &measure };
     let live = Roots::live();
 
     // What has media now is left alone; a named device is tested first.
@@ -157,7 +160,7 @@ fn test_one(device: &str, seen: Seen, sequence: u32, steps: &Steps<'_>) -> Card 
             Seen::Polling => "a new card (found by looking)",
         }
     ));
-    let mut card = super::one(device, steps);
+    let mut card = storage_session::batch::one(device, steps);
     card.sequence = Some(sequence);
     let bar = "#".repeat(48);
     let why = card.reason.as_deref().unwrap_or("meets every requirement");
@@ -278,7 +281,7 @@ fn save(
     html: Option<&OutputFile>,
     exports: &Exports,
 ) -> Result<storage_scoring::batch::BatchReport, Failure> {
-    let report = super::assemble(args, created.to_owned(), cards.to_vec());
+    let report = storage_session::batch::assemble(&super::options(args), created.to_owned(), cards.to_vec());
     if let Some(output) = output {
         let json = serde_json::to_string_pretty(&report)
             .map_err(|e| Failure::Run(format!("cannot encode the batch report as JSON: {e}")))?;

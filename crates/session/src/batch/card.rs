@@ -7,6 +7,7 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::Instant;
 
+use storage_bench::Profile;
 use storage_capacity::Watch;
 use storage_capacity::preflight::{self, Refusal};
 use storage_platform::Roots;
@@ -15,31 +16,45 @@ use storage_scoring::batch::{Capacity, Card, Require, Status};
 use storage_scoring::run_profile;
 use storage_scoring::schema::{Device, Measurements};
 
-use crate::terminal::errln;
-use crate::{BatchArgs, Failure, RunArgs, VerifyCapacityArgs};
-use storage_score::args::BatchProfileArg;
+use super::BatchOptions;
+use crate::Failure;
+use crate::capacity::ProbeOptions;
+use crate::measure::Measured;
 
 /// Held by the card whose capacity is being verified.
 static VERIFY_TURN: Mutex<()> = Mutex::new(());
 
 /// What every card of the batch is put through.
 pub struct Steps<'a> {
-    pub args: &'a BatchArgs,
+    pub options: &'a BatchOptions,
     pub require: Option<&'a Require>,
     pub roots: &'a Roots,
+    /// A line on stderr (the command line's terminal), as it is.
+    pub errln: fn(&str),
+    /// Measures the card at a target: `run`'s measurement with the batch's
+    /// profile, its progress heard as `run`'s is.
+    pub measure: &'a (dyn Fn(&str) -> Result<Measured, Failure> + Sync),
 }
 
-/// Progress, one line per step, each naming its card (cards run side by side).
-pub fn say(target: &str, what: &str) {
-    errln(&format!("batch: {target}: {what}"));
+impl std::fmt::Debug for Steps<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Steps").field("options", &self.options).field("require", &self.require).finish_non_exhaustive()
+    }
+}
+
+impl Steps<'_> {
+    /// Progress, one line per step, each naming its card (cards run side by side).
+    pub fn say(&self, target: &str, what: &str) {
+        (self.errln)(&format!("batch: {target}: {what}"));
+    }
 }
 
 /// verify-capacity's stages, named with the card.
-struct Stages<'a>(&'a str);
+struct Stages<'a>(&'a str, &'a Steps<'a>);
 
 impl Watch for Stages<'_> {
     fn stage(&self, what: &str) {
-        say(self.0, &format!("verify-capacity: {what}"));
+        self.1.say(self.0, &format!("verify-capacity: {what}"));
     }
 
     fn stop(&self) -> Option<&'static str> {
@@ -58,9 +73,9 @@ pub fn test(target: &str, steps: &Steps<'_>) -> Card {
         card.seconds = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
         card
     };
-    if steps.args.unmount {
+    if steps.options.unmount {
         for line in unmount_auto_mounted(Path::new(target)) {
-            say(target, &line);
+            steps.say(target, &line);
         }
     }
     // The checks verify-capacity makes before it writes: a whole disk,
@@ -74,7 +89,7 @@ pub fn test(target: &str, steps: &Steps<'_>) -> Card {
     match storage_identify::identify(target, steps.roots) {
         Ok((_, Some(device))) => {
             card.reader = reader_port(&device, target, steps.roots);
-            say(target, &identified(&device));
+            steps.say(target, &identified(&device));
             card.device = Some(device);
         }
         Ok((_, None)) => return end(card, Status::Error, Some(format!("{target}: no disk found behind it"))),
@@ -82,15 +97,16 @@ pub fn test(target: &str, steps: &Steps<'_>) -> Card {
     }
 
     let mut genuine = None;
-    if steps.args.verify {
-        let verify = VerifyCapacityArgs {
+    if steps.options.verify {
+        let verify = ProbeOptions {
             device: target.to_owned(),
-            json: true,
-            destructive: steps.args.destructive,
+            destructive: steps.options.destructive,
             yes: true,
             thorough: false,
-            files: false,
-            journal_dir: steps.args.journal_dir.clone(),
+            journal_dir: steps.options.journal_dir.clone(),
+            // Never asked: the batch asked once, up front (`yes`).
+            confirm: |_, _| Ok(()),
+            note: steps.errln,
         };
         // One probe at a time: the probes share the journal directory, whose
         // key one of them may be making while another reads it, and each
@@ -98,7 +114,7 @@ pub fn test(target: &str, steps: &Steps<'_>) -> Card {
         // live journal. Only this step takes turns; the measuring does not.
         let probed = {
             let _turn = VERIFY_TURN.lock().unwrap_or_else(|p| p.into_inner());
-            storage_session::capacity::probe(&crate::capacity_cmd::probe_options(&verify), &Stages(target))
+            crate::capacity::probe(&verify, &Stages(target, steps))
         };
         match probed {
             Ok(found) => {
@@ -121,7 +137,7 @@ pub fn test(target: &str, steps: &Steps<'_>) -> Card {
                     }
                     return end(card, Status::Fake, Some(found.summary_alone()));
                 }
-                say(target, "verify-capacity: genuine");
+                steps.say(target, "verify-capacity: genuine");
             }
             Err(failure) => return failed(card, failure, end),
         }
@@ -129,21 +145,10 @@ pub fn test(target: &str, steps: &Steps<'_>) -> Card {
 
     let mut measurements = Measurements::default();
     let mut score = None;
-    if steps.args.profile != BatchProfileArg::None {
-        let run = RunArgs {
-            target: target.to_owned(),
-            json: true,
-            profile: match steps.args.profile {
-                BatchProfileArg::Compat => crate::ProfileArg::Compat,
-                _ => crate::ProfileArg::Quick,
-            },
-            destructive: steps.args.destructive,
-            yes: steps.args.destructive,
-            ..RunArgs::default()
-        };
-        let name = if steps.args.profile == BatchProfileArg::Compat { run_profile::COMPAT } else { run_profile::QUICK };
-        say(target, &format!("measuring ({name} profile)"));
-        match crate::run::measure(&run, steps.roots, false) {
+    if let Some(profile) = steps.options.profile {
+        let name = if profile == Profile::Compat { run_profile::COMPAT } else { run_profile::QUICK };
+        steps.say(target, &format!("measuring ({name} profile)"));
+        match (steps.measure)(target) {
             Ok(measured) => {
                 measurements = measured.report.measurements.unwrap_or_default();
                 card.figures = storage_scoring::schema::MEASUREMENT_KEYS
@@ -153,7 +158,7 @@ pub fn test(target: &str, steps: &Steps<'_>) -> Card {
                 score = measured.report.score.as_ref().and_then(|s| s.pibenchmarks);
                 card.score = measured.report.score;
                 if let Some(e) = measured.error {
-                    return failed(card, storage_session::measure::run_failure(e, &measured.plan), end);
+                    return failed(card, crate::measure::run_failure(e, &measured.plan), end);
                 }
             }
             Err(failure) => return failed(card, failure, end),
@@ -187,9 +192,8 @@ fn failed(card: Card, failure: Failure, end: impl Fn(Card, Status, Option<String
 }
 
 fn identified(device: &Device) -> String {
-    let size =
-        device.capacity_bytes.map(storage_session::scan::size_words).unwrap_or_else(|| "size unknown".to_owned());
-    let name = storage_session::scan::model(device).unwrap_or_else(|| "no model".to_owned());
+    let size = device.capacity_bytes.map(crate::scan::size_words).unwrap_or_else(|| "size unknown".to_owned());
+    let name = crate::scan::model(device).unwrap_or_else(|| "no model".to_owned());
     format!("identified: {}, {name}, {size}", device.kind.as_str())
 }
 
