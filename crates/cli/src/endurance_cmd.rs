@@ -1,22 +1,18 @@
-//! `endurance`: clear each card, open its state directory, begin or resume
-//! its run, and run the cards side by side, one thread each. The work is
-//! `storage-endurance`'s; this maps its answers onto output and exit codes
-//! (docs/endurance.md#exit-codes).
+//! `endurance`: the arguments, the one question, the stage lines, the
+//! files and the summary; the cards are cleared and run side by side by
+//! [`storage_session::endurance`].
 
 use std::io::IsTerminal;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use storage_capacity::preflight::{self, Refusal};
-use storage_capacity::{Disk, JournalDir, RawDisk};
-use storage_endurance::start::{Began, Card};
-use storage_endurance::{EnduranceError, Options, Slot, Watch};
-use storage_platform::Roots;
+use storage_endurance::{Options, Watch};
+use storage_score::args::{EnduranceArgs, Until};
 use storage_scoring::endurance::{EnduranceReport, EnduranceSet, SET_SCHEMA, Stopped, passes_csv};
+use storage_session::endurance;
+use storage_session::outputs::OutputFile;
 
 use crate::Failure;
 use crate::terminal::{errln, json_outln, outln};
-use storage_score::args::{EnduranceArgs, Until};
-use storage_session::outputs::OutputFile;
 
 /// Stage lines (on a terminal), named by card; Ctrl-C and SIGTERM stop
 /// every card at its next segment.
@@ -34,41 +30,6 @@ impl Watch for Lines {
 
     fn stop(&self) -> Option<&'static str> {
         storage_bench::interrupt::requested()
-    }
-}
-
-/// The card's slot on this machine: a card that went away is looked for
-/// by its fingerprint, under any name, once a second.
-struct LiveSlot {
-    fingerprint: String,
-}
-
-impl Slot for LiveSlot {
-    fn reattach(
-        &mut self,
-        gone: Box<dyn Disk + Send>,
-        wait: Duration,
-        watch: &dyn Watch,
-    ) -> Option<Box<dyn Disk + Send>> {
-        drop(gone);
-        let until = Instant::now() + wait;
-        loop {
-            if watch.stop().is_some() {
-                return None;
-            }
-            if let Some(disk) = preflight::find_by_fingerprint(&Roots::live(), &self.fingerprint) {
-                let node = disk.node().display().to_string();
-                if let Ok(cleared) = preflight::check(&node) {
-                    if let Ok(raw) = RawDisk::open(&cleared.node, cleared.dev) {
-                        return Some(Box::new(raw));
-                    }
-                }
-            }
-            if Instant::now() >= until {
-                return None;
-            }
-            std::thread::sleep(Duration::from_secs(1));
-        }
     }
 }
 
@@ -92,19 +53,7 @@ pub fn endurance(args: &EnduranceArgs, roots: &storage_platform::Roots) -> Resul
 
     // Every card is cleared, and its state directory checked, before the
     // one question and before anything is written.
-    let mut cards = Vec::new();
-    for device in &args.devices {
-        let cleared = preflight::check(device).map_err(|r| match r {
-            Refusal::Usage(m) => Failure::Usage(m.replace("verify-capacity", "endurance")),
-            Refusal::Unsafe(m) => Failure::Refused(m.replace("verify-capacity", "endurance")),
-        })?;
-        let dir = JournalDir::open(&args.state_dir, &cleared.family, device).map_err(|e| {
-            Failure::Refused(format!(
-                "{e}; give --state-dir DIR, a root-owned directory on another disk than the cards"
-            ))
-        })?;
-        cards.push((device.clone(), cleared, dir, crate::powerloss_cmd::identity_of(device, roots)));
-    }
+    let cards = endurance::prepare(&args.devices, &args.state_dir, roots)?;
     if !args.yes {
         crate::confirm::confirm_data_loss(&args.devices.join(", "), "writes all over, again and again,")?;
     }
@@ -118,19 +67,8 @@ pub fn endurance(args: &EnduranceArgs, roots: &storage_platform::Roots) -> Resul
         wait: Duration::from_secs(args.wait_s),
     };
     let show = !args.json && std::io::stderr().is_terminal();
-    let results: Vec<Result<EnduranceReport, Failure>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = cards
-            .iter()
-            .map(|(device, cleared, dir, identity)| {
-                let watch = Lines { device: device.clone(), show };
-                scope.spawn(move || one_card(args, device, (cleared, identity), dir, &options, &watch))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(Failure::Run("a card's thread failed".to_owned()))))
-            .collect()
-    });
+    let lines = |device: &str| -> Box<dyn Watch + Send> { Box::new(Lines { device: device.to_owned(), show }) };
+    let results = endurance::run_cards(&cards, args.new, &options, &lines);
 
     let reports: Vec<EnduranceReport> = results.iter().filter_map(|r| r.as_ref().ok().cloned()).collect();
     if !reports.is_empty() {
@@ -141,88 +79,7 @@ pub fn endurance(args: &EnduranceArgs, roots: &storage_platform::Roots) -> Resul
             summary(report);
         }
     }
-    // The worst outcome decides the exit code, the first card's line first.
-    let mut failures: Vec<Failure> = results.into_iter().filter_map(Result::err).collect();
-    failures.extend(reports.iter().filter_map(outcome));
-    failures.sort_by_key(|f| std::cmp::Reverse(f.exit_code()));
-    match failures.into_iter().next() {
-        Some(f) => Err(f),
-        None => Ok(()),
-    }
-}
-
-fn one_card(
-    args: &EnduranceArgs,
-    device: &str,
-    (cleared, identity): (&preflight::Cleared, &Option<storage_scoring::schema::Device>),
-    dir: &JournalDir,
-    options: &Options,
-    watch: &Lines,
-) -> Result<EnduranceReport, Failure> {
-    let mut disk =
-        RawDisk::open(&cleared.node, cleared.dev).map_err(|e| storage_session::capacity::open_failure(device, e))?;
-    let card = Card {
-        node: device.to_owned(),
-        fingerprint: cleared.fingerprint.clone(),
-        tool: format!("storage-score {}", env!("CARGO_PKG_VERSION")),
-        now: storage_session::document::now(),
-    };
-    let (mut state, began) =
-        storage_endurance::begin(dir, &card, &mut disk, args.new, watch).map_err(|e| failure(device, e))?;
-    // The card as identify saw it, kept in the state from the first session
-    // on: a leaderboard keys the result by it (docs/endurance.md#the-report).
-    if state.report.identity.is_none() {
-        state.report.identity = identity.clone();
-    }
-    match began {
-        Began::Finished => {
-            watch.stage("this card's run has ended; showing it (--new starts another)");
-            return Ok(state.report);
-        }
-        Began::Resumed => watch.stage(&format!("resuming in pass {}", state.progress.pass)),
-        Began::New => watch.stage(&format!("pass 1 over {} bytes", state.report.surface_bytes)),
-    }
-    let mut slot = LiveSlot { fingerprint: cleared.fingerprint.clone() };
-    storage_endurance::run(dir, &mut state, Box::new(disk), &mut slot, options, watch)
-        .map_err(|e| failure(device, e))?;
-    Ok(state.report)
-}
-
-fn failure(device: &str, e: EnduranceError) -> Failure {
-    match e {
-        EnduranceError::OtherCardInSlot { .. } | EnduranceError::NotThisCard { .. } => Failure::Refused(e.to_string()),
-        EnduranceError::State(storage_endurance::StateError::Forged { .. }) => Failure::Refused(e.to_string()),
-        other => Failure::Run(format!("{device}: {other}")),
-    }
-}
-
-/// What a finished report means for the exit code.
-fn outcome(report: &EnduranceReport) -> Option<Failure> {
-    let device = &report.device;
-    let pass = report.stopped_at_pass.unwrap_or(0);
-    match report.stopped {
-        Some(stop) if stop.card_died() => {
-            Some(Failure::Died(format!("{device} died in pass {pass}: it {}", died_words(stop))))
-        }
-        Some(Stopped::Interrupted) => Some(Failure::Run(format!(
-            "{device}: interrupted in pass {}; the same command resumes where it stopped",
-            pass.max(report.passes.len() as u32 + 1)
-        ))),
-        _ if report.capacity.as_ref().is_some_and(|c| c.verdict != "genuine") => Some(Failure::Fake(format!(
-            "{device} is a counterfeit: only {} of the bytes it announces hold data",
-            report.surface_bytes
-        ))),
-        _ => None,
-    }
-}
-
-fn died_words(stop: Stopped) -> &'static str {
-    match stop {
-        Stopped::ReadOnly => "turned read-only (writes fail, reads work)",
-        Stopped::IgnoresWrites => "ignores writes (they are acknowledged, and the old data reads back)",
-        Stopped::Vanished => "vanished (gone, or answering nothing, and not back within --wait-s)",
-        _ => "stopped",
-    }
+    endurance::verdict(results, &reports)
 }
 
 pub(crate) fn summary(r: &EnduranceReport) {

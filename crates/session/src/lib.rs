@@ -9,6 +9,7 @@
 //!   temperature and throttling), a `Session`; [`measure`]: the whole
 //!   measurement of `run` and of each card of `batch`.
 //! - [`batch`]: `batch`'s and `station`'s cards tested, and their report.
+//! - [`endurance`]: `endurance`'s cards, cleared and run side by side.
 //! - [`capacity`]: `verify-capacity`'s whole-device probe, and its failures.
 //! - [`outputs`]: the files a user names for results, written safely.
 //! - [`saved`]: the one reading of a saved report.
@@ -28,6 +29,7 @@ pub mod capacity;
 pub mod compare;
 pub mod doctor_status;
 pub mod document;
+pub mod endurance;
 pub mod export;
 pub mod export_sheets;
 pub mod failure;
