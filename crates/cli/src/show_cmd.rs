@@ -83,7 +83,7 @@ fn print(document: &Document, json: bool) -> Result<(), Failure> {
         Document::Batch(batch) => as_json_or(json, batch, || out(&crate::batch::render::table(batch))),
         Document::Endurance(r) => as_json_or(json, r, || crate::endurance_cmd::summary(r)),
         Document::PowerLoss(r) => as_json_or(json, r, || {
-            outln(&crate::powerloss_cmd::summary(r, &r.device));
+            outln(&storage_session::powerloss::summary(r, &r.device));
             for c in &r.cycles {
                 outln(&format!(
                     "  cut {:>3}: {} written, {} acknowledged; lost {}, torn {}, misplaced {}, damaged {}; {}",

@@ -11,9 +11,10 @@ use storage_capacity::RawDisk;
 use storage_powerloss::remote::{self, Link};
 use storage_powerloss::witness::Witness;
 use storage_score::args::{WitnessArgs, WitnessCheckArgs, WitnessWriteArgs};
+use storage_session::powerloss::{clear, engine_failure, identity_of};
 
 use crate::Failure;
-use crate::powerloss_cmd::{Outputs, Stages, clear, engine_failure, finish};
+use crate::powerloss_cmd::{Outputs, Stages, finish};
 use crate::terminal::errln;
 
 /// `power-loss witness --listen ADDR`: serves until Ctrl-C or SIGTERM.
@@ -72,6 +73,6 @@ pub fn check(args: &WitnessCheckArgs) -> Result<(), Failure> {
     let cycles =
         remote::check(&mut disk, &mut link, &cleared.fingerprint).map_err(|e| engine_failure(e, &args.device))?;
     // The card as it answers now, for a leaderboard (docs/power-loss.md#the-report).
-    let identity = crate::powerloss_cmd::identity_of(&args.device, &storage_platform::Roots::live());
+    let identity = identity_of(&args.device, &storage_platform::Roots::live());
     finish(&args.device, args.json, &identity, cycles, &args.device, &output)
 }

@@ -11,6 +11,7 @@ use storage_capacity::{DirError, JournalDir, Leftover, Options, ProbeError, RawD
 use storage_platform::usage::OpenRefusal;
 
 use crate::Failure;
+use crate::failure::Confirm;
 
 /// What the probe was asked for: `verify-capacity`'s options.
 #[derive(Debug, Clone)]
@@ -27,7 +28,7 @@ pub struct ProbeOptions {
     pub journal_dir: PathBuf,
     /// Asks before writing all over the device (the device, what will be
     /// done to it); refuses when it cannot ask or is not told yes.
-    pub confirm: fn(&str, &str) -> Result<(), Failure>,
+    pub confirm: Confirm,
     /// A line on stderr: what was found of an earlier, unfinished run.
     pub note: fn(&str),
 }

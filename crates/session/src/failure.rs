@@ -65,6 +65,12 @@ impl fmt::Display for Failure {
 
 impl std::error::Error for Failure {}
 
+/// The question before a destructive step: asked of the user about a device
+/// and what will be done to it (`writes all over`); a refusal (exit 3) when
+/// it cannot be asked or is not answered yes. The command line asks it on
+/// the terminal.
+pub type Confirm = fn(&str, &str) -> Result<(), Failure>;
+
 impl From<storage_platform::TargetError> for Failure {
     fn from(e: storage_platform::TargetError) -> Self {
         Failure::Usage(e.to_string())

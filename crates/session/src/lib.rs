@@ -10,6 +10,7 @@
 //!   measurement of `run` and of each card of `batch`.
 //! - [`batch`]: `batch`'s and `station`'s cards tested, and their report.
 //! - [`endurance`]: `endurance`'s cards, cleared and run side by side.
+//! - [`powerloss`]: `power-loss`'s cycles, report and verdict.
 //! - [`capacity`]: `verify-capacity`'s whole-device probe, and its failures.
 //! - [`outputs`]: the files a user names for results, written safely.
 //! - [`saved`]: the one reading of a saved report.
@@ -36,6 +37,7 @@ pub mod failure;
 pub mod measure;
 pub mod outputs;
 pub mod plan;
+pub mod powerloss;
 pub mod saved;
 pub mod scan;
 pub mod submit;

@@ -19,6 +19,7 @@ use storage_scoring::figure::Tool;
 use storage_scoring::schema::{Figure, MEASUREMENT_KEYS};
 
 use crate::Failure;
+use crate::failure::Confirm;
 
 /// What a measurement was asked for, as far as its plan goes: `run`'s
 /// options (docs/cli.md), without the command line's types.
@@ -38,7 +39,7 @@ pub struct PlanOptions {
     pub max_time: Option<u64>,
     /// Asks before `--destructive` writes over a device (the device, what
     /// will be done to it); refuses when it cannot ask or is not told yes.
-    pub confirm: fn(&str, &str) -> Result<(), Failure>,
+    pub confirm: Confirm,
 }
 
 /// Why the read tests cannot read the raw device, in words.
