@@ -10,6 +10,7 @@
 //!   measurement of `run` and of each card of `batch`.
 //! - [`batch`]: `batch`'s and `station`'s cards tested, and their report.
 //! - [`endurance`]: `endurance`'s cards, cleared and run side by side.
+//! - [`profile`]: `profile`'s studies, configured and run.
 //! - [`powerloss`]: `power-loss`'s cycles, report and verdict.
 //! - [`capacity`]: `verify-capacity`'s whole-device probe, and its failures.
 //! - [`outputs`]: the files a user names for results, written safely.
@@ -38,6 +39,7 @@ pub mod measure;
 pub mod outputs;
 pub mod plan;
 pub mod powerloss;
+pub mod profile;
 pub mod saved;
 pub mod scan;
 pub mod submit;
