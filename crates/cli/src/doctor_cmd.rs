@@ -6,20 +6,13 @@ use std::path::Path;
 use std::time::Instant;
 
 use storage_history::prometheus;
-use storage_identify::checkup::checkup;
 use storage_platform::Roots;
-use storage_scoring::health::{Health, Thermal, ThermalSnapshot};
 use storage_scoring::schema::Report;
-
+use storage_session::doctor::{self, Examined};
 use storage_session::doctor_status;
 use storage_session::outputs::OutputFile;
 
 use crate::{DoctorArgs, Failure, doctor_render, history_cmd};
-
-const VERSION: &str = env!("CARGO_PKG_VERSION");
-
-/// `doctor --json` with several devices.
-pub const DOCTOR: &str = "storage-score-doctor/1";
 
 /// Runs `doctor`; the exit status is [`doctor_status::exit_mask`] of what
 /// was found (0: nothing), or of every device found, or the failure's own
@@ -41,20 +34,9 @@ pub fn doctor(args: &DoctorArgs, roots: &Roots) -> Result<i32, Failure> {
         Some(dest) if dest != "-" => Some(OutputFile::prepare(Path::new(dest), "--prometheus")?),
         _ => None,
     };
-    let targets = targets(args, roots)?;
-    let reports = targets.iter().map(|t| examine(t, roots)).collect::<Result<Vec<Report>, Failure>>()?;
-    let masks: Vec<i32> = reports.iter().map(doctor_status::exit_mask).collect();
-    let written: Vec<Option<u64>> = reports
-        .iter()
-        .map(|r| storage_history::disk_name(r).and_then(|d| storage_history::boot_written(roots, &d)))
-        .collect();
-    let mut logged = Vec::new();
-    if args.log {
-        for (report, written) in reports.iter().zip(&written) {
-            logged
-                .push(storage_history::log(&args.history_dir, report, roots, *written).map_err(history_cmd::failure)?);
-        }
-    }
+    let targets = doctor::targets(args.all, &args.targets, roots)?;
+    let Examined { reports, masks, written, logged } =
+        doctor::examine_all(&targets, roots, args.log.then_some(args.history_dir.as_path()))?;
     if args.prometheus.is_some() {
         let examined: Vec<prometheus::Examined> = reports
             .iter()
@@ -76,7 +58,10 @@ pub fn doctor(args: &DoctorArgs, roots: &Roots) -> Result<i32, Failure> {
         struct Machine<'a> {
             devices: &'a [Report],
         }
-        crate::terminal::json_outln(&storage_session::document::encode(DOCTOR, &Machine { devices: &reports })?);
+        crate::terminal::json_outln(&storage_session::document::encode(
+            doctor::DOCTOR,
+            &Machine { devices: &reports },
+        )?);
     } else if args.json {
         let json = serde_json::to_string_pretty(&reports[0])
             .map_err(|e| Failure::Run(format!("cannot encode the report as JSON: {e}")))?;
@@ -100,48 +85,4 @@ pub fn doctor(args: &DoctorArgs, roots: &Roots) -> Result<i32, Failure> {
         }
     }
     Ok(masks.iter().fold(0, |all, mask| all | mask))
-}
-
-/// What to examine: the targets named, every disk with `--all`, or `/`.
-fn targets(args: &DoctorArgs, roots: &Roots) -> Result<Vec<String>, Failure> {
-    if args.all {
-        let disks: Vec<String> = storage_session::scan::entries(roots)?.into_iter().map(|e| e.name).collect();
-        if disks.is_empty() {
-            return Err(Failure::Usage("doctor --all: this machine has no disk to examine".to_owned()));
-        }
-        return Ok(disks);
-    }
-    let mut targets = args.targets.clone();
-    if targets.is_empty() {
-        targets.push("/".to_owned());
-    }
-    targets.dedup();
-    Ok(targets)
-}
-
-/// The report `doctor` prints: identification, health, advice, thermal now.
-pub fn examine(target: &str, roots: &Roots) -> Result<Report, Failure> {
-    let (resolved, device) = storage_identify::identify(target, roots)?;
-    let system = storage_identify::system::system(roots);
-    let mut report = Report::new(VERSION);
-    report.created = Some(storage_session::document::now());
-    match (&resolved.disk, &device) {
-        (Some(disk), Some(device)) => {
-            let found = checkup(disk, device, roots, system.board.as_deref());
-            report.health = Some(found.health);
-            report.advice = found.advice;
-            // A machine with no sensor at all gets no thermal section.
-            if found.thermal != ThermalSnapshot::default() {
-                report.thermal = Some(Thermal { now: Some(found.thermal), ..Thermal::default() });
-            }
-        }
-        _ => {
-            report.health =
-                Some(Health::none(format!("nothing block-backed lies under {target}: there is no device to examine")));
-        }
-    }
-    report.target = Some(resolved.target);
-    report.device = device;
-    report.system = Some(system);
-    Ok(report)
 }

@@ -7,16 +7,11 @@ use std::fmt::Write;
 use serde::Serialize;
 use storage_report::sparkline::sparkline;
 
-use storage_history::HistoryError;
 use storage_history::dir::History;
 use storage_history::trend::{Projection, Trend, trend};
+use storage_session::doctor::history_failure;
 
 use crate::{DoctorArgs, Failure};
-
-/// A history's error, with its exit code: bad usage (2) or a failed run (1).
-pub fn failure(e: HistoryError) -> Failure {
-    if e.is_usage() { Failure::Usage(e.to_string()) } else { Failure::Run(e.to_string()) }
-}
 
 #[derive(Serialize)]
 struct Document<'a> {
@@ -31,9 +26,9 @@ pub fn show(args: &DoctorArgs, which: &str) -> Result<(), Failure> {
     if args.endurance_tbw.is_some_and(|t| !(t.is_finite() && t > 0.0)) {
         return Err(Failure::Usage("--endurance-tbw must be a number of terabytes above 0".to_owned()));
     }
-    let history = History::open(&args.history_dir, false).map_err(failure)?;
+    let history = History::open(&args.history_dir, false).map_err(history_failure)?;
     let mut trends = Vec::new();
-    for (name, snapshots, bad) in history.read_all().map_err(failure)? {
+    for (name, snapshots, bad) in history.read_all().map_err(history_failure)? {
         let id = name.to_string_lossy().trim_end_matches(".jsonl").to_owned();
         let disk = snapshots.last().and_then(|s| s.disk.as_deref());
         if !which.is_empty() && !id.starts_with(which) && disk != Some(which) {

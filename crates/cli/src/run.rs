@@ -14,7 +14,7 @@ use crate::{EngineArg, Failure, IdentifyArgs, ProfileArg, RunArgs, doctor_render
 
 /// `storage-score identify`.
 pub fn identify(args: &IdentifyArgs, roots: &Roots) -> Result<(), Failure> {
-    let report = crate::doctor_cmd::examine(&args.target, roots)?;
+    let report = storage_session::doctor::examine(&args.target, roots)?;
     let (Some(target), Some(system)) = (&report.target, &report.system) else {
         return Err(Failure::Run("identification produced no target".to_owned()));
     };

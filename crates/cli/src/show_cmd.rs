@@ -57,7 +57,7 @@ fn read(name: &str) -> Result<Document, Failure> {
                 WearReport::PowerLoss(r) => Document::PowerLoss(r),
             }
         }
-        crate::doctor_cmd::DOCTOR => {
+        storage_session::doctor::DOCTOR => {
             let devices = value.get("devices").and_then(Value::as_array).cloned().unwrap_or_default();
             if devices.is_empty() {
                 return Err(Failure::Usage(format!("{name}: a doctor report with no devices; was it edited by hand?")));
@@ -109,7 +109,7 @@ fn print(document: &Document, json: bool) -> Result<(), Failure> {
                     devices: &'a [Report],
                 }
                 json_outln(&storage_session::document::encode(
-                    crate::doctor_cmd::DOCTOR,
+                    storage_session::doctor::DOCTOR,
                     &Machine { devices: reports },
                 )?);
             } else {

@@ -16,6 +16,7 @@
 //! - [`outputs`]: the files a user names for results, written safely.
 //! - [`saved`]: the one reading of a saved report.
 //! - [`document`]: the `schema` and `created` every JSON document carries.
+//! - [`doctor`]: `doctor`'s examination of its targets, and `--log`.
 //! - [`doctor_status`]: `doctor`'s exit bit mask and one-line findings.
 //! - [`scan`]: every block device, identified, for `scan` and `batch`.
 //! - [`compare`]: `compare`'s inputs and comparisons.
@@ -29,6 +30,7 @@
 pub mod batch;
 pub mod capacity;
 pub mod compare;
+pub mod doctor;
 pub mod doctor_status;
 pub mod document;
 pub mod endurance;
