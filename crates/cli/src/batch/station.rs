@@ -20,9 +20,7 @@
 //! reader all have the same `target`, and the number is what tells them
 //! apart.
 
-use std::collections::BTreeSet;
 use std::os::unix::fs::FileTypeExt;
-use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use storage_platform::Roots;
@@ -32,6 +30,7 @@ use storage_scoring::batch::Card;
 use crate::terminal::errln;
 use crate::{BatchArgs, Failure, StationArgs};
 use storage_session::batch::card::Steps;
+use storage_session::batch::station::{Filters, with_media};
 use storage_session::export::Exports;
 use storage_session::outputs::OutputFile;
 
@@ -42,7 +41,11 @@ const POLL_WITHOUT: Duration = Duration::from_millis(500);
 /// `storage-score station [DEVICE…] [batch options]`.
 pub fn station(station_args: &StationArgs, roots: &Roots) -> Result<(), Failure> {
     let args = &station_args.batch;
-    let filters = Filters::of(station_args);
+    let filters = Filters {
+        kinds: station_args.kinds.clone(),
+        max_size: station_args.max_size,
+        reader: station_args.reader.clone(),
+    };
     let options = super::options(args);
     let require = storage_session::batch::checked_require(&options)?;
     let output = args.output.as_deref().map(|path| OutputFile::prepare(path, "--output")).transpose()?;
@@ -197,81 +200,6 @@ fn big_number(n: u32) -> [String; 5] {
     std::array::from_fn(|row| digits.iter().map(|&d| DIGITS[d][row]).collect::<Vec<_>>().join("  "))
 }
 
-/// What `station` may touch beyond the disks named: `--only-kind`,
-/// `--max-size`, `--reader` (docs/batch.md#what-station-may-touch).
-#[derive(Debug)]
-struct Filters {
-    kinds: Vec<storage_scoring::schema::DeviceKind>,
-    max_size: Option<u64>,
-    reader: Option<String>,
-}
-
-impl Filters {
-    fn of(args: &StationArgs) -> Filters {
-        Filters { kinds: args.kinds.clone(), max_size: args.max_size, reader: args.reader.clone() }
-    }
-
-    fn any(&self) -> bool {
-        !self.kinds.is_empty() || self.max_size.is_some() || self.reader.is_some()
-    }
-
-    /// The filters in words, for the line the station starts with.
-    fn describe(&self) -> String {
-        let mut parts = Vec::new();
-        if !self.kinds.is_empty() {
-            let kinds: Vec<&str> = self.kinds.iter().map(|k| k.as_str()).collect();
-            parts.push(format!("{} disks", kinds.join(" or ")));
-        }
-        if let Some(max) = self.max_size {
-            parts.push(format!("of at most {}", storage_session::scan::size_words(max)));
-        }
-        if let Some(reader) = &self.reader {
-            parts.push(format!("in the reader at {reader}"));
-        }
-        parts.join(", ")
-    }
-
-    /// Why the new disk `name` is left alone, or `None` when it may be
-    /// tested. What cannot be read of it (its kind, its size) leaves it
-    /// alone when a filter asks for it.
-    fn refuses(&self, name: &str, roots: &Roots) -> Option<String> {
-        if !self.kinds.is_empty() {
-            let kind = storage_identify::identify(&format!("/dev/{name}"), roots)
-                .ok()
-                .and_then(|(_, device)| device)
-                .map(|d| d.kind);
-            match kind {
-                // By the report's word: a USB SATA drive is a `usb` disk.
-                Some(kind) if self.kinds.iter().any(|k| k.as_str() == kind.as_str()) => {}
-                Some(kind) => return Some(format!("a {} disk, not one --only-kind names", kind.as_str())),
-                None => return Some("its kind could not be read, and --only-kind asks for one".to_owned()),
-            }
-        }
-        if let Some(max) = self.max_size {
-            let size = storage_platform::sysfs::read_u64(&Path::new(&roots.sys).join("block").join(name).join("size"))
-                .map(|sectors| sectors * 512);
-            match size {
-                Some(bytes) if bytes <= max => {}
-                Some(bytes) => {
-                    return Some(format!(
-                        "{} is more than --max-size {}",
-                        storage_session::scan::size_words(bytes),
-                        storage_session::scan::size_words(max)
-                    ));
-                }
-                None => return Some("its size could not be read, and --max-size asks for it".to_owned()),
-            }
-        }
-        if let Some(reader) = &self.reader {
-            let path = std::fs::canonicalize(Path::new(&roots.sys).join("block").join(name)).unwrap_or_default();
-            if !path.to_string_lossy().contains(reader.as_str()) {
-                return Some(format!("not in the reader at {reader} (it is at {})", path.display()));
-            }
-        }
-        None
-    }
-}
-
 /// The report so far, written to `--output`, `--html` and the exports' files.
 fn save(
     args: &BatchArgs,
@@ -292,17 +220,4 @@ fn save(
     }
     exports.write_files(&storage_session::export_sheets::batch(&report))?;
     Ok(report)
-}
-
-/// The disks under `/sys/block` with media (a size above 0).
-fn with_media(roots: &Roots) -> BTreeSet<String> {
-    let Ok(entries) = std::fs::read_dir(roots.sys.join("block")) else { return BTreeSet::new() };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
-        .filter(|name| {
-            storage_platform::sysfs::read_u64(&Path::new(&roots.sys).join("block").join(name).join("size"))
-                .is_some_and(|sectors| sectors > 0)
-        })
-        .collect()
 }

@@ -5,6 +5,7 @@
 //! and the exit status are the command line's.
 
 pub mod card;
+pub mod station;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::os::unix::fs::FileTypeExt;
