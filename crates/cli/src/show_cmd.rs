@@ -4,33 +4,17 @@
 //! endurance or power-loss report, a machine's doctor report, a scan. With
 //! `--export-csv`/`--export-markdown`, also as a table ([`storage_session::export`]).
 
-use serde_json::Value;
-use storage_scoring::batch::BatchReport;
-use storage_scoring::endurance::EnduranceReport;
-use storage_scoring::power_loss::PowerLossReport;
 use storage_scoring::schema::Report;
-use storage_scoring::wear::WearReport;
+use storage_session::saved::{Document, read_document, sheet};
+use storage_session::scan::Entry;
 
 use crate::terminal::{json_outln, out, outln};
 use crate::{Failure, doctor_render, render};
-use storage_session::export::Sheet;
-use storage_session::export_sheets as sheets;
-use storage_session::scan::Entry;
-
-/// A document `show` read, checked.
-enum Document {
-    Run(Box<Report>),
-    Batch(Box<BatchReport>),
-    Endurance(Box<EnduranceReport>),
-    PowerLoss(Box<PowerLossReport>),
-    Machine(Vec<Report>),
-    Scan(Vec<Entry>),
-}
 
 /// `storage-score show DOCUMENT [--json] [--export-csv FILE] [--export-markdown FILE]`.
 pub fn show(args: &storage_score::args::ShowArgs) -> Result<(), Failure> {
     let exports = crate::settings::exports(&args.export, args.json)?;
-    let document = read(&args.report)?;
+    let document = read_document(&args.report)?;
     // An export on stdout stands in for the tables.
     if !exports.takes_stdout() {
         print(&document, args.json)?;
@@ -39,42 +23,6 @@ pub fn show(args: &storage_score::args::ShowArgs) -> Result<(), Failure> {
         exports.write(&sheet(&document)?)?;
     }
     Ok(())
-}
-
-/// The document, by its `schema`, through its validator.
-fn read(name: &str) -> Result<Document, Failure> {
-    let bytes = storage_session::saved::read(name)?;
-    let value = storage_scoring::input::parse_json(&bytes).map_err(|e| storage_session::saved::refused(name, &e))?;
-    let schema = value.get("schema").and_then(Value::as_str).unwrap_or_default().to_owned();
-    Ok(match schema.as_str() {
-        storage_scoring::batch::SCHEMA => {
-            storage_scoring::input::batch_figures(&value).map_err(|e| storage_session::saved::refused(name, &e))?;
-            Document::Batch(Box::new(serde_json::from_value(value).map_err(|e| unreadable(name, "batch report", &e))?))
-        }
-        s if storage_scoring::wear::is_wear_schema(s) => {
-            match storage_scoring::input::wear_from(value).map_err(|e| storage_session::saved::refused(name, &e))? {
-                WearReport::Endurance(r) => Document::Endurance(r),
-                WearReport::PowerLoss(r) => Document::PowerLoss(r),
-            }
-        }
-        storage_session::doctor::DOCTOR => {
-            let devices = value.get("devices").and_then(Value::as_array).cloned().unwrap_or_default();
-            if devices.is_empty() {
-                return Err(Failure::Usage(format!("{name}: a doctor report with no devices; was it edited by hand?")));
-            }
-            Document::Machine(
-                devices
-                    .into_iter()
-                    .map(|d| storage_session::saved::from_value(name, d).map(|s| s.report))
-                    .collect::<Result<Vec<_>, Failure>>()?,
-            )
-        }
-        storage_session::document::SCAN => Document::Scan(
-            serde_json::from_value(value.get("devices").cloned().unwrap_or(Value::Null))
-                .map_err(|e| unreadable(name, "scan", &e))?,
-        ),
-        _ => Document::Run(Box::new(storage_session::saved::from_value(name, value)?.report)),
-    })
 }
 
 /// The document as the command that wrote it printed it, or as JSON.
@@ -148,23 +96,6 @@ fn print(document: &Document, json: bool) -> Result<(), Failure> {
     }
 }
 
-/// The document's rows for `--export-csv` and `--export-markdown`.
-fn sheet(document: &Document) -> Result<Sheet, Failure> {
-    let values = |items: Result<Value, serde_json::Error>| match items {
-        Ok(Value::Array(items)) => Ok(items),
-        Ok(_) => Ok(Vec::new()),
-        Err(e) => Err(Failure::Run(format!("cannot encode the rows: {e}"))),
-    };
-    Ok(match document {
-        Document::Run(report) => sheets::reports(std::slice::from_ref(report)),
-        Document::Machine(reports) => sheets::reports(reports),
-        Document::Batch(batch) => sheets::batch(batch),
-        Document::Scan(entries) => sheets::scan(entries),
-        Document::Endurance(r) => sheets::records(&values(serde_json::to_value(&r.passes))?),
-        Document::PowerLoss(r) => sheets::records(&values(serde_json::to_value(&r.cycles))?),
-    })
-}
-
 /// The document, checked, as JSON; or as the command printed it.
 fn as_json_or<T: serde::Serialize>(json: bool, doc: &T, text: impl FnOnce()) -> Result<(), Failure> {
     if json {
@@ -175,8 +106,4 @@ fn as_json_or<T: serde::Serialize>(json: bool, doc: &T, text: impl FnOnce()) -> 
         text();
     }
     Ok(())
-}
-
-fn unreadable(name: &str, what: &str, e: &serde_json::Error) -> Failure {
-    Failure::Usage(format!("{name}: the {what} does not read as one ({e}); was it edited by hand?"))
 }

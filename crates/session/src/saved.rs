@@ -1,13 +1,21 @@
 //! Reading a saved report, the one way `score`, `compare`, `show` and
 //! `submit` do it: the file as the user behind sudo (or standard input for
 //! `-`), capped, then `storage_scoring::input`, the validator the
-//! leaderboard's intake uses too, so one file gets one message everywhere.
+//! leaderboard's intake uses too, so one file gets one message everywhere;
+//! and any document `show` takes ([`Document`]), with its export rows.
 
 use serde_json::Value;
+use storage_scoring::batch::BatchReport;
+use storage_scoring::endurance::EnduranceReport;
 use storage_scoring::input::{self, InputError, Use};
+use storage_scoring::power_loss::PowerLossReport;
 use storage_scoring::schema::Report;
+use storage_scoring::wear::WearReport;
 
 use crate::Failure;
+use crate::export::Sheet;
+use crate::export_sheets as sheets;
+use crate::scan::Entry;
 
 /// The most read of a report: far more than any report (tens of KiB), far
 /// less than memory.
@@ -57,6 +65,74 @@ pub fn from_value(name: &str, value: Value) -> Result<Saved, Failure> {
 /// The validator's one line, after the input's name (exit 2).
 pub fn refused(name: &str, e: &InputError) -> Failure {
     Failure::Usage(format!("{name}: {e}"))
+}
+
+/// A document `show` read, checked.
+#[derive(Debug)]
+pub enum Document {
+    Run(Box<Report>),
+    Batch(Box<BatchReport>),
+    Endurance(Box<EnduranceReport>),
+    PowerLoss(Box<PowerLossReport>),
+    Machine(Vec<Report>),
+    Scan(Vec<Entry>),
+}
+
+/// The document, by its `schema`, through its validator.
+pub fn read_document(name: &str) -> Result<Document, Failure> {
+    let bytes = read(name)?;
+    let value = storage_scoring::input::parse_json(&bytes).map_err(|e| refused(name, &e))?;
+    let schema = value.get("schema").and_then(Value::as_str).unwrap_or_default().to_owned();
+    Ok(match schema.as_str() {
+        storage_scoring::batch::SCHEMA => {
+            storage_scoring::input::batch_figures(&value).map_err(|e| refused(name, &e))?;
+            Document::Batch(Box::new(serde_json::from_value(value).map_err(|e| unreadable(name, "batch report", &e))?))
+        }
+        s if storage_scoring::wear::is_wear_schema(s) => {
+            match storage_scoring::input::wear_from(value).map_err(|e| refused(name, &e))? {
+                WearReport::Endurance(r) => Document::Endurance(r),
+                WearReport::PowerLoss(r) => Document::PowerLoss(r),
+            }
+        }
+        crate::doctor::DOCTOR => {
+            let devices = value.get("devices").and_then(Value::as_array).cloned().unwrap_or_default();
+            if devices.is_empty() {
+                return Err(Failure::Usage(format!("{name}: a doctor report with no devices; was it edited by hand?")));
+            }
+            Document::Machine(
+                devices
+                    .into_iter()
+                    .map(|d| from_value(name, d).map(|s| s.report))
+                    .collect::<Result<Vec<_>, Failure>>()?,
+            )
+        }
+        crate::document::SCAN => Document::Scan(
+            serde_json::from_value(value.get("devices").cloned().unwrap_or(Value::Null))
+                .map_err(|e| unreadable(name, "scan", &e))?,
+        ),
+        _ => Document::Run(Box::new(from_value(name, value)?.report)),
+    })
+}
+
+/// The document's rows for `--export-csv` and `--export-markdown`.
+pub fn sheet(document: &Document) -> Result<Sheet, Failure> {
+    let values = |items: Result<Value, serde_json::Error>| match items {
+        Ok(Value::Array(items)) => Ok(items),
+        Ok(_) => Ok(Vec::new()),
+        Err(e) => Err(Failure::Run(format!("cannot encode the rows: {e}"))),
+    };
+    Ok(match document {
+        Document::Run(report) => sheets::reports(std::slice::from_ref(report)),
+        Document::Machine(reports) => sheets::reports(reports),
+        Document::Batch(batch) => sheets::batch(batch),
+        Document::Scan(entries) => sheets::scan(entries),
+        Document::Endurance(r) => sheets::records(&values(serde_json::to_value(&r.passes))?),
+        Document::PowerLoss(r) => sheets::records(&values(serde_json::to_value(&r.cycles))?),
+    })
+}
+
+fn unreadable(name: &str, what: &str, e: &serde_json::Error) -> Failure {
+    Failure::Usage(format!("{name}: the {what} does not read as one ({e}); was it edited by hand?"))
 }
 
 #[cfg(test)]
