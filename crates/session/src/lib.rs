@@ -1,7 +1,8 @@
 //! storage-session: what a command does between its arguments and what it
 //! prints, where that is not a crate's own job (bench, identify, capacity,
-//! …): the workflows' shared parts, with their unit tests, testable
-//! without the binary.
+//! …): the workflows, over plain option structs rather than the command
+//! line's types, told how to speak and ask (a function, a trait), so that
+//! they and their unit tests need no binary.
 //!
 //! - [`plan`]: a resolved target and `run`'s options → a bench `Plan`, and
 //!   the `--destructive` refusals (docs/safety.md#what-is-written-and-where).
@@ -14,7 +15,8 @@
 //! - [`powerloss`]: `power-loss`'s cycles, report and verdict.
 //! - [`capacity`]: `verify-capacity`'s whole-device probe, and its failures.
 //! - [`outputs`]: the files a user names for results, written safely.
-//! - [`saved`]: the one reading of a saved report.
+//! - [`saved`]: the one reading of a saved report, and of any document
+//!   `show` takes.
 //! - [`document`]: the `schema` and `created` every JSON document carries.
 //! - [`doctor`]: `doctor`'s examination of its targets, and `--log`.
 //! - [`doctor_status`]: `doctor`'s exit bit mask and one-line findings.
