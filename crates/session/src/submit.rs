@@ -13,6 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use storage_platform::usage::shell_word;
 use storage_scoring::schema::Report;
 
 use storage_upload::client::{self, Accepted, Client, SendError};
@@ -183,7 +184,7 @@ pub fn send_saved(path: &Path, upload: &Upload, conv: &dyn Conversation) -> Resu
         (SendError::Refused { status: 422, .. }, Some(url)) => Failure::Run(format!(
             "not sent again: this report is already on the leaderboard ({url}), sent with other options; to replace \
              it, delete it first with: storage-score submit {} --delete",
-            shell_quote(&path.to_string_lossy())
+            shell_word(&path.to_string_lossy())
         )),
         (e, _) => not_sent(e, &path, &upload.base, &later_flags(upload)),
     })?;
@@ -303,7 +304,7 @@ fn accepted_lines(
             lines.push(format!("note: the leaderboard computed {theirs} from the figures; this report says {ours}"));
         }
     }
-    let delete_command = format!("storage-score submit {} --delete", shell_quote(&report_path.to_string_lossy()));
+    let delete_command = format!("storage-score submit {} --delete", shell_word(&report_path.to_string_lossy()));
     match (&accepted.delete_token, had_token) {
         (Some(token), _) => lines.push(format!(
             "delete token (shown once, kept in {}): {}; `{delete_command}` removes the result",
@@ -448,8 +449,8 @@ fn not_sent(e: SendError, report: &Path, base: &str, flags: &str) -> Failure {
     let kept = format!("the report is kept in {}", report.display());
     let later = format!(
         "send it later with: storage-score submit {} --url {}{flags}",
-        shell_quote(&report.to_string_lossy()),
-        shell_quote(base)
+        shell_word(&report.to_string_lossy()),
+        shell_word(base)
     );
     Failure::Run(match e {
         SendError::Unreachable { attempts, last } => {
@@ -476,7 +477,7 @@ fn not_sent(e: SendError, report: &Path, base: &str, flags: &str) -> Failure {
 /// The one-line failure for a delete that did not reach the leaderboard.
 fn not_deleted(e: SendError, report: &Path, base: &str) -> Failure {
     let later =
-        format!("try again later with: storage-score submit {} --delete", shell_quote(&report.to_string_lossy()));
+        format!("try again later with: storage-score submit {} --delete", shell_word(&report.to_string_lossy()));
     Failure::Run(match e {
         SendError::Unreachable { attempts, last } => {
             format!(
@@ -513,16 +514,6 @@ fn run(e: impl std::fmt::Display) -> Failure {
     Failure::Run(e.to_string())
 }
 
-/// A word the shell reads back as itself.
-fn shell_quote(text: &str) -> String {
-    let plain = |b: u8| b.is_ascii_alphanumeric() || b"_./:@%+=,-".contains(&b);
-    if !text.is_empty() && text.bytes().all(plain) {
-        text.to_owned()
-    } else {
-        format!("'{}'", text.replace('\'', "'\\''"))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -537,9 +528,9 @@ mod tests {
 
     #[test]
     fn commands_to_send_later_survive_the_shell() {
-        assert_eq!(shell_quote("/home/alice/card.json"), "/home/alice/card.json");
-        assert_eq!(shell_quote("/tmp/my card's.json"), "'/tmp/my card'\\''s.json'");
-        assert_eq!(shell_quote("http://127.0.0.1:8080"), "http://127.0.0.1:8080");
+        assert_eq!(shell_word("/home/alice/card.json"), "/home/alice/card.json");
+        assert_eq!(shell_word("/tmp/my card's.json"), "'/tmp/my card'\\''s.json'");
+        assert_eq!(shell_word("http://127.0.0.1:8080"), "http://127.0.0.1:8080");
     }
 
     #[test]
