@@ -39,7 +39,7 @@
 //! 6. **Quick against compat** ([`quick`]). `run --profile quick` and the
 //!    compat run in turn, `--rounds` times each, on the calibrated slow card
 //!    (read 2000 IOPS and 50 MiB/s, write 800 IOPS and 20 MB/s): median wall
-//!    times (quick's target: 20 s) and the nine figures' ratios, judged in
+//!    times (quick's target: 20 s) and the figures' ratios, judged in
 //!    ±3%, with each side's spread.
 //! 7. **Endurance beside mfst** ([`endurance`]), only as `cargo xtask
 //!    bench endurance`: `storage-score endurance` and mfst each wear a

@@ -1,4 +1,4 @@
-//! The nine figures of a report (docs/measurements.md#the-nine-figures), as
+//! The ten figures of a report (docs/measurements.md#the-ten-figures), as
 //! one closed type declared as one table ([`figures!`]): each row owns its
 //! JSON key, its unit, the words every surface labels it with, the
 //! reference tool it stands in for, whether its test writes, its term in
@@ -249,6 +249,23 @@ figures! {
         board: -,
         storage_sh: ("IOZone 4k random write", 9),
     }
+    /// The SD Application Performance Class's "minimum sustained sequential
+    /// performance" (10 MB/s for A1 and A2, SD 5.1 and 6.0 Part 1; sdcard.org's
+    /// Application Performance Class page): the slowest half second of a long
+    /// O_DIRECT sequential write, run after Storage.sh's set so that none of
+    /// the nine meets the state it leaves.
+    SustainedSeqWrite {
+        key: "sustained_seq_write_mb_s",
+        unit: MbPerS,
+        tool: Fio,
+        writes: true,
+        short: "sustained write",
+        label: "Sustained sequential write, slowest 0.5 s (fio bw min)",
+        reference: "fio write 512k, bw min",
+        score: -,
+        board: -,
+        storage_sh: -,
+    }
 }
 
 /// The score's terms, in the order they are added: each figure with a
@@ -351,6 +368,7 @@ pub const REPORT_ORDER: [Figure; Figure::COUNT] = [
     Figure::SeqRead4kQd1,
     Figure::RandRead4kQd1,
     Figure::RandWrite4kQd1,
+    Figure::SustainedSeqWrite,
 ];
 
 /// A figure's unit: each keeps its reference tool's.
@@ -419,17 +437,18 @@ impl Figure {
         Figure::ALL.into_iter().find(|f| f.key() == key)
     }
 
-    /// The step the reference tool prints this figure in near `value`
-    /// (docs/measurements.md): hdparm's two decimals of MiB/s, dd's MB/s
-    /// (one decimal below 100, none to 999, then tenths of GB/s), whole
-    /// IOPS and whole KiB/s.
+    /// The step this figure is printed in near `value`
+    /// (docs/measurements.md), which its unit decides: hdparm's two decimals
+    /// of MiB/s, dd's MB/s (one decimal below 100, none to 999, then tenths
+    /// of GB/s; the sustained write is rounded as dd rounds), whole IOPS and
+    /// whole KiB/s.
     pub fn printed_step(self, value: f64) -> f64 {
-        match self.tool() {
-            Tool::Hdparm => 0.01,
-            Tool::Dd if value < 100.0 => 0.1,
-            Tool::Dd if value < 1000.0 => 1.0,
-            Tool::Dd => 100.0,
-            Tool::Fio | Tool::Iozone => 1.0,
+        match self.unit() {
+            Unit::MibPerS => 0.01,
+            Unit::MbPerS if value < 100.0 => 0.1,
+            Unit::MbPerS if value < 1000.0 => 1.0,
+            Unit::MbPerS => 100.0,
+            Unit::Iops | Unit::KibPerS => 1.0,
         }
     }
 
@@ -475,7 +494,7 @@ impl<'de> Deserialize<'de> for Figure {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let key = String::deserialize(deserializer)?;
         Figure::from_key(&key)
-            .ok_or_else(|| serde::de::Error::custom(format!("`{key}` is not one of the nine measurement keys")))
+            .ok_or_else(|| serde::de::Error::custom(format!("`{key}` is not one of the ten measurement keys")))
     }
 }
 

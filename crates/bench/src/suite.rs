@@ -10,6 +10,7 @@
 //! | 3 | `fio … --readwrite=randwrite`; `rm -f test` | [`fio`]: `rand_write_4k_qd64_iops` on a new, only allocated file |
 //! | 4 | `fio … --readwrite=randread`; `rm -f test` | [`fio`]: `rand_read_4k_qd64_iops` on a new file laid out first |
 //! | 5 | `iozone -a -e -I -i 0 -i 1 -i 2 -s 80M -r 4k` | [`iozone`]: the four QD1 figures on one new file |
+//! | 6 | (none) | [`sustained`]: `sustained_seq_write_mb_s`, the SD A1/A2 sustained write, on a new file |
 //!
 //! with `sync` before each tool. Read tests read the raw device and never
 //! write it. Write tests use nameless scratch files (see [`crate::scratch`])
@@ -28,6 +29,7 @@ mod iozone;
 mod plan;
 mod repeat;
 pub mod steady;
+mod sustained;
 
 pub(crate) use figure::{Eta, Watched, Window, cycled, detail, judge, round_to, unsettled};
 pub use figure::{MIN_WINDOW, SLOW_TEST, fio_iops, iozone_kib_s};
@@ -258,7 +260,7 @@ impl Runner<'_> {
 
     fn run_all(&mut self) -> Result<(), RunError> {
         if let WriteTarget::Scratch(dir) = &self.plan.write_target {
-            let mut writes = std::iter::once(Figure::SeqWrite).chain(file_tests());
+            let mut writes = write_tests();
             if writes.any(|f| self.plan.wants(f)) {
                 let dir = ScratchDir::open(dir)?;
                 dir.check_space(self.plan.scratch_bytes())?;
@@ -320,7 +322,7 @@ impl Runner<'_> {
     }
 
     fn run_writes(&mut self) -> Result<(), RunError> {
-        let write_tests: Vec<Figure> = std::iter::once(Figure::SeqWrite).chain(file_tests()).collect();
+        let write_tests: Vec<Figure> = write_tests().collect();
         if !write_tests.iter().any(|&f| self.plan.wants(f)) {
             return Ok(());
         }
@@ -346,13 +348,14 @@ impl Runner<'_> {
             self.record(Figure::SeqWrite, m)?;
             // rm -f test: the file (and its blocks) go when it closes here.
         }
-        if !file_tests().any(|f| self.plan.wants(f)) {
+        let direct: Vec<Figure> = file_tests().chain([Figure::SustainedSeqWrite]).collect();
+        if !direct.iter().any(|&f| self.plan.wants(f)) {
             return Ok(());
         }
         if let Place::Scratch(dir) = &place {
             if let Some(why) = self.direct_io_refusal(dir) {
                 self.note(why.clone());
-                self.skip(&file_tests().collect::<Vec<_>>(), &why);
+                self.skip(&direct, &why);
                 return Ok(());
             }
         }
@@ -371,6 +374,16 @@ impl Runner<'_> {
             let file = place.new_file()?;
             let stat = self.stat_of(&file);
             iozone::run(self, &file, place.base(), stat.as_ref())?;
+        }
+        // Beyond Storage.sh's set, last, so that none of its figures meets
+        // the state a long write leaves.
+        if self.wants(Figure::SustainedSeqWrite) {
+            sync();
+            let file = place.new_file()?;
+            let stat = self.stat_of(&file);
+            let ctx = self.ctx();
+            let m = sustained::run(&ctx, &file, place.base(), stat.as_ref());
+            self.record(Figure::SustainedSeqWrite, m)?;
         }
         Ok(())
     }
@@ -471,6 +484,11 @@ impl Place {
             Place::Raw(_) => RAW_OFFSET,
         }
     }
+}
+
+/// Every test that writes, in run order.
+fn write_tests() -> impl Iterator<Item = Figure> {
+    std::iter::once(Figure::SeqWrite).chain(file_tests()).chain([Figure::SustainedSeqWrite])
 }
 
 /// `sync`, as Storage.sh runs it before each tool.

@@ -8,7 +8,8 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use storage_scoring::schema::{MEASUREMENT_KEYS, Report};
+use storage_scoring::figure::Figure;
+use storage_scoring::schema::Report;
 
 use crate::App;
 use crate::store::{Storage, StoreError, StoredResult, datetime_of};
@@ -69,13 +70,25 @@ fn json_line(r: &StoredResult) -> String {
 /// The CSV columns.
 pub fn csv_header() -> String {
     let mut line = "id,created_at,kind,manufacturer_id,manufacturer,oem_id,product_name,product_revision,capacity_bytes,class_label,measured_class,board,bus,score,formula".to_owned();
-    for key in MEASUREMENT_KEYS {
-        line.push(',');
-        line.push_str(key);
-    }
+    let keys = |figures: &mut dyn Iterator<Item = Figure>| figures.map(|f| format!(",{}", f.key())).collect::<String>();
+    line.push_str(&keys(&mut first_figures()));
     // Columns added later go last, so that readers of the first ones keep working.
-    line.push_str(",label,board_family,board_revision\r\n");
+    line.push_str(",label,board_family,board_revision");
+    line.push_str(&keys(&mut later_figures()));
+    line.push_str("\r\n");
     line
+}
+
+/// The figures the export had from the start: those Storage.sh prints, in
+/// table order.
+fn first_figures() -> impl Iterator<Item = Figure> {
+    Figure::ALL.into_iter().filter(|f| f.storage_sh().is_some())
+}
+
+/// The figures added since (the sustained write), after the columns that
+/// came before them.
+fn later_figures() -> impl Iterator<Item = Figure> {
+    Figure::ALL.into_iter().filter(|f| f.storage_sh().is_none())
 }
 
 /// `GET /export.csv`: RFC 4180, one result per row.
@@ -111,12 +124,12 @@ fn csv_row(r: &StoredResult) -> String {
         r.score.map(|s| s.to_string()).unwrap_or_default(),
         r.formula.clone(),
     ];
-    for key in MEASUREMENT_KEYS {
-        fields.push(measurements.and_then(|m| m.get(key)).map(|v| v.to_string()).unwrap_or_default());
-    }
+    let figure = |f: Figure| measurements.and_then(|m| m.figure(f)).map(|v| v.to_string()).unwrap_or_default();
+    fields.extend(first_figures().map(figure));
     fields.push(r.label.clone().unwrap_or_default());
     fields.push(r.family.clone());
     fields.push(r.board_revision.clone().unwrap_or_default());
+    fields.extend(later_figures().map(figure));
     let mut line = String::new();
     for (i, field) in fields.iter().enumerate() {
         if i > 0 {

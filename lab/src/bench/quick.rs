@@ -7,7 +7,7 @@
 //! device's reads now and then, and its QD1 read figures scattered by 25%
 //! from run to run in both profiles. The two profiles run in turn, `--rounds` times each (quick,
 //! compat, quick, compat, …), so a machine that slows down mid-step slows
-//! both; the medians of each side's wall times and nine figures are
+//! both; the medians of each side's wall times and figures are
 //! compared. The quick profile should take 20 s or less, and each figure
 //! should lie within ±3% of compat's ([`BAND`]).
 //!

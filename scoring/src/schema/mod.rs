@@ -163,7 +163,7 @@ pub struct Target {
     pub notes: Vec<String>,
 }
 
-/// The figures of docs/measurements.md#the-nine-figures, indexed by
+/// The figures of docs/measurements.md#the-ten-figures, indexed by
 /// [`Figure`], each in its reference tool's unit. In JSON, an object keyed
 /// by [`Figure::key`] in [`REPORT_ORDER`], a figure not measured left out;
 /// any other key is refused.

@@ -13,7 +13,6 @@
 use std::collections::BTreeSet;
 
 use super::classes::{ClassMark, Family};
-use super::figure;
 use super::host::HostLimit;
 use super::wording::fmt_plain;
 use crate::schema::{Check, Measurements};
@@ -108,7 +107,7 @@ pub(super) fn build(
             };
             let claimed = claimed_marks.contains(&mark);
             for r in mark.requirements() {
-                let measured = figure(m, r.key);
+                let (r, measured) = r.judged_on(m);
                 let mut check = Check {
                     mark: mark.to_string(),
                     requirement: format!("{} ≥ {} {}", r.what, fmt_plain(r.required), r.unit),

@@ -7,7 +7,7 @@
 //! absent, no limit is claimed. A check that a limit explains and that the
 //! card did not clear gets `"pass": null` with the limit's `why`.
 
-use super::classes::{ClassMark, RAND_READ, RAND_WRITE, SEQ_WRITE};
+use super::classes::{ClassMark, RAND_READ, RAND_WRITE, SEQ_WRITE, is_sequential_write};
 use super::figure;
 use super::wording::{fmt_clock, fmt_plain, fmt_round, join_and};
 use crate::schema::{Check, Device, HostIos, Measurements};
@@ -159,11 +159,17 @@ pub(super) struct HostLimit {
 impl HostLimit {
     pub fn explains(&self, check: &Check) -> bool {
         self.scopes.iter().any(|s| match *s {
-            Scope::Above(key, value) => check.key == key && check.required > value,
-            Scope::AtLeast(key, value) => check.key == key && check.required >= value,
+            Scope::Above(key, value) => same_figure(&check.key, key) && check.required > value,
+            Scope::AtLeast(key, value) => same_figure(&check.key, key) && check.required >= value,
             Scope::A2Iops => check.mark == "A2" && (check.key == RAND_READ || check.key == RAND_WRITE),
         })
     }
+}
+
+/// Whether a limit on `limited` also bounds the figure under `key`: a bus
+/// that caps dd's sequential write caps the sustained write as well.
+fn same_figure(key: &str, limited: &str) -> bool {
+    key == limited || (is_sequential_write(key) && is_sequential_write(limited))
 }
 
 /// The host of an SD card: its debugfs `ios` and controller, if read.
@@ -232,7 +238,7 @@ pub(super) fn host_limits(device: Option<&Device>, claimed: &[ClassMark], m: &Me
         for &mark in claimed {
             for r in mark.requirements() {
                 let cap = if r.key == RAND_READ { read_cap } else { write_cap };
-                if r.key != SEQ_WRITE && r.required > cap {
+                if !r.is_sequential_write() && r.required > cap {
                     over.push(format!("{mark} ({} {} IOPS)", fmt_plain(r.required), r.what));
                 }
             }

@@ -544,3 +544,52 @@ fn only_the_throttled_figure_is_not_judged() {
     assert!(v.checks.iter().any(|c| c.key == RAND_WRITE && c.pass == Some(false)));
     assert!(v.summary.as_deref().is_some_and(|s| s.starts_with("partly judged: seq_write_mb_s measured while")));
 }
+
+/// A1's sequential requirement is a sustained rate: judged on the
+/// sustained write's slowest second when it was measured, on dd's mean
+/// otherwise (a report from before that figure), and the check says which.
+#[test]
+fn the_a_marks_judge_the_sustained_write_when_there_is_one() {
+    let device = sd_card(ssr(1, 10, 0, 1), None);
+    let mean_only = meas(Some(20.0), Some(3000.0), Some(900.0));
+    let v = verdict(Some(&device), &mean_only);
+    let a1_seq = v.checks.iter().find(|c| c.mark == "A1" && c.unit == "MB/s").expect("A1's sequential check");
+    assert_eq!((a1_seq.key.as_str(), a1_seq.requirement.as_str()), (SEQ_WRITE, "sequential write ≥ 10 MB/s"));
+    assert_eq!(a1_seq.pass, Some(true));
+    assert_eq!(ClassMark::App(1).met_by(&mean_only), Some(true));
+
+    // The same card with a slow floor past its cache: the mean still
+    // passes Class 10 and U1, A1 fails on the sustained write.
+    let mut sustained = mean_only;
+    sustained[Figure::SustainedSeqWrite] = Some(6.0);
+    let v = verdict(Some(&device), &sustained);
+    let a1_seq = v.checks.iter().find(|c| c.mark == "A1" && c.unit == "MB/s").expect("A1's sequential check");
+    assert_eq!(
+        (a1_seq.key.as_str(), a1_seq.requirement.as_str(), a1_seq.measured, a1_seq.pass),
+        (SUSTAINED_WRITE, "sustained sequential write ≥ 10 MB/s", Some(6.0), Some(false))
+    );
+    assert_eq!(ClassMark::App(1).met_by(&sustained), Some(false));
+    assert_eq!(ClassMark::Speed(10).met_by(&sustained), Some(true));
+    assert_eq!(v.measured.as_deref(), Some("Class 10 V10 U1"));
+    // Neither figure: the check cannot be made, and says so.
+    let neither = meas(None, Some(3000.0), Some(900.0));
+    assert_eq!(ClassMark::App(1).met_by(&neither), None);
+    let v = verdict(Some(&device), &neither);
+    assert!(v.notes.iter().any(|n| n.contains("the checks for A1")), "{:?}", v.notes);
+}
+
+/// A bus that caps dd's sequential write caps the sustained write too: an
+/// A mark's sustained check above the cap is the host's doing, not failed.
+#[test]
+fn a_host_cap_explains_a_slow_sustained_write() {
+    // A host left at 400 kHz (the identification clock), 4 bits: 0.2 MB/s
+    // on the wire.
+    let device = sd_card(ssr(1, 10, 0, 1), Some(host(400_000, "legacy")));
+    let mut m = meas(Some(0.19), Some(3000.0), Some(900.0));
+    m[Figure::SustainedSeqWrite] = Some(0.18);
+    let v = verdict(Some(&device), &m);
+    let a1_seq = v.checks.iter().find(|c| c.mark == "A1" && c.unit == "MB/s").expect("A1's sequential check");
+    assert_eq!(a1_seq.key, SUSTAINED_WRITE);
+    assert_eq!(a1_seq.pass, None, "{a1_seq:?}");
+    assert!(a1_seq.why.is_some(), "{a1_seq:?}");
+}

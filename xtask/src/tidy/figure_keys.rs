@@ -1,5 +1,5 @@
 //! Figure keys in one place: no string literal in production code spells one
-//! of the nine figure keys (`seq_write_mb_s`, …), alone or in a message,
+//! of the figure keys (`seq_write_mb_s`, …), alone or in a message,
 //! outside `scoring/src/figure.rs`, where `Figure::key()` writes them; every
 //! other place asks the enum, so a new figure is one row of its table.
 //!

@@ -47,6 +47,7 @@ impl Profile {
                 dd_bytes: 130 * KIB * 4096,
                 test_file_bytes: 80 * MIB,
                 laid_out_bytes: 80 * MIB,
+                sustained_bytes: 130 * KIB * 4096,
                 steady: None,
             },
             Profile::Quick => Sizes {
@@ -57,6 +58,7 @@ impl Profile {
                 dd_bytes: 64 * MIB,
                 test_file_bytes: 64 * MIB,
                 laid_out_bytes: 4 * MIB,
+                sustained_bytes: 64 * MIB,
                 steady: Some(QUICK_WINDOW),
             },
         }
@@ -83,6 +85,9 @@ pub struct Sizes {
     /// window the reads go round it as often as the window needs, as fio's
     /// `time_based` jobs do.
     pub laid_out_bytes: u64,
+    /// The sustained write's file, written end to end: as large as dd's,
+    /// so the run needs no more room than Storage.sh's set.
+    pub sustained_bytes: u64,
     /// Windows that close when their figure settles; `None`: the reference
     /// tools' sizes.
     pub steady: Option<Steady>,
@@ -166,20 +171,28 @@ impl Plan {
         let sizes = self.profile.sizes();
         let dd = if self.wants(Figure::SeqWrite) { sizes.dd_bytes } else { 0 };
         let file = if file_tests().any(|f| self.wants(f)) { sizes.test_file_bytes } else { 0 };
+        let sustained = if self.wants(Figure::SustainedSeqWrite) { sizes.sustained_bytes } else { 0 };
         // Each file is gone (rm -f test) before the next one is made.
-        dd.max(file)
+        dd.max(file).max(sustained)
     }
 }
 
 /// The tests on 80 MiB files, in run order: fio's, then iozone's (by the
-/// tool each figure names, whatever its place in the table).
+/// tool each figure names, whatever its place in the table), of
+/// Storage.sh's set.
 pub(super) fn file_tests() -> impl Iterator<Item = Figure> {
-    Figure::ALL.into_iter().filter(|f| matches!(f.tool(), Tool::Fio | Tool::Iozone))
+    Figure::ALL.into_iter().filter(|f| matches!(f.tool(), Tool::Fio | Tool::Iozone) && storage_sh_test(*f))
 }
 
-/// The figures one tool's run measures, in table order.
+/// The figures one tool's run in Storage.sh measures, in table order.
 pub(super) fn tool_tests(tool: Tool) -> impl Iterator<Item = Figure> {
-    Figure::ALL.into_iter().filter(move |f| f.tool() == tool)
+    Figure::ALL.into_iter().filter(move |f| f.tool() == tool && storage_sh_test(*f))
+}
+
+/// Whether Storage.sh runs the test of `figure`: the figures it does not
+/// (the sustained write) have tests of their own, run after its set.
+fn storage_sh_test(figure: Figure) -> bool {
+    figure.storage_sh().is_some()
 }
 
 #[cfg(test)]
@@ -191,13 +204,16 @@ mod tests {
         assert_eq!(file_tests().count(), 6);
         assert!(file_tests().all(|f| f.key().contains("_4k_")));
         assert_eq!(tool_tests(Tool::Iozone).count(), 4);
+        assert_eq!(tool_tests(Tool::Fio).collect::<Vec<_>>(), [Figure::RandWriteQd64, Figure::RandReadQd64]);
     }
 
     #[test]
     fn scratch_need_is_the_larger_test() {
         let plan = Plan::new(ReadTarget::Unavailable(String::new()), WriteTarget::Unavailable(String::new()));
         assert_eq!(plan.scratch_bytes(), 520 * MIB);
-        let only_file = Plan { figures: vec![Figure::RandReadQd64], ..plan };
+        let only_file = Plan { figures: vec![Figure::RandReadQd64], ..plan.clone() };
         assert_eq!(only_file.scratch_bytes(), 80 * MIB);
+        let only_sustained = Plan { figures: vec![Figure::SustainedSeqWrite], profile: Profile::Quick, ..plan };
+        assert_eq!(only_sustained.scratch_bytes(), 64 * MIB);
     }
 }

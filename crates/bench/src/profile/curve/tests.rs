@@ -306,12 +306,13 @@ fn few_chunks_give_one_level() {
 fn slowest_second_spans_whole_chunks() {
     // 4 MiB chunks: at 40 MB/s each takes 0.105 s; at 4 MB/s 1.05 s.
     let a = curve(&[40.0; 20]);
-    assert!((slowest_window(&a, 1.0).expect("window") - 40.0).abs() < 1e-6);
+    assert!((slowest_window(&a, 1.0, 0.0, Windows::Sliding).expect("window").mb_s - 40.0).abs() < 1e-6);
     let mut rates = vec![40.0; 20];
     rates[10] = 4.0;
     let b = curve(&rates);
-    assert!((slowest_window(&b, 1.0).expect("window") - 4.0).abs() < 1e-6, "one chunk spans the second");
-    assert_eq!(slowest_window(&curve(&[40.0; 5]), 1.0), None, "shorter than a second");
+    let slowest = slowest_window(&b, 1.0, 0.0, Windows::Sliding).expect("window");
+    assert!((slowest.mb_s - 4.0).abs() < 1e-6, "one chunk spans the second: {slowest:?}");
+    assert_eq!(slowest_window(&curve(&[40.0; 5]), 1.0, 0.0, Windows::Sliding), None, "shorter than a second");
 }
 
 #[test]
