@@ -74,6 +74,9 @@ pub struct FioJob {
     pub total_ios: u64,
     /// Seconds of I/O (fio's `runtime`, in ms).
     pub runtime_s: f64,
+    /// The lowest of its bandwidth samples, KiB/s (`bw_min`; each sample
+    /// averages `--bwavgtime` ms), when fio gave it.
+    pub bw_min_kib_s: Option<f64>,
 }
 
 /// The `read` or `write` side of `jobs[0]` in fio's JSON output. fio may
@@ -98,6 +101,7 @@ pub fn fio_job(stdout: &str, direction: Direction) -> Result<FioJob> {
         bw_kib_s: number("bw")?,
         total_ios: number("total_ios")? as u64,
         runtime_s: number("runtime")? / 1000.0,
+        bw_min_kib_s: side.get("bw_min").and_then(Value::as_f64),
     };
     if parsed.total_ios == 0 {
         bail!("fio did no {} I/O:\n{stdout}", direction.key());
@@ -217,10 +221,12 @@ mod tests {
     #[test]
     fn fio_sides() {
         let out = r#"note: something
-{"jobs":[{"error":0,"read":{"iops":1999.5,"bw":7998,"total_ios":20480,"runtime":10243},
+{"jobs":[{"error":0,"read":{"iops":1999.5,"bw":7998,"bw_min":7000,"total_ios":20480,"runtime":10243},
 "write":{"iops":0,"bw":0,"total_ios":0,"runtime":0}}]}"#;
         let read = fio_job(out, Direction::Read).unwrap();
-        assert_eq!(read, FioJob { iops: 1999.5, bw_kib_s: 7998.0, total_ios: 20480, runtime_s: 10.243 });
+        let expected =
+            FioJob { iops: 1999.5, bw_kib_s: 7998.0, total_ios: 20480, runtime_s: 10.243, bw_min_kib_s: Some(7000.0) };
+        assert_eq!(read, expected);
         assert!(fio_job(out, Direction::Write).is_err());
         assert!(fio_job("fio: engine libaio not loadable", Direction::Read).is_err());
         assert!(fio_job(r#"{"jobs":[]}"#, Direction::Read).is_err());
