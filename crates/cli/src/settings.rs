@@ -16,7 +16,12 @@ use crate::Failure;
 /// `--export-csv` and `--export-markdown`, checked and opened before the
 /// work ([`Exports::prepare`]); `json` when stdout holds `--json`'s document.
 pub fn exports(args: &ExportArgs, json: bool) -> Result<Exports, Failure> {
-    Exports::prepare(&ExportOptions { csv: args.export_csv.clone(), markdown: args.export_markdown.clone() }, json)
+    Exports::prepare(&export_options(args), json)
+}
+
+/// `--export-csv` and `--export-markdown` as the library takes them.
+pub fn export_options(args: &ExportArgs) -> ExportOptions {
+    ExportOptions { csv: args.export_csv.clone(), markdown: args.export_markdown.clone() }
 }
 
 /// The roots every kernel read goes through, from the two options.

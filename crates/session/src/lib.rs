@@ -9,7 +9,8 @@
 //! - [`watch`]: the machine around a measurement (health, advice,
 //!   temperature and throttling), a `Session`; [`measure`]: the whole
 //!   measurement of `run` and of each card of `batch`.
-//! - [`batch`]: `batch`'s and `station`'s cards tested, and their report.
+//! - [`batch`]: `batch`'s and `station`'s cards tested, their report
+//!   written and judged; `station`'s wait for cards.
 //! - [`endurance`]: `endurance`'s cards, cleared and run side by side.
 //! - [`profile`]: `profile`'s studies, configured and run.
 //! - [`powerloss`]: `power-loss`'s cycles, report and verdict.
