@@ -25,7 +25,6 @@ mod settings;
 mod show_cmd;
 mod terminal;
 mod upload;
-mod witness_cmd;
 
 use clap::{CommandFactory, FromArgMatches};
 pub(crate) use storage_score::args::{

@@ -27,6 +27,7 @@
 //!   made harmless for where they land ([`visible`]: the escaping the
 //!   terminal uses too).
 //! - [`submit`]: `submit` and `run --submit`, but what is said and asked.
+//! - [`witness`]: `power-loss witness`, `write` and `check`.
 //! - [`failure`]: [`Failure`], the one error a workflow gives the command
 //!   line, with its exit code.
 
@@ -50,5 +51,6 @@ pub mod scan;
 pub mod submit;
 pub mod visible;
 pub mod watch;
+pub mod witness;
 
 pub use failure::Failure;
