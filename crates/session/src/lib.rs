@@ -22,11 +22,12 @@
 //! - [`doctor`]: `doctor`'s examination of its targets, and `--log`.
 //! - [`doctor_status`]: `doctor`'s exit bit mask and one-line findings.
 //! - [`scan`]: every block device, identified, for `scan` and `batch`.
-//! - [`compare`]: `compare`'s inputs and comparisons.
+//! - [`compare`]: `compare`'s inputs and comparisons; [`score`]: `score`'s.
 //! - [`export`], [`export_sheets`]: `--export-csv` and `--export-markdown`,
 //!   made harmless for where they land ([`visible`]: the escaping the
 //!   terminal uses too).
 //! - [`submit`]: `submit` and `run --submit`, but what is said and asked.
+//! - [`import`]: `import storage-sh`, a Storage.sh summary into a report.
 //! - [`witness`]: `power-loss witness`, `write` and `check`.
 //! - [`failure`]: [`Failure`], the one error a workflow gives the command
 //!   line, with its exit code.
@@ -41,6 +42,7 @@ pub mod endurance;
 pub mod export;
 pub mod export_sheets;
 pub mod failure;
+pub mod import;
 pub mod measure;
 pub mod outputs;
 pub mod plan;
@@ -48,6 +50,7 @@ pub mod powerloss;
 pub mod profile;
 pub mod saved;
 pub mod scan;
+pub mod score;
 pub mod submit;
 pub mod visible;
 pub mod watch;
