@@ -28,6 +28,8 @@
 //!   terminal uses too).
 //! - [`submit`]: `submit` and `run --submit`, but what is said and asked.
 //! - [`import`]: `import storage-sh`, a Storage.sh summary into a report.
+//! - [`roots`]: `--sysfs-root` and `--machine-root`, checked;
+//!   [`typo`]: a mistyped subcommand named.
 //! - [`witness`]: `power-loss witness`, `write` and `check`.
 //! - [`failure`]: [`Failure`], the one error a workflow gives the command
 //!   line, with its exit code.
@@ -48,10 +50,12 @@ pub mod outputs;
 pub mod plan;
 pub mod powerloss;
 pub mod profile;
+pub mod roots;
 pub mod saved;
 pub mod scan;
 pub mod score;
 pub mod submit;
+pub mod typo;
 pub mod visible;
 pub mod watch;
 pub mod witness;
