@@ -2,15 +2,11 @@
 //! advice on how this machine uses it, read-only, in a few seconds. The
 //! JSON is a `storage-score/1` report without measurements.
 
-use std::path::Path;
 use std::time::Instant;
 
-use storage_history::prometheus;
 use storage_platform::Roots;
-use storage_scoring::schema::Report;
 use storage_session::doctor::{self, Examined};
 use storage_session::doctor_status;
-use storage_session::outputs::OutputFile;
 
 use crate::{DoctorArgs, Failure, doctor_render, history_cmd};
 
@@ -19,60 +15,32 @@ use crate::{DoctorArgs, Failure, doctor_render, history_cmd};
 /// code.
 pub fn doctor(args: &DoctorArgs, roots: &Roots) -> Result<i32, Failure> {
     if let Some(device) = &args.history {
-        // `--history` takes the next word only when it comes right after;
-        // `doctor --history --json sda` names the device as a target.
-        let device = match (device.as_str(), args.targets.as_slice()) {
-            ("", [one]) => one.as_str(),
-            (device, _) => device,
-        };
-        history_cmd::show(args, device)?;
+        history_cmd::show(args, doctor::history_device(device, &args.targets))?;
         return Ok(0);
     }
     let started = Instant::now();
-    // A file that cannot be written is refused before anything is read.
-    let metrics_file = match args.prometheus.as_deref() {
-        Some(dest) if dest != "-" => Some(OutputFile::prepare(Path::new(dest), "--prometheus")?),
-        _ => None,
-    };
+    let metrics_file = doctor::metrics_file(args.prometheus.as_deref())?;
     let targets = doctor::targets(args.all, &args.targets, roots)?;
-    let Examined { reports, masks, written, logged } =
-        doctor::examine_all(&targets, roots, args.log.then_some(args.history_dir.as_path()))?;
+    let examined = doctor::examine_all(&targets, roots, args.log.then_some(args.history_dir.as_path()))?;
     if args.prometheus.is_some() {
-        let examined: Vec<prometheus::Examined> = reports
-            .iter()
-            .zip(&written)
-            .zip(&masks)
-            .map(|((report, written), mask)| prometheus::Examined { report, written: *written, mask: *mask })
-            .collect();
-        let text = prometheus::render(&examined);
+        let text = doctor::metrics(&examined);
         match &metrics_file {
             Some(file) => file.write(text.as_bytes())?,
             None => crate::terminal::out_records(&text),
         }
     }
+    let Examined { reports, masks, logged, .. } = examined;
     let machine = reports.len() > 1 || args.all;
     if args.prometheus.as_deref() == Some("-") {
         // stdout carries the metrics alone, for a collector to read.
     } else if args.json && machine {
-        #[derive(serde::Serialize)]
-        struct Machine<'a> {
-            devices: &'a [Report],
-        }
-        crate::terminal::json_outln(&storage_session::document::encode(
-            doctor::DOCTOR,
-            &Machine { devices: &reports },
-        )?);
+        crate::terminal::json_outln(&doctor::machine_json(&reports)?);
     } else if args.json {
         let json = serde_json::to_string_pretty(&reports[0])
             .map_err(|e| Failure::Run(format!("cannot encode the report as JSON: {e}")))?;
         crate::terminal::json_outln(&json);
     } else if args.quiet {
-        for (report, target) in reports.iter().zip(&targets) {
-            let disk = report.target.as_ref().and_then(|t| t.disk.clone()).unwrap_or_else(|| target.clone());
-            for line in doctor_status::findings(report) {
-                crate::terminal::out_records(&format!("{disk}: {line}\n"));
-            }
-        }
+        crate::terminal::out_records(&doctor_status::quiet(&reports, &targets));
     } else {
         for (i, report) in reports.iter().enumerate() {
             if i > 0 {

@@ -1,78 +1,48 @@
-//! `endurance`: the arguments, the one question, the stage lines, the
-//! files and the summary; the cards are cleared and run side by side by
-//! [`storage_session::endurance`].
+//! `endurance`: the arguments, the stage lines and the summary; the
+//! checks, the cards cleared and run side by side, and the files are
+//! [`storage_session::endurance`]'s.
 
 use std::io::IsTerminal;
 use std::time::Duration;
 
 use storage_endurance::{Options, Watch};
 use storage_score::args::{EnduranceArgs, Until};
-use storage_scoring::endurance::{EnduranceReport, EnduranceSet, SET_SCHEMA, Stopped, passes_csv};
-use storage_session::endurance;
-use storage_session::outputs::OutputFile;
+use storage_scoring::endurance::{EnduranceReport, Stopped};
+use storage_session::endurance::{self, EnduranceOptions};
 
 use crate::Failure;
-use crate::terminal::{errln, json_outln, outln};
-
-/// Stage lines (on a terminal), named by card; Ctrl-C and SIGTERM stop
-/// every card at its next segment.
-struct Lines {
-    device: String,
-    show: bool,
-}
-
-impl Watch for Lines {
-    fn stage(&self, what: &str) {
-        if self.show {
-            errln(&format!("endurance: {}: {what}", self.device));
-        }
-    }
-
-    fn stop(&self) -> Option<&'static str> {
-        storage_bench::interrupt::requested()
-    }
-}
+use crate::progress::Stages;
+use crate::terminal::{json_outln, outln};
 
 /// `storage-score endurance`.
 pub fn endurance(args: &EnduranceArgs, roots: &storage_platform::Roots) -> Result<(), Failure> {
-    if !args.destructive {
-        return Err(Failure::Usage(format!(
-            "endurance writes every card over and over, and ALL DATA ON {} IS LOST; give --destructive to go on",
-            args.devices.join(", ")
-        )));
-    }
-    if args.stats_csv.is_some() && args.devices.len() > 1 {
-        return Err(Failure::Usage("--stats-csv takes one card; give one DEVICE, or leave --stats-csv out".to_owned()));
-    }
-    let mut seen = std::collections::BTreeSet::new();
-    if let Some(twice) = args.devices.iter().find(|d| !seen.insert(d.as_str())) {
-        return Err(Failure::Usage(format!("{twice} is named twice; name each card once")));
-    }
-    storage_bench::interrupt::install().map_err(|e| Failure::Run(format!("cannot install signal handlers: {e}")))?;
-    let outputs = Outputs::prepare(args)?;
-
-    // Every card is cleared, and its state directory checked, before the
-    // one question and before anything is written.
-    let cards = endurance::prepare(&args.devices, &args.state_dir, roots)?;
-    if !args.yes {
-        crate::confirm::confirm_data_loss(&args.devices.join(", "), "writes all over, again and again,")?;
-    }
-    let options = Options {
-        until: match args.until {
-            Until::Milestone(m) => Some(m),
-            Until::Forever => None,
+    let options = EnduranceOptions {
+        devices: args.devices.clone(),
+        destructive: args.destructive,
+        yes: args.yes,
+        new: args.new,
+        state_dir: args.state_dir.clone(),
+        run: Options {
+            until: match args.until {
+                Until::Milestone(m) => Some(m),
+                Until::Forever => None,
+            },
+            passes: args.passes,
+            hours: args.hours,
+            wait: Duration::from_secs(args.wait_s),
         },
-        passes: args.passes,
-        hours: args.hours,
-        wait: Duration::from_secs(args.wait_s),
+        output: args.output.clone(),
+        html: args.html.clone(),
+        stats_csv: args.stats_csv.clone(),
     };
     let show = !args.json && std::io::stderr().is_terminal();
-    let lines = |device: &str| -> Box<dyn Watch + Send> { Box::new(Lines { device: device.to_owned(), show }) };
-    let results = endurance::run_cards(&cards, args.new, &options, &lines);
-
-    let reports: Vec<EnduranceReport> = results.iter().filter_map(|r| r.as_ref().ok().cloned()).collect();
+    // Stage lines (on a terminal), named by card.
+    let lines =
+        |device: &str| -> Box<dyn Watch + Send> { Box::new(Stages { prefix: format!("endurance: {device}: "), show }) };
+    let (results, outputs) = endurance::endurance(&options, roots, crate::confirm::confirm_data_loss, &lines)?;
+    let reports = endurance::finished(&results);
     if !reports.is_empty() {
-        outputs.write(args, &reports)?;
+        outputs.write(&reports, args.json.then_some(json_outln as fn(&str)))?;
     }
     for report in &reports {
         if !args.json {
@@ -111,47 +81,5 @@ pub(crate) fn summary(r: &EnduranceReport) {
     }
     for note in &r.notes {
         outln(&format!("  note: {note}"));
-    }
-}
-
-/// The files asked for, opened (as the user) before any card is touched.
-struct Outputs {
-    json: Option<OutputFile>,
-    html: Option<OutputFile>,
-    csv: Option<OutputFile>,
-}
-
-impl Outputs {
-    fn prepare(args: &EnduranceArgs) -> Result<Outputs, Failure> {
-        Ok(Outputs {
-            json: args.output.as_deref().map(|p| OutputFile::prepare(p, "--output")).transpose()?,
-            html: args.html.as_deref().map(|p| OutputFile::prepare(p, "--html")).transpose()?,
-            csv: args.stats_csv.as_deref().map(|p| OutputFile::prepare(p, "--stats-csv")).transpose()?,
-        })
-    }
-
-    fn write(&self, args: &EnduranceArgs, reports: &[EnduranceReport]) -> Result<(), Failure> {
-        let json = match reports {
-            [one] => serde_json::to_string_pretty(one),
-            many => serde_json::to_string_pretty(&EnduranceSet {
-                schema: SET_SCHEMA.to_owned(),
-                created: storage_session::document::now(),
-                cards: many.to_vec(),
-            }),
-        }
-        .map_err(|e| Failure::Run(format!("cannot encode JSON: {e}")))?;
-        if args.json {
-            json_outln(&json);
-        }
-        if let Some(file) = &self.json {
-            file.write(format!("{json}\n").as_bytes())?;
-        }
-        if let Some(file) = &self.html {
-            file.write(storage_report::endurance_page::render(reports).as_bytes())?;
-        }
-        if let (Some(file), [one]) = (&self.csv, reports) {
-            file.write(passes_csv(one).as_bytes())?;
-        }
-        Ok(())
     }
 }

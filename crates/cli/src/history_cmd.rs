@@ -1,63 +1,21 @@
 //! `doctor --history [DEVICE] [--json]`: each logged device's trend, as
 //! text with a sparkline of bytes written per day, or as one JSON document
-//! (`storage-score-history-trend/1`).
+//! (`storage-score-history-trend/1`); the trends are
+//! [`storage_session::doctor::history_trends`].
 
 use std::fmt::Write;
 
-use serde::Serialize;
+use storage_history::trend::{Projection, Trend};
 use storage_report::sparkline::sparkline;
-
-use storage_history::dir::History;
-use storage_history::trend::{Projection, Trend, trend};
-use storage_session::doctor::history_failure;
+use storage_session::doctor;
 
 use crate::{DoctorArgs, Failure};
 
-#[derive(Serialize)]
-struct Document<'a> {
-    schema: &'static str,
-    created: String,
-    history_dir: String,
-    devices: &'a [Trend],
-}
-
 /// Prints the trend of the devices `which` selects ("" = all).
 pub fn show(args: &DoctorArgs, which: &str) -> Result<(), Failure> {
-    if args.endurance_tbw.is_some_and(|t| !(t.is_finite() && t > 0.0)) {
-        return Err(Failure::Usage("--endurance-tbw must be a number of terabytes above 0".to_owned()));
-    }
-    let history = History::open(&args.history_dir, false).map_err(history_failure)?;
-    let mut trends = Vec::new();
-    for (name, snapshots, bad) in history.read_all().map_err(history_failure)? {
-        let id = name.to_string_lossy().trim_end_matches(".jsonl").to_owned();
-        let disk = snapshots.last().and_then(|s| s.disk.as_deref());
-        if !which.is_empty() && !id.starts_with(which) && disk != Some(which) {
-            continue;
-        }
-        let mut t = trend(&id, &snapshots, args.endurance_tbw);
-        if bad > 0 {
-            t.notes.push(format!("{bad} line(s) of the file were not snapshots and were left out"));
-        }
-        trends.push(t);
-    }
-    if trends.is_empty() {
-        let what = if which.is_empty() { "any device".to_owned() } else { format!("a device {which:?}") };
-        return Err(Failure::Usage(format!(
-            "{} holds no history of {what}; `storage-score doctor --log TARGET` writes one (the .deb's \
-             storage-score-doctor.timer does it daily)",
-            args.history_dir.display()
-        )));
-    }
+    let trends = doctor::history_trends(&args.history_dir, which, args.endurance_tbw)?;
     if args.json {
-        let doc = Document {
-            schema: "storage-score-history-trend/1",
-            created: storage_session::document::now(),
-            history_dir: args.history_dir.display().to_string(),
-            devices: &trends,
-        };
-        let json = serde_json::to_string_pretty(&doc)
-            .map_err(|e| Failure::Run(format!("cannot encode the history as JSON: {e}")))?;
-        crate::terminal::json_outln(&json);
+        crate::terminal::json_outln(&doctor::history_json(&args.history_dir, &trends)?);
     } else {
         crate::terminal::out(&trends.iter().map(render).collect::<Vec<_>>().join("\n"));
     }

@@ -25,7 +25,6 @@ mod settings;
 mod show_cmd;
 mod terminal;
 mod upload;
-mod witness_cmd;
 
 use clap::{CommandFactory, FromArgMatches};
 pub(crate) use storage_score::args::{
@@ -51,14 +50,8 @@ fn main() {
         .try_get_matches()
         .and_then(|mut matches| Cli::from_arg_matches_mut(&mut matches))
         .unwrap_or_else(|e| settings::clap_error(e));
-    let roots = settings::roots(cli.sysfs_root.as_deref(), cli.machine_root.as_deref()).unwrap_or_else(|f| fail(f));
-    // A tree someone named is read as the user behind sudo, never with
-    // root's rights (docs/safety.md#what-is-read).
-    if let Some(user) = storage_platform::sudo::sudo_user() {
-        for tree in [&cli.sysfs_root, &cli.machine_root].into_iter().flatten() {
-            storage_platform::sysfs::read_tree_as(tree, user);
-        }
-    }
+    let roots = storage_session::roots::settings(cli.sysfs_root.as_deref(), cli.machine_root.as_deref())
+        .unwrap_or_else(|f| fail(f));
     let result = match cli.command {
         Some(Command::Run(args)) => run::run(&args, &roots),
         None => run::run(&cli.run, &roots),

@@ -1,5 +1,6 @@
 //! Progress bars on stderr, only when stderr is a terminal and no JSON is
-//! asked for (docs/cli.md#json-output-and-progress).
+//! asked for (docs/cli.md#json-output-and-progress); and the stage lines of
+//! the commands that write a whole card ([`Stages`]).
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -50,6 +51,25 @@ impl BarSlot {
         if let Some(bar) = self.current.lock().ok().and_then(|mut current| current.take()) {
             bar.finish_and_clear();
         }
+    }
+}
+
+/// Stage lines on stderr, each after `prefix`, when `show`; Ctrl-C and
+/// SIGTERM ask the work to stop (at its next segment, or between cycles).
+pub struct Stages {
+    pub prefix: String,
+    pub show: bool,
+}
+
+impl storage_capacity::Watch for Stages {
+    fn stage(&self, what: &str) {
+        if self.show {
+            crate::terminal::errln(&format!("{}{what}", self.prefix));
+        }
+    }
+
+    fn stop(&self) -> Option<&'static str> {
+        storage_bench::interrupt::requested()
     }
 }
 

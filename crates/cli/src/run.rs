@@ -3,7 +3,6 @@
 use std::io::IsTerminal;
 
 use storage_platform::Roots;
-use storage_scoring::schema::{Advice, Device, Health, System, Target, Thermal};
 
 use storage_session::measure::{Measured, run_failure};
 use storage_session::outputs::OutputFile;
@@ -15,62 +14,33 @@ use crate::{EngineArg, Failure, IdentifyArgs, ProfileArg, RunArgs, doctor_render
 /// `storage-score identify`.
 pub fn identify(args: &IdentifyArgs, roots: &Roots) -> Result<(), Failure> {
     let report = storage_session::doctor::examine(&args.target, roots)?;
-    let (Some(target), Some(system)) = (&report.target, &report.system) else {
-        return Err(Failure::Run("identification produced no target".to_owned()));
-    };
     if args.json {
-        let doc = IdentifyDoc {
-            target,
-            device: report.device.as_ref(),
-            system,
-            health: report.health.as_ref(),
-            advice: &report.advice,
-            thermal: report.thermal.as_ref(),
-        };
-        crate::terminal::json_outln(&storage_session::document::encode(storage_session::document::IDENTIFY, &doc)?);
+        crate::terminal::json_outln(&storage_session::doctor::identify_json(&report)?);
     } else {
+        let (Some(target), Some(system)) = (&report.target, &report.system) else {
+            return Err(Failure::Run("identification produced no target".to_owned()));
+        };
         crate::terminal::out(&render::identification(target, report.device.as_ref(), Some(system)));
         crate::terminal::out(&doctor_render::sections(&report));
     }
     Ok(())
 }
 
-/// `identify --json`: the report's `target`, `device`, `system`, `health`,
-/// `advice` and `thermal` blocks.
-#[derive(serde::Serialize)]
-struct IdentifyDoc<'a> {
-    target: &'a Target,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    device: Option<&'a Device>,
-    system: &'a System,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    health: Option<&'a Health>,
-    #[serde(skip_serializing_if = "<[Advice]>::is_empty")]
-    advice: &'a [Advice],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    thermal: Option<&'a Thermal>,
-}
-
 /// `storage-score run` (and the bare command).
 pub fn run(args: &RunArgs, roots: &Roots) -> Result<(), Failure> {
     // An upload that would be refused is refused before minutes of
     // benchmark, and so is a report file that could not be written.
-    let upload = upload::before_run(args)?;
+    let upload = storage_session::measure::before_submit(
+        args.submit.as_deref(),
+        args.yes,
+        args.include_serials,
+        args.label.as_deref(),
+    )?;
     let output = args.output.as_deref().map(|path| OutputFile::prepare(path, "--output")).transpose()?;
     let show_progress = !args.json && std::io::stderr().is_terminal();
     let Measured { report, plan, error } = measure(args, roots, show_progress)?;
 
-    let json = to_json(&report)?;
-    if let Some(output) = &output {
-        output.write(format!("{json}\n").as_bytes())?;
-    }
-    // With --submit, the report is on disk before anything is sent, so a
-    // failed upload can be sent again with `submit`.
-    let saved = match (&upload, &args.output) {
-        (Some(_), Some(path)) => Some(path.clone()),
-        (Some(_), None) => Some(upload::keep_report(&json, &report)?),
-        (None, _) => None,
-    };
+    let (json, saved) = storage_session::measure::save(&report, output.as_ref(), upload.as_ref())?;
     if args.json {
         crate::terminal::json_outln(&json);
     } else {
@@ -82,7 +52,7 @@ pub fn run(args: &RunArgs, roots: &Roots) -> Result<(), Failure> {
         channel.say(&format!("report kept in {}", path.display()));
     }
     if let (Some(upload), Some(path), None) = (&upload, &saved, &error) {
-        upload::send_saved(path, upload, &channel)?;
+        storage_session::submit::send_saved(path, upload, &channel)?;
     }
 
     match error {
@@ -102,13 +72,18 @@ pub fn plan_options(args: &RunArgs) -> PlanOptions {
             ProfileArg::Compat => storage_bench::Profile::Compat,
             ProfileArg::Quick => storage_bench::Profile::Quick,
         },
-        engine: match args.engine {
-            EngineArg::Auto => storage_bench::EngineChoice::Auto,
-            EngineArg::IoUring => storage_bench::EngineChoice::IoUring,
-            EngineArg::Threads => storage_bench::EngineChoice::Threads,
-        },
+        engine: engine(args.engine),
         max_time: args.max_time,
         confirm: crate::confirm::confirm_data_loss,
+    }
+}
+
+/// `--engine` as the bench takes it.
+pub fn engine(arg: EngineArg) -> storage_bench::EngineChoice {
+    match arg {
+        EngineArg::Auto => storage_bench::EngineChoice::Auto,
+        EngineArg::IoUring => storage_bench::EngineChoice::IoUring,
+        EngineArg::Threads => storage_bench::EngineChoice::Threads,
     }
 }
 

@@ -12,11 +12,7 @@ use crate::terminal::{json_outln, out};
 pub fn scan(json: bool, roots: &Roots) -> Result<(), Failure> {
     let entries = entries(roots)?;
     if json {
-        #[derive(serde::Serialize)]
-        struct Scan<'a> {
-            devices: &'a [Entry],
-        }
-        json_outln(&storage_session::document::encode(storage_session::document::SCAN, &Scan { devices: &entries })?);
+        json_outln(&storage_session::scan::json(&entries)?);
     } else {
         out(&table(&entries));
     }

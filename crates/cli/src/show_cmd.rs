@@ -4,9 +4,7 @@
 //! endurance or power-loss report, a machine's doctor report, a scan. With
 //! `--export-csv`/`--export-markdown`, also as a table ([`storage_session::export`]).
 
-use storage_scoring::schema::Report;
 use storage_session::saved::{Document, read_document, sheet};
-use storage_session::scan::Entry;
 
 use crate::terminal::{json_outln, out, outln};
 use crate::{Failure, doctor_render, render};
@@ -52,14 +50,7 @@ fn print(document: &Document, json: bool) -> Result<(), Failure> {
         }),
         Document::Machine(reports) => {
             if json {
-                #[derive(serde::Serialize)]
-                struct Machine<'a> {
-                    devices: &'a [Report],
-                }
-                json_outln(&storage_session::document::encode(
-                    storage_session::doctor::DOCTOR,
-                    &Machine { devices: reports },
-                )?);
+                json_outln(&storage_session::doctor::machine_json(reports)?);
             } else {
                 for (i, report) in reports.iter().enumerate() {
                     if i > 0 {
@@ -71,15 +62,8 @@ fn print(document: &Document, json: bool) -> Result<(), Failure> {
             Ok(())
         }
         Document::Scan(entries) => {
-            #[derive(serde::Serialize)]
-            struct Scan<'a> {
-                devices: &'a [Entry],
-            }
             match json {
-                true => json_outln(&storage_session::document::encode(
-                    storage_session::document::SCAN,
-                    &Scan { devices: entries },
-                )?),
+                true => json_outln(&storage_session::scan::json(entries)?),
                 false => out(&crate::scan_cmd::table(entries)),
             }
             Ok(())

@@ -6,14 +6,10 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 use std::time::Duration;
 
-use storage_session::submit::{Conversation, DEFAULT_TIMEOUT, Upload, label, leaderboard_base};
-use storage_upload::installation::Installation;
+use storage_session::submit::{Conversation, Upload, label, leaderboard_base, send_saved};
 use storage_upload::payload::clean_label;
-use storage_upload::url::URL_VARIABLE;
 
-use crate::{Failure, RunArgs, SubmitArgs};
-
-pub use storage_session::submit::{keep_report, send_saved};
+use crate::{Failure, SubmitArgs};
 
 /// Where an upload's messages go: stdout, unless `run --json` keeps stdout
 /// for the report alone. The consent prompt is on stderr either way.
@@ -65,25 +61,6 @@ pub fn submit_command(args: &SubmitArgs) -> Result<(), Failure> {
         timeout,
     };
     send_saved(&args.report, &upload, &Channel::Stdout)
-}
-
-/// `run … --submit`: everything that can be refused before the benchmark
-/// runs, so that no one waits minutes for a refusal.
-pub fn before_run(args: &RunArgs) -> Result<Option<Upload>, Failure> {
-    let Some(flag) = &args.submit else { return Ok(None) };
-    let url = Some(flag.clone()).filter(|u| !u.trim().is_empty()).or_else(|| std::env::var(URL_VARIABLE).ok());
-    let base = leaderboard_base(url.as_deref())?;
-    if !args.yes && !std::io::stdin().is_terminal() {
-        return Err(Failure::Refused(
-            "--submit needs your consent and there is no terminal to ask on: run it on a terminal, or add --yes; \
-             nothing was run"
-                .to_owned(),
-        ));
-    }
-    // Make the salt now: a home that cannot hold it fails before the run.
-    Installation::discover().and_then(|inst| inst.salt()).map_err(|e| Failure::Run(e.to_string()))?;
-    let label = label(args.label.as_deref())?;
-    Ok(Some(Upload { base, yes: args.yes, include_serials: args.include_serials, label, timeout: DEFAULT_TIMEOUT }))
 }
 
 /// On a terminal, the name printed on the card (optional: Enter skips it);

@@ -1,10 +1,12 @@
 //! `verify-capacity`'s whole-device probe as `verify-capacity` and `batch
 //! --verify` run it (docs/verify-capacity.md): refuse or clear the device,
 //! replay an unfinished journal, probe; and the one-line failures of the
-//! probe, of a raw open, and of a run whose error may mean a fake card.
+//! probe, of a raw open, and of a run whose error may mean a fake card;
+//! and `verify-capacity --files`, the check of a mounted card's free space.
 
 use std::path::{Path, PathBuf};
 
+use storage_capacity::files::{FilesError, FilesReport};
 use storage_capacity::preflight::{self, Refusal};
 use storage_capacity::replay::age_words;
 use storage_capacity::{DirError, JournalDir, Leftover, Options, ProbeError, RawDisk, Safety, VerifyError, Watch};
@@ -72,6 +74,47 @@ pub fn probe(args: &ProbeOptions, watch: &dyn Watch) -> Result<storage_capacity:
         if args.thorough { storage_capacity::THOROUGH_CACHE_BOUND } else { storage_capacity::DEFAULT_CACHE_BOUND };
     let options = Options { cache_bound: bound, ..Options::default() };
     storage_capacity::verify(&mut disk, &args.device, &safety, options, watch).map_err(|e| verify_failure(e, args))
+}
+
+/// A whole-device report's verdict as the exit code: a fake card is exit 4.
+pub fn verdict(report: &storage_capacity::Report) -> Result<(), Failure> {
+    if report.verdict.is_fake() { Err(Failure::Fake(report.summary())) } else { Ok(()) }
+}
+
+/// `verify-capacity DIR --files`: the free space of the mounted card at
+/// `dir` filled with nameless files and read back.
+pub fn files(dir: &str, watch: &dyn Watch) -> Result<FilesReport, Failure> {
+    if !Path::new(dir).is_dir() {
+        return Err(Failure::Usage(format!(
+            "--files wants a directory on the mounted card, and {dir} is not one; for the whole device, leave --files out"
+        )));
+    }
+    // The links on the path are followed here, once, as for any path a
+    // user gives; from then on none is: the directory is opened by its real
+    // path, and every file made relative to that handle.
+    let real = std::fs::canonicalize(dir)
+        .map_err(|e| Failure::Usage(format!("{dir}: {e}; give a directory on the mounted card")))?;
+    storage_capacity::files::verify_files(&real, watch).map_err(|e| match e {
+        FilesError::Stopped(ProbeError::Interrupted(signal)) => {
+            Failure::Run(format!("interrupted by {signal}; the scratch files had no names and are gone"))
+        }
+        FilesError::NoRoom { .. } => Failure::Refused(e.to_string()),
+        other => Failure::Usage(other.to_string()),
+    })
+}
+
+/// `--files`' verdict as the exit code: a fake card is exit 4, with what to do.
+pub fn files_verdict(report: &FilesReport) -> Result<(), Failure> {
+    if !report.verdict.is_fake() {
+        return Ok(());
+    }
+    Err(Failure::Fake(format!(
+        "{} is on a fake card ({}): {} of the {} written there did not hold its data; copy your files off it",
+        report.dir,
+        report.verdict.as_str(),
+        storage_capacity::verdict::size(report.bad_bytes),
+        storage_capacity::verdict::size(report.tested_bytes)
+    )))
 }
 
 /// docs/verify-capacity.md#from-run: an I/O error at an offset may be a card that
@@ -206,5 +249,59 @@ fn verify_failure(e: VerifyError, args: &ProbeOptions) -> Failure {
         VerifyError::Probe(e @ ProbeError::TooSmall(_)) => Failure::Usage(e.to_string()),
         VerifyError::Probe(e) => Failure::Run(format!("the probe failed: {e}; every byte written was restored")),
         e @ (VerifyError::Undo { .. } | VerifyError::Replay { .. }) => Failure::Run(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use storage_capacity::verdict::Verdict;
+
+    use super::*;
+
+    struct Silent;
+
+    impl Watch for Silent {
+        fn stage(&self, _: &str) {}
+        fn stop(&self) -> Option<&'static str> {
+            None
+        }
+    }
+
+    #[test]
+    fn files_wants_a_directory() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("card.img");
+        std::fs::write(&file, b"").expect("write");
+        for not_a_dir in [file, dir.path().join("missing")] {
+            let name = not_a_dir.to_str().expect("utf-8");
+            let e = files(name, &Silent).expect_err("not a directory");
+            assert_eq!(e.exit_code(), 2);
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "--files wants a directory on the mounted card, and {name} is not one; for the whole device, leave --files out"
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn a_fake_found_by_files_is_exit_4() {
+        let report = |verdict| FilesReport {
+            dir: "/media/card".to_owned(),
+            verdict,
+            announced_bytes: 64 << 30,
+            tested_bytes: 8 << 30,
+            usable_bytes: 4 << 30,
+            bad_bytes: 4 << 30,
+            reserve_bytes: 1 << 20,
+            seconds: 1.0,
+            notes: Vec::new(),
+        };
+        assert!(files_verdict(&report(Verdict::Genuine)).is_ok());
+        let e = files_verdict(&report(Verdict::Wraparound)).expect_err("fake");
+        assert_eq!(e.exit_code(), 4);
+        assert!(e.to_string().starts_with("/media/card is on a fake card (wraparound): "), "{e}");
+        assert!(e.to_string().ends_with("copy your files off it"), "{e}");
     }
 }

@@ -1,7 +1,8 @@
 //! `compare`'s inputs and comparisons (docs/compare.md): a report, a
 //! batch report (its cards' figures as samples) or a leaderboard's result,
 //! read through the one validator; each compared with the first through
-//! `storage_scoring::compare`; and a result page's API address.
+//! `storage_scoring::compare`; a result page's API address, and the
+//! results fetched from it; and `compare --json`'s document.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -31,6 +32,51 @@ pub struct Comparison {
     pub figures: Vec<Figure>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+}
+
+/// How long to wait for a leaderboard's answer.
+const FETCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// `compare A B [C …] [--from URL …]`'s inputs, counted: two or more.
+pub fn check_count(count: usize) -> Result<(), Failure> {
+    if count < 2 {
+        return Err(Failure::Usage(format!(
+            "compare needs two reports or more, and got {count}: give the report to compare with first, e.g. storage-score compare old.json new.json"
+        )));
+    }
+    Ok(())
+}
+
+/// The reports named (files, "-" for stdin), then the leaderboard results
+/// at `from`, each read through the one validator; what a fetch says
+/// (a retry) goes to `errln`.
+pub fn read_inputs(reports: &[String], from: &[String], errln: fn(&str)) -> Result<Vec<Input>, Failure> {
+    let mut inputs = Vec::with_capacity(reports.len() + from.len());
+    for name in reports {
+        let bytes = crate::saved::read(name)?;
+        let value = storage_scoring::input::parse_json(&bytes).map_err(|e| crate::saved::refused(name, &e))?;
+        inputs.push(parse(name, value)?);
+    }
+    for url in from {
+        let api = api_address(url).ok_or_else(|| {
+            Failure::Usage(format!(
+                "--from {url}: not a leaderboard result's address; give it as https://HOST/results/ID (the result's page) or https://HOST/api/v1/results/ID"
+            ))
+        })?;
+        let mut notify = |line: &str| errln(&format!("storage-score: {url}: {line}"));
+        let value = crate::submit::fetch(&api, FETCH_TIMEOUT, &mut notify)?;
+        inputs.push(parse(url, value)?);
+    }
+    Ok(inputs)
+}
+
+/// `compare --json`.
+pub fn json(comparisons: &[Comparison]) -> Result<String, Failure> {
+    #[derive(Serialize)]
+    struct CompareDoc<'a> {
+        comparisons: &'a [Comparison],
+    }
+    crate::document::encode(crate::document::COMPARE, &CompareDoc { comparisons })
 }
 
 /// Every report after the first, against the first.
@@ -117,5 +163,37 @@ mod tests {
         ] {
             assert_eq!(api_address(bad), None, "{bad}");
         }
+    }
+
+    const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/reports/raspi3b-qemu-quick.json");
+
+    #[test]
+    fn two_reports_or_more_are_read_and_compared() {
+        assert_eq!(check_count(1).expect_err("one").exit_code(), 2);
+        assert!(check_count(2).is_ok());
+        let dir = tempfile::tempdir().expect("tempdir");
+        let copy = dir.path().join("again.json");
+        std::fs::copy(FIXTURE, &copy).expect("copy");
+        let names = [FIXTURE.to_owned(), copy.display().to_string()];
+        let inputs = read_inputs(&names, &[], |_| {}).expect("read");
+        assert_eq!(inputs.len(), 2);
+        let found = comparisons(&inputs);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].other, names[1]);
+        let doc: Value = serde_json::from_str(&json(&found).expect("json")).expect("parse");
+        assert_eq!(doc["schema"], crate::document::COMPARE);
+        assert_eq!(doc["comparisons"][0]["base"], FIXTURE);
+    }
+
+    #[test]
+    fn a_bad_input_is_named() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let junk = dir.path().join("junk.json");
+        std::fs::write(&junk, "{}").expect("write");
+        let name = junk.display().to_string();
+        let e = read_inputs(&[FIXTURE.to_owned(), name.clone()], &[], |_| {}).expect_err("not a report");
+        assert!(e.to_string().contains(&name), "{e}");
+        let e = read_inputs(&[], &["https://lb.example/nothing".to_owned()], |_| {}).expect_err("not a result");
+        assert!(e.to_string().starts_with("--from https://lb.example/nothing: not a leaderboard result's address"));
     }
 }

@@ -87,6 +87,19 @@ pub fn findings(report: &Report) -> Vec<String> {
     lines
 }
 
+/// `doctor --quiet`: each report's [`findings`], each line after the disk
+/// it is about (the target as named, when the report names no disk).
+pub fn quiet(reports: &[Report], targets: &[String]) -> String {
+    let mut text = String::new();
+    for (report, target) in reports.iter().zip(targets) {
+        let disk = report.target.as_ref().and_then(|t| t.disk.clone()).unwrap_or_else(|| target.clone());
+        for line in findings(report) {
+            text.push_str(&format!("{disk}: {line}\n"));
+        }
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,5 +145,20 @@ mod tests {
             let code = (mask & 1) * FAILING + (mask >> 1 & 1) * WARNING + (mask >> 2 & 1) * UNREADABLE;
             assert!((8..64).contains(&code), "{code}");
         }
+    }
+
+    #[test]
+    fn quiet_names_the_disk_of_each_finding() {
+        let mut warned = Report::new("0.1.0");
+        warned.advice.push(advice(Severity::Warn));
+        warned.target =
+            Some(storage_scoring::schema::Target { disk: Some("mmcblk0".to_owned()), ..Default::default() });
+        let quiet_one = Report::new("0.1.0");
+        let text = quiet(&[warned.clone(), quiet_one], &["/".to_owned(), "/dev/sda".to_owned()]);
+        let expected: String = findings(&warned).iter().map(|l| format!("mmcblk0: {l}\n")).collect();
+        assert!(!expected.is_empty());
+        assert_eq!(text, expected, "nothing found is no line");
+        warned.target = None;
+        assert!(quiet(&[warned], &["/srv".to_owned()]).starts_with("/srv: "));
     }
 }

@@ -2,9 +2,10 @@
 //! directory checked, then run side by side, one thread each, a card that
 //! went away looked for by its fingerprint; the work is
 //! `storage-endurance`'s, and this maps its answers onto one line and an
-//! exit code each (docs/endurance.md#exit-codes).
+//! exit code each (docs/endurance.md#exit-codes). The checks of the
+//! arguments, and the files (`--output`, `--html`, `--stats-csv`), are here too.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use storage_capacity::preflight::{self, Refusal};
@@ -12,10 +13,123 @@ use storage_capacity::{Disk, JournalDir, RawDisk};
 use storage_endurance::start::{Began, Card};
 use storage_endurance::{EnduranceError, Options, Slot, Watch};
 use storage_platform::Roots;
-use storage_scoring::endurance::{EnduranceReport, Stopped};
+use storage_scoring::endurance::{EnduranceReport, EnduranceSet, SET_SCHEMA, Stopped, passes_csv};
 use storage_scoring::schema::Device;
 
 use crate::Failure;
+use crate::failure::Confirm;
+use crate::outputs::OutputFile;
+
+/// What `endurance` was asked for.
+#[derive(Debug, Clone)]
+pub struct EnduranceOptions {
+    /// The cards' whole devices, as named.
+    pub devices: Vec<String>,
+    /// `--destructive`: needed, as every card's data is lost.
+    pub destructive: bool,
+    /// `--yes`: nothing asked.
+    pub yes: bool,
+    /// `--new`: another run, not the one begun before.
+    pub new: bool,
+    /// `--state-dir`.
+    pub state_dir: PathBuf,
+    /// When to stop, how long to wait for a card that went away.
+    pub run: Options,
+    /// `--output`, `--html`, `--stats-csv` (one card only).
+    pub output: Option<PathBuf>,
+    pub html: Option<PathBuf>,
+    pub stats_csv: Option<PathBuf>,
+}
+
+/// `endurance DEVICE…`: the arguments checked, the files opened, every
+/// card cleared, `confirm` asked (unless `--yes`), then the cards run side
+/// by side ([`run_cards`]). Returns each card's outcome, and the files to
+/// write the reports to.
+pub fn endurance(
+    options: &EnduranceOptions,
+    roots: &Roots,
+    confirm: Confirm,
+    watch: &(dyn Fn(&str) -> Box<dyn Watch + Send> + Sync),
+) -> Result<(Vec<Result<EnduranceReport, Failure>>, Outputs), Failure> {
+    check(options)?;
+    storage_bench::interrupt::install().map_err(|e| Failure::Run(format!("cannot install signal handlers: {e}")))?;
+    let outputs = Outputs::prepare(options)?;
+    // Every card is cleared, and its state directory checked, before the
+    // one question and before anything is written.
+    let cards = prepare(&options.devices, &options.state_dir, roots)?;
+    if !options.yes {
+        confirm(&options.devices.join(", "), "writes all over, again and again,")?;
+    }
+    Ok((run_cards(&cards, options.new, &options.run, watch), outputs))
+}
+
+/// The refusals of the arguments, before anything is touched.
+pub fn check(options: &EnduranceOptions) -> Result<(), Failure> {
+    if !options.destructive {
+        return Err(Failure::Usage(format!(
+            "endurance writes every card over and over, and ALL DATA ON {} IS LOST; give --destructive to go on",
+            options.devices.join(", ")
+        )));
+    }
+    if options.stats_csv.is_some() && options.devices.len() > 1 {
+        return Err(Failure::Usage("--stats-csv takes one card; give one DEVICE, or leave --stats-csv out".to_owned()));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(twice) = options.devices.iter().find(|d| !seen.insert(d.as_str())) {
+        return Err(Failure::Usage(format!("{twice} is named twice; name each card once")));
+    }
+    Ok(())
+}
+
+/// The reports of the cards that have one.
+pub fn finished(results: &[Result<EnduranceReport, Failure>]) -> Vec<EnduranceReport> {
+    results.iter().filter_map(|r| r.as_ref().ok().cloned()).collect()
+}
+
+/// The files asked for, opened (as the user) before any card is touched.
+#[derive(Debug)]
+pub struct Outputs {
+    json: Option<OutputFile>,
+    html: Option<OutputFile>,
+    csv: Option<OutputFile>,
+}
+
+impl Outputs {
+    pub fn prepare(options: &EnduranceOptions) -> Result<Outputs, Failure> {
+        Ok(Outputs {
+            json: options.output.as_deref().map(|p| OutputFile::prepare(p, "--output")).transpose()?,
+            html: options.html.as_deref().map(|p| OutputFile::prepare(p, "--html")).transpose()?,
+            csv: options.stats_csv.as_deref().map(|p| OutputFile::prepare(p, "--stats-csv")).transpose()?,
+        })
+    }
+
+    /// The reports as JSON (one card's alone, several as a set), given to
+    /// `stdout` first when it is some (`--json`), then to the files.
+    pub fn write(&self, reports: &[EnduranceReport], stdout: Option<fn(&str)>) -> Result<(), Failure> {
+        let json = match reports {
+            [one] => serde_json::to_string_pretty(one),
+            many => serde_json::to_string_pretty(&EnduranceSet {
+                schema: SET_SCHEMA.to_owned(),
+                created: crate::document::now(),
+                cards: many.to_vec(),
+            }),
+        }
+        .map_err(|e| Failure::Run(format!("cannot encode JSON: {e}")))?;
+        if let Some(stdout) = stdout {
+            stdout(&json);
+        }
+        if let Some(file) = &self.json {
+            file.write(format!("{json}\n").as_bytes())?;
+        }
+        if let Some(file) = &self.html {
+            file.write(storage_report::endurance_page::render(reports).as_bytes())?;
+        }
+        if let (Some(file), [one]) = (&self.csv, reports) {
+            file.write(passes_csv(one).as_bytes())?;
+        }
+        Ok(())
+    }
+}
 
 /// A card cleared for the run, with its state directory and what identify
 /// saw of it.
@@ -182,5 +296,91 @@ fn died_words(stop: Stopped) -> &'static str {
         Stopped::IgnoresWrites => "ignores writes (they are acknowledged, and the old data reads back)",
         Stopped::Vanished => "vanished (gone, or answering nothing, and not back within --wait-s)",
         _ => "stopped",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(devices: &[&str]) -> EnduranceOptions {
+        EnduranceOptions {
+            devices: devices.iter().map(|d| (*d).to_owned()).collect(),
+            destructive: true,
+            yes: false,
+            new: false,
+            state_dir: PathBuf::from("/nonexistent"),
+            run: Options::default(),
+            output: None,
+            html: None,
+            stats_csv: None,
+        }
+    }
+
+    fn report(device: &str) -> EnduranceReport {
+        EnduranceReport::new("2026-12-07T00:00:00Z", "storage-score test", device, "cid", 1 << 20, 4)
+    }
+
+    #[test]
+    fn the_arguments_are_refused_before_any_card() {
+        let said = |o: &EnduranceOptions| check(o).map_err(|f| (f.exit_code(), f.to_string()));
+        assert_eq!(said(&options(&["/dev/sdx"])), Ok(()));
+        let mut careful = options(&["/dev/sdx", "/dev/sdy"]);
+        careful.destructive = false;
+        let (code, line) = said(&careful).expect_err("no --destructive");
+        assert_eq!(code, 2);
+        assert!(line.contains("ALL DATA ON /dev/sdx, /dev/sdy IS LOST"), "{line}");
+        let mut csv = options(&["/dev/sdx", "/dev/sdy"]);
+        csv.stats_csv = Some(PathBuf::from("passes.csv"));
+        assert!(said(&csv).expect_err("two cards").1.starts_with("--stats-csv takes one card"));
+        assert_eq!(
+            said(&options(&["/dev/sdx", "/dev/sdy", "/dev/sdx"])).expect_err("twice").1,
+            "/dev/sdx is named twice; name each card once"
+        );
+        let e = endurance(&options(&["/dev/a", "/dev/a"]), &Roots::live(), |_, _| Ok(()), &|_| unreachable!())
+            .map(|_| ())
+            .expect_err("checked first");
+        assert_eq!(e.exit_code(), 2);
+    }
+
+    #[test]
+    fn one_card_is_its_report_and_more_are_a_set() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut one = options(&["/dev/sdx"]);
+        one.output = Some(dir.path().join("one.json"));
+        one.html = Some(dir.path().join("one.html"));
+        one.stats_csv = Some(dir.path().join("one.csv"));
+        Outputs::prepare(&one).expect("prepare").write(&[report("/dev/sdx")], None).expect("write");
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join("one.json")).expect("json")).expect("parse");
+        assert_eq!(json["device"], "/dev/sdx");
+        assert!(std::fs::read_to_string(dir.path().join("one.html")).expect("html").contains("/dev/sdx"));
+        assert!(dir.path().join("one.csv").exists());
+
+        let mut two = options(&["/dev/sdx", "/dev/sdy"]);
+        two.output = Some(dir.path().join("two.json"));
+        Outputs::prepare(&two).expect("prepare").write(&[report("/dev/sdx"), report("/dev/sdy")], None).expect("write");
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join("two.json")).expect("json")).expect("parse");
+        assert_eq!(json["schema"], SET_SCHEMA);
+        assert_eq!(json["cards"][1]["device"], "/dev/sdy");
+
+        let mut bad = options(&["/dev/sdx"]);
+        bad.html = Some(dir.path().join("missing").join("x.html"));
+        assert!(Outputs::prepare(&bad).expect_err("no such directory").to_string().starts_with("--html "));
+    }
+
+    #[test]
+    fn the_worst_outcome_is_the_exit_code() {
+        let mut died = report("/dev/sdy");
+        died.stopped = Some(Stopped::ReadOnly);
+        died.stopped_at_pass = Some(3);
+        let results = vec![Ok(report("/dev/sdx")), Ok(died), Err(Failure::Run("/dev/sdz: gone".to_owned()))];
+        let reports = finished(&results);
+        assert_eq!(reports.len(), 2);
+        let e = verdict(results, &reports).expect_err("a card died");
+        assert_eq!(e.exit_code(), 6);
+        assert_eq!(e.to_string(), "/dev/sdy died in pass 3: it turned read-only (writes fail, reads work)");
+        assert!(verdict(vec![Ok(report("/dev/sdx"))], &[report("/dev/sdx")]).is_ok());
     }
 }

@@ -71,8 +71,54 @@ impl std::error::Error for Failure {}
 /// the terminal.
 pub type Confirm = fn(&str, &str) -> Result<(), Failure>;
 
+/// The answer to the question before a destructive step, `None` when
+/// there was no terminal to ask on: only "yes" goes on, so that a script
+/// never destroys data by accident.
+pub fn confirmed(answer: Option<&str>, device: &str) -> Result<(), Failure> {
+    match answer {
+        None => Err(Failure::Refused(format!(
+            "refusing to overwrite {device} without confirmation: there is no terminal to ask on; add --yes if every byte on it may be lost"
+        ))),
+        Some(answer) if answer.trim() == "yes" => Ok(()),
+        Some(_) => Err(Failure::Refused(format!("not confirmed: {device} was left untouched"))),
+    }
+}
+
 impl From<storage_platform::TargetError> for Failure {
     fn from(e: storage_platform::TargetError) -> Self {
         Failure::Usage(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_yes_destroys_data() {
+        assert!(confirmed(Some("yes\n"), "/dev/sdx").is_ok());
+        for answer in ["y\n", "YES\n", "", "no"] {
+            let e = confirmed(Some(answer), "/dev/sdx").expect_err("not yes");
+            assert_eq!((e.exit_code(), e.to_string()), (3, "not confirmed: /dev/sdx was left untouched".to_owned()));
+        }
+        let e = confirmed(None, "/dev/sdx").expect_err("no terminal");
+        assert!(e.to_string().starts_with("refusing to overwrite /dev/sdx without confirmation"), "{e}");
+    }
+
+    #[test]
+    fn every_failure_is_one_line_with_its_code() {
+        let cases = [
+            (Failure::Run("a\nb".to_owned()), 1),
+            (Failure::Usage(String::new()), 2),
+            (Failure::Refused(String::new()), 3),
+            (Failure::Fake(String::new()), 4),
+            (Failure::Require(String::new()), 5),
+            (Failure::Died(String::new()), 6),
+            (Failure::PowerLoss(9, String::new()), 9),
+        ];
+        for (failure, code) in &cases {
+            assert_eq!(failure.exit_code(), *code);
+        }
+        assert_eq!(cases[0].0.to_string(), "a b");
     }
 }

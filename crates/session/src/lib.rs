@@ -9,7 +9,8 @@
 //! - [`watch`]: the machine around a measurement (health, advice,
 //!   temperature and throttling), a `Session`; [`measure`]: the whole
 //!   measurement of `run` and of each card of `batch`.
-//! - [`batch`]: `batch`'s and `station`'s cards tested, and their report.
+//! - [`batch`]: `batch`'s and `station`'s cards tested, their report
+//!   written and judged; `station`'s wait for cards.
 //! - [`endurance`]: `endurance`'s cards, cleared and run side by side.
 //! - [`profile`]: `profile`'s studies, configured and run.
 //! - [`powerloss`]: `power-loss`'s cycles, report and verdict.
@@ -21,11 +22,15 @@
 //! - [`doctor`]: `doctor`'s examination of its targets, and `--log`.
 //! - [`doctor_status`]: `doctor`'s exit bit mask and one-line findings.
 //! - [`scan`]: every block device, identified, for `scan` and `batch`.
-//! - [`compare`]: `compare`'s inputs and comparisons.
+//! - [`compare`]: `compare`'s inputs and comparisons; [`score`]: `score`'s.
 //! - [`export`], [`export_sheets`]: `--export-csv` and `--export-markdown`,
 //!   made harmless for where they land ([`visible`]: the escaping the
 //!   terminal uses too).
 //! - [`submit`]: `submit` and `run --submit`, but what is said and asked.
+//! - [`import`]: `import storage-sh`, a Storage.sh summary into a report.
+//! - [`roots`]: `--sysfs-root` and `--machine-root`, checked;
+//!   [`typo`]: a mistyped subcommand named.
+//! - [`witness`]: `power-loss witness`, `write` and `check`.
 //! - [`failure`]: [`Failure`], the one error a workflow gives the command
 //!   line, with its exit code.
 
@@ -39,15 +44,20 @@ pub mod endurance;
 pub mod export;
 pub mod export_sheets;
 pub mod failure;
+pub mod import;
 pub mod measure;
 pub mod outputs;
 pub mod plan;
 pub mod powerloss;
 pub mod profile;
+pub mod roots;
 pub mod saved;
 pub mod scan;
+pub mod score;
 pub mod submit;
+pub mod typo;
 pub mod visible;
 pub mod watch;
+pub mod witness;
 
 pub use failure::Failure;

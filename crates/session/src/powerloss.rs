@@ -1,9 +1,11 @@
 //! `power-loss`'s runs (docs/power-loss.md): the refusals of
 //! verify-capacity --destructive (preflight, confirmation, an exclusive
 //! open), then `storage-powerloss`'s cycles on the device or in a test
-//! file, the report, and the verdict as the exit code.
+//! file, the report written to the files asked for, and the verdict as
+//! the exit code.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use storage_capacity::preflight::{self, Cleared, Refusal};
 use storage_capacity::{RawDisk, Watch};
@@ -13,6 +15,127 @@ use storage_scoring::schema::Device;
 
 use crate::Failure;
 use crate::failure::Confirm;
+use crate::outputs::OutputFile;
+
+/// What `power-loss DEVICE` (or a directory on it) was asked for.
+#[derive(Debug, Clone)]
+pub struct PowerLossOptions {
+    /// The card's whole device, or a directory on its mounted filesystem
+    /// (the file mode).
+    pub device: String,
+    pub power: Power,
+    /// `--cycles`.
+    pub cycles: u32,
+    /// `--cut-within`, in seconds (0.01 to 3600).
+    pub cut_within: f64,
+    /// `--wait-s`: how long the card may take to come back.
+    pub wait: Duration,
+    /// The file mode's test file, in bytes.
+    pub file_bytes: u64,
+    pub destructive: bool,
+    pub yes: bool,
+    pub output: Option<PathBuf>,
+    pub html: Option<PathBuf>,
+}
+
+/// A run's end: the report, as written to the files asked for, and the
+/// name the card was last seen as (or the test file's).
+#[derive(Debug)]
+pub struct Cut {
+    pub report: PowerLossReport,
+    /// The report as JSON, for stdout.
+    pub json: String,
+    pub last_seen: String,
+}
+
+/// `power-loss DEVICE`: the arguments checked, the files opened, then the
+/// file mode in a directory, or the device mode (with `--destructive`,
+/// `confirm` asked unless `--yes`). Each stage is told to `watch`.
+pub fn power_loss(
+    options: &PowerLossOptions,
+    roots: &storage_platform::Roots,
+    confirm: Confirm,
+    watch: &dyn Watch,
+) -> Result<Cut, Failure> {
+    let device = options.device.as_str();
+    if !options.cut_within.is_finite() || !(0.01..=3600.0).contains(&options.cut_within) {
+        return Err(Failure::Usage(format!(
+            "--cut-within {}: give seconds between 0.01 and 3600, e.g. --cut-within 2",
+            options.cut_within
+        )));
+    }
+    let outputs = Outputs::prepare(options.output.as_deref(), options.html.as_deref())?;
+    storage_bench::interrupt::install().map_err(|e| Failure::Run(format!("cannot install signal handlers: {e}")))?;
+    let run = storage_powerloss::Options {
+        cycles: options.cycles,
+        cut_within: Duration::from_secs_f64(options.cut_within),
+        wait: options.wait,
+        run: storage_powerloss::fresh_run_id(),
+    };
+    let dir = Path::new(device);
+    let in_a_file = mode(device, options.destructive)?;
+    // Which card this is, read before the first cut (it may not come
+    // back): what a leaderboard keys the result by (docs/power-loss.md#the-report).
+    let identity = identity_of(device, roots);
+    let (cycles, last_seen) = if in_a_file {
+        file_mode(device, dir, options.file_bytes, &options.power, &run, watch)?
+    } else {
+        let confirm = (!options.yes).then_some(confirm);
+        device_mode(device, &options.power, &run, confirm, watch)?
+    };
+    outputs.write(device, &identity, cycles, last_seen)
+}
+
+/// Whether `device` is run in the file mode (a directory, without
+/// `--destructive`) or the device mode (with it); a refusal otherwise.
+pub fn mode(device: &str, destructive: bool) -> Result<bool, Failure> {
+    match (Path::new(device).is_dir(), destructive) {
+        (true, false) => Ok(true),
+        (false, true) => Ok(false),
+        (true, true) => Err(Failure::Usage(format!(
+            "{device} is a directory: the file mode writes a test file there and needs no --destructive; leave it out, or give the card's whole device (e.g. /dev/sdb)"
+        ))),
+        (false, false) => Err(Failure::Usage(format!(
+            "power-loss writes all over {device}, and every byte on it is lost: add --destructive (or give a directory on the mounted card for the file mode)"
+        ))),
+    }
+}
+
+/// `--output` and `--html`, checked before anything is written.
+#[derive(Debug)]
+pub struct Outputs {
+    json: Option<OutputFile>,
+    html: Option<OutputFile>,
+}
+
+impl Outputs {
+    pub fn prepare(output: Option<&Path>, html: Option<&Path>) -> Result<Outputs, Failure> {
+        Ok(Outputs {
+            json: output.map(|path| OutputFile::prepare(path, "--output")).transpose()?,
+            html: html.map(|path| OutputFile::prepare(path, "--html")).transpose()?,
+        })
+    }
+
+    /// The [`report`] of `device`'s cycles, written to the files.
+    pub fn write(
+        &self,
+        device: &str,
+        identity: &Option<Device>,
+        cycles: Vec<Cycle>,
+        last_seen: String,
+    ) -> Result<Cut, Failure> {
+        let report = report(device, identity, cycles);
+        let json =
+            serde_json::to_string_pretty(&report).map_err(|e| Failure::Run(format!("cannot encode JSON: {e}")))?;
+        if let Some(file) = &self.json {
+            file.write(format!("{json}\n").as_bytes())?;
+        }
+        if let Some(file) = &self.html {
+            file.write(storage_report::power_loss_page::render(&report).as_bytes())?;
+        }
+        Ok(Cut { report, json, last_seen })
+    }
+}
 
 /// The device mode: the card cleared and opened exclusively, `confirm`
 /// asked (unless `--yes`), then the cycles. Returns them and the name the
@@ -144,5 +267,77 @@ pub fn summary(report: &PowerLossReport, now_at: &str) -> String {
             "{}: did not come back within the wait after power cut {} (last seen as {now_at}; {counts})",
             report.device, t.cycles
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(device: &str) -> PowerLossOptions {
+        PowerLossOptions {
+            device: device.to_owned(),
+            power: Power { off: "false".to_owned(), on: "false".to_owned() },
+            cycles: 1,
+            cut_within: 2.0,
+            wait: Duration::from_secs(1),
+            file_bytes: 1 << 20,
+            destructive: false,
+            yes: false,
+            output: None,
+            html: None,
+        }
+    }
+
+    struct Silent;
+
+    impl Watch for Silent {
+        fn stage(&self, _: &str) {}
+        fn stop(&self) -> Option<&'static str> {
+            None
+        }
+    }
+
+    fn refused(options: &PowerLossOptions) -> String {
+        let no = |_: &str, _: &str| Err(Failure::Refused("no".to_owned()));
+        power_loss(options, &storage_platform::Roots::live(), no, &Silent).expect_err("refused").to_string()
+    }
+
+    #[test]
+    fn the_arguments_are_refused_before_anything_is_written() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut fast = options(dir.path().to_str().expect("utf-8"));
+        fast.cut_within = 0.001;
+        assert_eq!(refused(&fast), "--cut-within 0.001: give seconds between 0.01 and 3600, e.g. --cut-within 2");
+        fast.cut_within = f64::NAN;
+        assert!(refused(&fast).starts_with("--cut-within NaN"));
+        let mut unwritable = options(dir.path().to_str().expect("utf-8"));
+        unwritable.output = Some(dir.path().join("missing").join("report.json"));
+        assert!(refused(&unwritable).starts_with("--output "));
+    }
+
+    #[test]
+    fn a_directory_is_the_file_mode_and_a_device_needs_destructive() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().to_str().expect("utf-8");
+        assert!(mode(path, false).expect("file mode"));
+        assert!(mode(path, true).expect_err("no --destructive").to_string().contains("needs no --destructive"));
+        assert!(!mode("/dev/nonexistent-card", true).expect("device mode"));
+        let line = mode("/dev/nonexistent-card", false).expect_err("destructive").to_string();
+        assert!(line.starts_with("power-loss writes all over /dev/nonexistent-card"), "{line}");
+    }
+
+    #[test]
+    fn the_report_goes_to_the_files_and_its_verdict_to_the_exit_code() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let output = dir.path().join("cuts.json");
+        let html = dir.path().join("cuts.html");
+        let outputs = Outputs::prepare(Some(&output), Some(&html)).expect("prepare");
+        let cut = outputs.write("/dev/sdx", &None, Vec::new(), "/dev/sdy".to_owned()).expect("write");
+        assert_eq!(std::fs::read_to_string(&output).expect("json"), format!("{}\n", cut.json));
+        assert!(std::fs::read_to_string(&html).expect("html").contains("/dev/sdx"));
+        assert_eq!(cut.last_seen, "/dev/sdy");
+        let kept = verdict(&cut.report, &cut.last_seen);
+        assert_eq!(kept.is_ok(), cut.report.verdict == PowerLossVerdict::Kept);
     }
 }

@@ -2,18 +2,20 @@
 //! them: the configuration of [`storage_bench::profile`] (which studies,
 //! the memory they may use, the SD card's allocation unit), the run with
 //! the machine watched, the report, and the one line and exit code of an
-//! error that stopped it.
+//! error that stopped it; where the studies may write, and the files
+//! (`--html`, `--csv`) written after them.
 
 use std::path::Path;
 use std::time::Duration;
 
 use storage_bench::profile::{self, Config, Place, ProfileError, SdFacts, SustainedPlan};
-use storage_bench::{EngineChoice, Observer};
+use storage_bench::{EngineChoice, Observer, Plan, WriteTarget};
 use storage_platform::{Resolved, Roots};
 use storage_scoring::profile::ProfileReport;
 use storage_scoring::schema::{Device, Medium, Report};
 
 use crate::Failure;
+use crate::outputs::{OutputDir, OutputFile};
 use crate::watch::Session;
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -32,6 +34,64 @@ pub struct StudyOptions {
     /// `--max-time SECONDS`.
     pub max_time: u64,
     pub engine: EngineChoice,
+}
+
+/// `--html` and `--csv`, opened before the studies, so that a path that
+/// cannot be written is refused first.
+#[derive(Debug)]
+pub struct Files {
+    html: Option<OutputFile>,
+    csv: Option<OutputDir>,
+}
+
+impl Files {
+    pub fn prepare(html: Option<&Path>, csv: Option<&Path>) -> Result<Files, Failure> {
+        Ok(Files {
+            html: html.map(|path| OutputFile::prepare(path, "--html")).transpose()?,
+            csv: csv.map(|dir| OutputDir::prepare(dir, "--csv")).transpose()?,
+        })
+    }
+
+    /// The report as an HTML page and CSV tables; returns a line for each
+    /// that says where it is.
+    pub fn write(&self, doc: &ProfileReport) -> Result<Vec<String>, Failure> {
+        let mut written = Vec::new();
+        if let Some(html) = &self.html {
+            html.write(storage_report::profile_page::render(doc).as_bytes())?;
+            written.push(format!("HTML report: {}", html.path().display()));
+        }
+        if let Some(csv) = &self.csv {
+            for (name, text) in storage_report::csv::files(&doc.profile) {
+                csv.write(name, text.as_bytes())?;
+            }
+            written.push(format!("CSV tables: {}", csv.path().display()));
+        }
+        Ok(written)
+    }
+}
+
+/// The studies write: a read-only filesystem is refused, unless `raw`
+/// (the unmounted device).
+pub fn writable(target: &str, raw: bool, resolved: &Resolved) -> Result<(), Failure> {
+    if !raw && resolved.mount.as_ref().is_some_and(|m| m.read_only) {
+        return Err(Failure::Usage(format!(
+            "{target} is on a read-only filesystem: the profile studies write, so remount it read-write, or give --raw --destructive --yes on the unmounted device"
+        )));
+    }
+    Ok(())
+}
+
+/// Where the studies write: where `run`'s plan would (a scratch file in a
+/// mounted filesystem, or the raw device only with --destructive,
+/// unmounted, confirmed), or a refusal when it has nowhere.
+pub fn place(target: &str, plan: &Plan) -> Result<Place, Failure> {
+    match &plan.write_target {
+        WriteTarget::Scratch(dir) => Ok(Place::Scratch(dir.clone())),
+        WriteTarget::Raw(device) => Ok(Place::Raw(device.clone())),
+        WriteTarget::Unavailable(_) => Err(Failure::Usage(format!(
+            "{target} has no mounted, writable filesystem: the profile studies write, so mount one, or give --raw --destructive --yes to write the unmounted device from its first GiB on"
+        ))),
+    }
 }
 
 /// Runs the studies of `config` on the resolved target, the machine
@@ -126,6 +186,21 @@ fn sd_facts(device: Option<&Device>) -> Option<SdFacts> {
 mod tests {
     use super::*;
     use storage_scoring::schema::DeviceKind;
+
+    #[test]
+    fn the_files_say_where_they_are() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let html = dir.path().join("profile.html");
+        let csv = dir.path().join("tables");
+        let files = Files::prepare(Some(&html), Some(&csv)).expect("prepare");
+        assert!(csv.is_dir(), "--csv's directory is made before the studies");
+        let written = files.write(&ProfileReport::default()).expect("write");
+        assert_eq!(written, [format!("HTML report: {}", html.display()), format!("CSV tables: {}", csv.display())]);
+        assert!(std::fs::read_to_string(&html).expect("html").contains("<html"));
+        assert!(Files::prepare(None, None).expect("none").write(&ProfileReport::default()).expect("w").is_empty());
+        let e = Files::prepare(Some(&dir.path().join("missing").join("p.html")), None).expect_err("no directory");
+        assert!(e.to_string().starts_with("--html "), "{e}");
+    }
 
     #[test]
     fn memory_comes_from_meminfo() {

@@ -113,6 +113,15 @@ pub fn size_words(bytes: u64) -> String {
     }
 }
 
+/// `scan --json` (and `show --json` of a scan): the devices as one document.
+pub fn json(entries: &[Entry]) -> Result<String, Failure> {
+    #[derive(serde::Serialize)]
+    struct Scan<'a> {
+        devices: &'a [Entry],
+    }
+    crate::document::encode(crate::document::SCAN, &Scan { devices: entries })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

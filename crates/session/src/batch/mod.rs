@@ -1,10 +1,11 @@
 //! `batch` and `station`'s cards (docs/batch.md): each goes through
 //! [`card::test`]; cards on different buses run side by side (`--jobs`);
 //! the report (`storage-score-batch/1`) gets the summary of
-//! `storage_scoring::batch` and the serials hashed. Printing it, writing it
-//! and the exit status are the command line's.
+//! `storage_scoring::batch` and the serials hashed; [`files`] writes it and
+//! judges it into the exit status. Printing it is the command line's.
 
 pub mod card;
+pub mod files;
 pub mod station;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -40,6 +41,20 @@ pub struct BatchOptions {
     pub include_serials: bool,
     /// `--require EXPR`, as given.
     pub require: Option<String>,
+    /// The cards' whole devices, as named.
+    pub devices: Vec<String>,
+    /// `--jobs`: how many cards at once.
+    pub jobs: usize,
+    /// `--yes`: nothing asked before `--destructive`.
+    pub yes: bool,
+    /// `--json`: stdout holds the report.
+    pub json: bool,
+    /// `--output FILE`: the report's JSON.
+    pub output: Option<PathBuf>,
+    /// `--html FILE`.
+    pub html: Option<PathBuf>,
+    /// `--export-csv`, `--export-markdown`.
+    pub export: crate::export::ExportOptions,
 }
 
 /// `--require`, read, and its `genuine` only with `--verify`.
