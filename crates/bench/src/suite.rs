@@ -340,13 +340,7 @@ impl Runner<'_> {
             WriteTarget::Raw(device) => Place::Raw(self.open_raw(device)?),
         };
         if self.wants(Figure::SeqWrite) {
-            sync();
-            let file = place.new_file()?;
-            let stat = self.stat_of(&file);
-            let ctx = self.ctx();
-            let m = dd::run(&ctx, &file, place.base(), stat.as_ref());
-            self.record(Figure::SeqWrite, m)?;
-            // rm -f test: the file (and its blocks) go when it closes here.
+            self.on_new_file(&place, Figure::SeqWrite, dd::run)?;
         }
         let direct: Vec<Figure> = file_tests().chain([Figure::SustainedSeqWrite]).collect();
         if !direct.iter().any(|&f| self.plan.wants(f)) {
@@ -361,12 +355,7 @@ impl Runner<'_> {
         }
         for figure in tool_tests(Tool::Fio) {
             if self.wants(figure) {
-                sync();
-                let file = place.new_file()?;
-                let stat = self.stat_of(&file);
-                let ctx = self.ctx();
-                let m = fio::run(&ctx, figure, &file, place.base(), stat.as_ref());
-                self.record(figure, m)?;
+                self.on_new_file(&place, figure, |ctx, file, base, stat| fio::run(ctx, figure, file, base, stat))?;
             }
         }
         if tool_tests(Tool::Iozone).any(|f| self.plan.wants(f)) && !self.time_is_up() {
@@ -378,14 +367,25 @@ impl Runner<'_> {
         // Beyond Storage.sh's set, last, so that none of its figures meets
         // the state a long write leaves.
         if self.wants(Figure::SustainedSeqWrite) {
-            sync();
-            let file = place.new_file()?;
-            let stat = self.stat_of(&file);
-            let ctx = self.ctx();
-            let m = sustained::run(&ctx, &file, place.base(), stat.as_ref());
-            self.record(Figure::SustainedSeqWrite, m)?;
+            self.on_new_file(&place, Figure::SustainedSeqWrite, sustained::run)?;
         }
         Ok(())
+    }
+
+    /// `sync`, then `test` on a new file (on a raw device, its test region
+    /// again), filed under `figure`. The file, and its blocks, go when it
+    /// closes at the end of this (`rm -f test`).
+    fn on_new_file(
+        &mut self,
+        place: &Place,
+        figure: Figure,
+        test: impl FnOnce(&Ctx<'_>, &File, u64, Option<&DevStat>) -> Result<Measured, EngineError>,
+    ) -> Result<(), RunError> {
+        sync();
+        let file = place.new_file()?;
+        let stat = self.stat_of(&file);
+        let measured = test(&self.ctx(), &file, place.base(), stat.as_ref());
+        self.record(figure, measured)
     }
 
     fn open_raw(&self, device: &RawDevice) -> Result<File, RunError> {

@@ -258,15 +258,6 @@ mod tests {
 
     use super::*;
 
-    struct Silent;
-
-    impl Watch for Silent {
-        fn stage(&self, _: &str) {}
-        fn stop(&self) -> Option<&'static str> {
-            None
-        }
-    }
-
     #[test]
     fn files_wants_a_directory() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -274,7 +265,7 @@ mod tests {
         std::fs::write(&file, b"").expect("write");
         for not_a_dir in [file, dir.path().join("missing")] {
             let name = not_a_dir.to_str().expect("utf-8");
-            let e = files(name, &Silent).expect_err("not a directory");
+            let e = files(name, &storage_capacity::Quiet).expect_err("not a directory");
             assert_eq!(e.exit_code(), 2);
             assert_eq!(
                 e.to_string(),

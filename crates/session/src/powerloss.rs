@@ -289,18 +289,11 @@ mod tests {
         }
     }
 
-    struct Silent;
-
-    impl Watch for Silent {
-        fn stage(&self, _: &str) {}
-        fn stop(&self) -> Option<&'static str> {
-            None
-        }
-    }
-
     fn refused(options: &PowerLossOptions) -> String {
         let no = |_: &str, _: &str| Err(Failure::Refused("no".to_owned()));
-        power_loss(options, &storage_platform::Roots::live(), no, &Silent).expect_err("refused").to_string()
+        power_loss(options, &storage_platform::Roots::live(), no, &storage_capacity::Quiet)
+            .expect_err("refused")
+            .to_string()
     }
 
     #[test]

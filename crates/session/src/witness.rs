@@ -90,15 +90,6 @@ pub fn check(
 mod tests {
     use super::*;
 
-    struct Silent;
-
-    impl Watch for Silent {
-        fn stage(&self, _: &str) {}
-        fn stop(&self) -> Option<&'static str> {
-            None
-        }
-    }
-
     fn no(_: &str, _: &str) -> Result<(), Failure> {
         Err(Failure::Refused("no".to_owned()))
     }
@@ -112,7 +103,7 @@ mod tests {
             yes: false,
             new: false,
         };
-        let e = write(&options, no, &Silent).expect_err("refused");
+        let e = write(&options, no, &storage_capacity::Quiet).expect_err("refused");
         assert_eq!(e.exit_code(), 2);
         assert_eq!(
             e.to_string(),
@@ -126,11 +117,11 @@ mod tests {
         let file = dir.path().join("card.img");
         std::fs::write(&file, vec![0u8; 4096]).expect("write");
         let name = file.to_str().expect("utf-8");
-        let e = check(name, "127.0.0.1:1", None, None, &Silent).expect_err("not a whole device");
+        let e = check(name, "127.0.0.1:1", None, None, &storage_capacity::Quiet).expect_err("not a whole device");
         assert!(e.exit_code() == 2 || e.exit_code() == 3, "{e}");
         assert!(e.to_string().contains(name), "{e}");
         let missing = dir.path().join("missing").join("cuts.json");
-        let e = check(name, "127.0.0.1:1", Some(&missing), None, &Silent).expect_err("output first");
+        let e = check(name, "127.0.0.1:1", Some(&missing), None, &storage_capacity::Quiet).expect_err("output first");
         assert!(e.to_string().starts_with("--output "), "{e}");
     }
 }
