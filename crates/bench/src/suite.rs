@@ -486,7 +486,8 @@ impl Place {
     }
 }
 
-/// Every test that writes, in run order.
+/// Every test on the write target (its scratch files, or the raw device's
+/// test region), reads of the files it lays out included, in run order.
 fn write_tests() -> impl Iterator<Item = Figure> {
     std::iter::once(Figure::SeqWrite).chain(file_tests()).chain([Figure::SustainedSeqWrite])
 }
